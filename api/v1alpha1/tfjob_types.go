@@ -1,0 +1,508 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ReplicaType is the role a group of replicas plays in a TensorFlow cluster.
+// The values are the keys of spec.tfReplicaSpecs, spelled as in Kubeflow's TFJob.
+type ReplicaType string
+
+const (
+	// ReplicaTypeChief is the worker that also checkpoints and writes summaries.
+	ReplicaTypeChief ReplicaType = "Chief"
+	// ReplicaTypeMaster is the older name of the chief; TF_CONFIG calls it "master".
+	ReplicaTypeMaster ReplicaType = "Master"
+	// ReplicaTypePS holds the model variables in parameter-server training.
+	ReplicaTypePS ReplicaType = "PS"
+	// ReplicaTypeWorker computes gradients.
+	ReplicaTypeWorker ReplicaType = "Worker"
+	// ReplicaTypeEvaluator evaluates checkpoints beside training; it is not part of the cluster.
+	ReplicaTypeEvaluator ReplicaType = "Evaluator"
+)
+
+// ReplicaTypes lists every replica type in the order tfk8s creates and reports them.
+var ReplicaTypes = []ReplicaType{ReplicaTypeChief, ReplicaTypeMaster, ReplicaTypePS, ReplicaTypeWorker, ReplicaTypeEvaluator}
+
+// RestartPolicy says what happens when a replica's container exits.
+// +kubebuilder:validation:Enum=Always;OnFailure;Never;ExitCode
+type RestartPolicy string
+
+const (
+	// RestartPolicyAlways restarts the container whatever its exit code.
+	RestartPolicyAlways RestartPolicy = "Always"
+	// RestartPolicyOnFailure restarts the container when it exits non-zero.
+	RestartPolicyOnFailure RestartPolicy = "OnFailure"
+	// RestartPolicyNever lets a failed replica fail the job.
+	RestartPolicyNever RestartPolicy = "Never"
+	// RestartPolicyExitCode re-creates the pod after a retryable failure (exit code 128 and
+	// above: killed by a signal, or a pod disruption such as eviction, preemption or node
+	// loss); exit codes 1 to 127 fail the replica permanently.
+	RestartPolicyExitCode RestartPolicy = "ExitCode"
+)
+
+// CleanPodPolicy says which pods are deleted once the job has finished.
+// +kubebuilder:validation:Enum=All;Running;None
+type CleanPodPolicy string
+
+const (
+	// CleanPodPolicyAll deletes every pod of the job when it finishes.
+	CleanPodPolicyAll CleanPodPolicy = "All"
+	// CleanPodPolicyRunning deletes the pods still running when the job finishes: the
+	// parameter servers, which never exit by themselves, are recycled this way.
+	CleanPodPolicyRunning CleanPodPolicy = "Running"
+	// CleanPodPolicyNone keeps every pod.
+	CleanPodPolicyNone CleanPodPolicy = "None"
+)
+
+// SuccessPolicy says when a job has succeeded.
+// +kubebuilder:validation:Enum="";AllWorkers
+type SuccessPolicy string
+
+const (
+	// SuccessPolicyDefault: the chief (or master) succeeded, or worker 0 when there is neither.
+	SuccessPolicyDefault SuccessPolicy = ""
+	// SuccessPolicyAllWorkers: every worker (and the chief or master, if any) succeeded.
+	SuccessPolicyAllWorkers SuccessPolicy = "AllWorkers"
+)
+
+// StartupPolicy says in which order the replicas' pods are created.
+// +kubebuilder:validation:Enum=Parallel;PSFirst
+type StartupPolicy string
+
+const (
+	// StartupPolicyParallel creates every pod at once.
+	StartupPolicyParallel StartupPolicy = "Parallel"
+	// StartupPolicyPSFirst creates the chief, master and workers once every PS pod is Running.
+	StartupPolicyPSFirst StartupPolicy = "PSFirst"
+)
+
+// NetworkingMode says how replicas reach each other.
+// +kubebuilder:validation:Enum=DNS;HostNetwork
+type NetworkingMode string
+
+const (
+	// NetworkingModeDNS gives every pod a stable name under the job's headless Service.
+	NetworkingModeDNS NetworkingMode = "DNS"
+	// NetworkingModeHostNetwork runs pods in the node's network with a distinct port per replica.
+	NetworkingModeHostNetwork NetworkingMode = "HostNetwork"
+)
+
+// TFJob is a TensorFlow training job: one or more groups of replicas (chief or master,
+// parameter servers, workers, an evaluator) that tfk8s runs as pods, wiring them
+// together with a generated TF_CONFIG.
+//
+// The job name ends up in the name of every pod, "<name>-<type>-<index>", which must be
+// a DNS label of at most 63 characters. So a name may have at most
+// 63 - len("-<type>-<highest index>") characters: 51 with an evaluator ("-evaluator-0") or
+// TensorBoard ("-tensorboard"), 52 with up to 1000 workers ("-worker-999"), 54 with up to
+// 10 workers ("-worker-9").
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tfj,categories=all
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.spec.tfReplicaSpecs.Worker.replicas`
+// +kubebuilder:printcolumn:name="PS",type=integer,JSONPath=`.spec.tfReplicaSpecs.PS.replicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it names the job's Service"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tfReplicaSpecs) || self.spec.tfReplicaSpecs.all(t, size(self.metadata.name) + size(t) + 2 + size(string(has(self.spec.tfReplicaSpecs[t].replicas) && self.spec.tfReplicaSpecs[t].replicas > 1 ? self.spec.tfReplicaSpecs[t].replicas - 1 : 0)) <= 63)",message="metadata.name is too long: every pod name <name>-<type>-<index> must fit in a 63-character DNS label"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tensorboard) || !self.spec.tensorboard.enabled || size(self.metadata.name) <= 51",message="metadata.name is too long for spec.tensorboard: <name>-tensorboard must fit in a 63-character DNS label"
+type TFJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   TFJobSpec   `json:"spec"`
+	Status TFJobStatus `json:"status,omitempty"`
+}
+
+// TFJobSpec is what the user asks for. Its fields are a superset of Kubeflow's TFJob v1
+// spec, so a kubeflow.org/v1 manifest is a valid tfk8s.io/v1alpha1 one once its
+// apiVersion is rewritten.
+//
+// +kubebuilder:validation:XValidation:rule="!('Chief' in self.tfReplicaSpecs && 'Master' in self.tfReplicaSpecs)",fieldPath=".tfReplicaSpecs",message="Chief and Master cannot both be set: they are two names for the same role"
+// +kubebuilder:validation:XValidation:rule="'Chief' in self.tfReplicaSpecs || 'Master' in self.tfReplicaSpecs || 'Worker' in self.tfReplicaSpecs",fieldPath=".tfReplicaSpecs",message="a job needs a Chief, a Master or a Worker: PS and Evaluator replicas alone do not train"
+// +kubebuilder:validation:XValidation:rule="!('Chief' in self.tfReplicaSpecs) || self.tfReplicaSpecs['Chief'].replicas <= 1",fieldPath=".tfReplicaSpecs.Chief.replicas",message="a job has at most one Chief"
+// +kubebuilder:validation:XValidation:rule="!('Master' in self.tfReplicaSpecs) || self.tfReplicaSpecs['Master'].replicas <= 1",fieldPath=".tfReplicaSpecs.Master.replicas",message="a job has at most one Master"
+// +kubebuilder:validation:XValidation:rule="!('Evaluator' in self.tfReplicaSpecs) || self.tfReplicaSpecs['Evaluator'].replicas <= 1",fieldPath=".tfReplicaSpecs.Evaluator.replicas",message="a job has at most one Evaluator (TensorFlow allows one)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.code) || has(self.data) || has(self.artifacts)) || has(self.storage)",fieldPath=".storage",message="spec.storage.secretRef is required when code, data or artifacts are set: it holds the S3 endpoint and credentials"
+// +kubebuilder:validation:XValidation:rule="has(self.code) == has(oldSelf.code)",fieldPath=".code",message="spec.code is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.data) == has(oldSelf.data)",fieldPath=".data",message="spec.data is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.artifacts) == has(oldSelf.artifacts)",fieldPath=".artifacts",message="spec.artifacts is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",fieldPath=".storage",message="spec.storage is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.volumes) == has(oldSelf.volumes)",fieldPath=".volumes",message="spec.volumes is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.successPolicy) == has(oldSelf.successPolicy)",fieldPath=".successPolicy",message="spec.successPolicy is immutable"
+type TFJobSpec struct {
+	// TFReplicaSpecs maps a replica type (Chief, Master, PS, Worker, Evaluator) to its
+	// replicas. Immutable: TF_CONFIG describes the whole cluster to every replica.
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=5
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t in ['Chief', 'Master', 'PS', 'Worker', 'Evaluator'])",message="unknown replica type: the keys of tfReplicaSpecs are Chief, Master, PS, Worker and Evaluator"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tfReplicaSpecs is immutable: delete and re-create the job to change its replicas"
+	// +required
+	TFReplicaSpecs map[ReplicaType]*ReplicaSpec `json:"tfReplicaSpecs"`
+
+	// RunPolicy says how the job runs: clean-up, deadlines, retries, suspension, gang scheduling.
+	// +optional
+	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+
+	// SuccessPolicy says when the job has succeeded: "" (the chief or master succeeded, or
+	// worker 0 when there is neither) or "AllWorkers".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.successPolicy is immutable"
+	SuccessPolicy *SuccessPolicy `json:"successPolicy,omitempty"`
+
+	// EnableDynamicWorker gives each worker a TF_CONFIG whose cluster lists only the
+	// chief, the PS and the worker itself, so workers may join and leave (Kubeflow's
+	// sparse cluster spec).
+	// +optional
+	EnableDynamicWorker bool `json:"enableDynamicWorker,omitempty"`
+
+	// StartupPolicy is Parallel (every pod at once) or PSFirst (chief, master and workers
+	// once every PS pod is Running).
+	// +kubebuilder:default=Parallel
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.startupPolicy is immutable"
+	StartupPolicy StartupPolicy `json:"startupPolicy,omitempty"`
+
+	// Networking says how replicas reach each other.
+	// +kubebuilder:default={mode: DNS}
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.networking is immutable"
+	Networking Networking `json:"networking,omitempty"`
+
+	// Storage names the S3-compatible storage holding code, data and artifacts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage is immutable"
+	Storage *Storage `json:"storage,omitempty"`
+
+	// Code is the user's program, an archive fetched and unpacked in every container
+	// before its command starts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.code is immutable"
+	Code *Code `json:"code,omitempty"`
+
+	// Data lists S3 prefixes copied into every container before its command starts.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.data is immutable"
+	Data []DataSource `json:"data,omitempty"`
+
+	// Artifacts says which paths (checkpoints, exported models) are backed up to S3
+	// while the job runs and when each container stops. Container logs go along.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.destination == oldSelf.destination && has(self.paths) == has(oldSelf.paths) && (!has(self.paths) || self.paths == oldSelf.paths) && has(self.interval) == has(oldSelf.interval) && (!has(self.interval) || duration(self.interval) == duration(oldSelf.interval))",message="spec.artifacts is immutable"
+	Artifacts *Artifacts `json:"artifacts,omitempty"`
+
+	// Volumes asks for per-job persistent volume claims, mounted in every replica.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.volumes is immutable"
+	Volumes *Volumes `json:"volumes,omitempty"`
+
+	// TensorBoard runs a TensorBoard beside the job.
+	// +optional
+	TensorBoard *TensorBoard `json:"tensorboard,omitempty"`
+}
+
+// ReplicaSpec describes a group of identical replicas.
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || size(self.template.spec.containers) > 0",fieldPath=".template.spec.containers",message="template.spec.containers must list at least one container"
+type ReplicaSpec struct {
+	// Replicas is the number of replicas of this type.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Template is the pod of every replica. The container named "tensorflow" (else the
+	// first container) gets TF_CONFIG and, when code or artifacts are set, runs under the
+	// tfk8s agent.
+	// +kubebuilder:validation:XValidation:rule="has(self.spec)",message="template.spec is required"
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// RestartPolicy is Always, OnFailure, Never (the default) or ExitCode.
+	// +kubebuilder:default=Never
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+}
+
+// RunPolicy says how the job runs. Its fields are Kubeflow's.
+type RunPolicy struct {
+	// CleanPodPolicy says which pods are deleted once the job finished: Running (the
+	// default: the parameter servers and every other pod still running), All or None.
+	// +kubebuilder:default=Running
+	// +optional
+	CleanPodPolicy *CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
+
+	// TTLSecondsAfterFinished deletes the job, and with it every object it owns, this
+	// many seconds after it finished. Unset keeps it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// ActiveDeadlineSeconds fails the job once it has been running this long.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// BackoffLimit fails the job once its replicas restarted more than this many times in
+	// all, counting container restarts and pod re-creations alike. Unset: no limit.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// SchedulingPolicy asks for gang scheduling.
+	// +optional
+	SchedulingPolicy *SchedulingPolicy `json:"schedulingPolicy,omitempty"`
+
+	// Suspend deletes the job's pods and keeps its status; setting it back to false
+	// creates them again.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// ManagedBy names the controller that reconciles this job; tfk8s leaves alone a job
+	// managed by another. Unset or "tfk8s.io/tfjob-controller" means tfk8s.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="runPolicy.managedBy is immutable"
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
+}
+
+// SchedulingPolicy asks that the job's pods be scheduled together or not at all.
+type SchedulingPolicy struct {
+	// MinAvailable is how many pods must be schedulable at once. Unset: every replica.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+	// Queue is the scheduler queue the job joins, for schedulers that have queues.
+	// +optional
+	Queue string `json:"queue,omitempty"`
+	// MinResources is the total of resources the gang needs, for schedulers that check it.
+	// +optional
+	MinResources corev1.ResourceList `json:"minResources,omitempty"`
+	// PriorityClass is the priority class of the job's pods.
+	// +optional
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// ScheduleTimeoutSeconds is how long the gang may wait to be scheduled.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+}
+
+// Networking says how replicas reach each other.
+type Networking struct {
+	// Mode is DNS (pods named under the job's headless Service, every one on the
+	// TensorFlow port) or HostNetwork (pods in the node's network, each replica on its
+	// own port).
+	// +kubebuilder:default=DNS
+	// +optional
+	Mode NetworkingMode `json:"mode,omitempty"`
+}
+
+// Storage names the S3-compatible storage of a job.
+type Storage struct {
+	// SecretRef names a Secret in the job's namespace with the keys endpoint,
+	// accessKeyID and secretAccessKey, and optionally region and insecure ("true" for
+	// plain HTTP). Credentials never appear in the TFJob itself.
+	// +required
+	SecretRef corev1.LocalObjectReference `json:"secretRef"`
+}
+
+// Code is an archive of the user's program.
+type Code struct {
+	// Source is the archive, a gzipped tar: s3://bucket/key.
+	// +kubebuilder:validation:Pattern=`^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.+[^/]$`
+	// +required
+	Source string `json:"source"`
+	// SHA256 is the archive's digest, checked before it is unpacked; by default the
+	// digest in its content-addressed name (".../sha256-<hex>.tar.gz").
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// Path is where the archive is unpacked, and the command's working directory unless
+	// the container sets one.
+	// +kubebuilder:default=/workspace
+	// +kubebuilder:validation:Pattern=`^/`
+	// +optional
+	Path string `json:"path,omitempty"`
+}
+
+// DataSource is an S3 prefix copied into each container.
+type DataSource struct {
+	// Source is an S3 prefix (s3://bucket/prefix/) or object (s3://bucket/key).
+	// +kubebuilder:validation:Pattern=`^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$`
+	// +required
+	Source string `json:"source"`
+	// Path is the absolute directory the data appears in.
+	// +kubebuilder:validation:Pattern=`^/`
+	// +required
+	Path string `json:"path"`
+}
+
+// Artifacts says what is backed up to S3, where and how often.
+type Artifacts struct {
+	// Destination is the S3 prefix under which each replica's artifacts and logs are
+	// stored, as <destination>/<namespace>/<job>/<replica>/{artifacts,logs}/.
+	// +kubebuilder:validation:Pattern=`^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$`
+	// +required
+	Destination string `json:"destination"`
+	// Paths are the absolute files or directories uploaded (changed files only).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^/`
+	// +listType=atomic
+	// +optional
+	Paths []string `json:"paths,omitempty"`
+	// Interval is the time between two uploads while the command runs; 0 uploads only
+	// when the container stops.
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="artifacts.interval must not be negative"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// Volumes asks for per-job persistent volume claims.
+type Volumes struct {
+	// Data is a claim shared by the replicas, mounted at its mountPath (default /data).
+	// +optional
+	Data *VolumeClaim `json:"data,omitempty"`
+	// Logs is a claim for logs, mounted at its mountPath (default /logs).
+	// +optional
+	Logs *VolumeClaim `json:"logs,omitempty"`
+}
+
+// VolumeClaim describes a persistent volume claim the job owns.
+type VolumeClaim struct {
+	// StorageClassName is the claim's storage class; unset uses the cluster default.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// Size is the storage requested.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	// +required
+	Size resource.Quantity `json:"size"`
+	// AccessModes of the claim; default ReadWriteMany, since every replica mounts it.
+	// +listType=atomic
+	// +optional
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// MountPath is where the volume appears in every container.
+	// +kubebuilder:validation:Pattern=`^/`
+	// +optional
+	MountPath string `json:"mountPath,omitempty"`
+}
+
+// TensorBoard runs a TensorBoard Deployment and Service beside the job.
+type TensorBoard struct {
+	// Enabled turns TensorBoard on.
+	Enabled bool `json:"enabled"`
+	// Image runs TensorBoard; default the image of the job's chief (or first) container.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// LogDir is the directory (or s3:// prefix) TensorBoard reads; default the artifacts.
+	// +optional
+	LogDir string `json:"logDir,omitempty"`
+}
+
+// JobState is a one-word summary of a job, shown by kubectl and the tfk8s CLI.
+type JobState string
+
+// TFJobStatus is what tfk8s observed of a job.
+type TFJobStatus struct {
+	// State is the newest of the job's true conditions: Created, Running, Restarting,
+	// Suspended, Succeeded or Failed.
+	// +optional
+	State JobState `json:"state,omitempty"`
+
+	// Conditions, of types Created, Running, Restarting, Succeeded, Failed and Suspended.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ReplicaStatuses counts the pods of each replica type.
+	// +optional
+	ReplicaStatuses map[ReplicaType]*ReplicaStatus `json:"replicaStatuses,omitempty"`
+
+	// StartTime is when tfk8s first acted on the job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the job succeeded or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// RecordedPods are finished pods whose outcome this status records and whose
+	// tracking finalizer tfk8s is removing; each is counted once.
+	// +listType=set
+	// +optional
+	RecordedPods []types.UID `json:"recordedPods,omitempty"`
+
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ReplicaStatus counts the pods of one replica type.
+type ReplicaStatus struct {
+	// Active is the number of pods pending or running.
+	// +optional
+	Active int32 `json:"active,omitempty"`
+	// Succeeded is the number of replicas that exited 0.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// Failed is the number of replicas that failed for good.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Restarts counts container restarts and pod re-creations.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// RestartsOfGonePods is the part of Restarts that no live pod shows any more: pod
+	// re-creations, and the container restarts of pods since deleted.
+	// +optional
+	RestartsOfGonePods int32 `json:"restartsOfGonePods,omitempty"`
+	// SucceededIndexes lists the indexes that succeeded, as "0,2-4": they are never run
+	// again, even once their pods are gone.
+	// +optional
+	SucceededIndexes string `json:"succeededIndexes,omitempty"`
+	// FailedIndexes lists the indexes that failed for good, in the same form.
+	// +optional
+	FailedIndexes string `json:"failedIndexes,omitempty"`
+	// LastFailure is the last container of this type that failed.
+	// +optional
+	LastFailure *ReplicaFailure `json:"lastFailure,omitempty"`
+}
+
+// ReplicaFailure describes a failed container.
+type ReplicaFailure struct {
+	// Index is the replica's index.
+	Index int32 `json:"index"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// ExitCode is the container's exit code.
+	ExitCode int32 `json:"exitCode"`
+	// Reason is the container's or the pod's reason, e.g. Error, OOMKilled, Evicted.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message is the container's or the pod's message, truncated.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time is when the failure was seen.
+	Time metav1.Time `json:"time"`
+}
+
+// +kubebuilder:object:root=true
+
+// TFJobList is a list of TFJobs.
+type TFJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TFJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TFJob{}, &TFJobList{})
+}

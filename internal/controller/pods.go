@@ -1,0 +1,188 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+const (
+	// ContainerName is the container that gets TF_CONFIG; without one of that name, the
+	// first container does.
+	ContainerName = "tensorflow"
+	// PortName is the name of the container port TensorFlow listens on.
+	PortName = "tfjob-port"
+	// DefaultPort is TensorFlow's port when no container port is named PortName.
+	DefaultPort int32 = 2222
+	// TrackingFinalizer keeps a pod until its outcome is recorded in the job's status, so
+	// a finished replica is counted even when its pod is deleted before tfk8s sees it.
+	TrackingFinalizer = "tfk8s.io/tracking"
+	// EnvTFConfig is the environment variable holding the cluster spec.
+	EnvTFConfig = "TF_CONFIG"
+)
+
+// PodOptions are the cluster-wide settings pods are built with.
+type PodOptions struct {
+	AddressOptions
+	// Agent, when the job sets code, data or artifacts, wraps the command in the agent.
+	Agent AgentOptions
+}
+
+// constructPod builds the pod of one replica: the replica type's template with the job's
+// labels, owner reference, tracking finalizer, stable hostname and TF_CONFIG.
+func constructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
+	spec := job.Spec.TFReplicaSpecs[rt]
+	tmpl := spec.Template.DeepCopy()
+	name := PodName(job.Name, rt, index)
+
+	labels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		labels[k] = v
+	}
+	for k, v := range replicaLabels(job.Name, rt) {
+		labels[k] = v
+	}
+	labels[tfv1.LabelReplicaIndex] = strconv.Itoa(int(index))
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       job.Namespace,
+			Labels:          labels,
+			Annotations:     tmpl.Annotations,
+			Finalizers:      []string{TrackingFinalizer},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+		},
+		Spec: tmpl.Spec,
+	}
+	pod.Spec.Hostname = name
+	pod.Spec.Subdomain = job.Name
+	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
+	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" && pod.Spec.PriorityClassName == "" {
+		pod.Spec.PriorityClassName = sp.PriorityClass
+	}
+
+	c := tensorflowContainer(pod.Spec.Containers)
+	if c == nil {
+		return nil, fmt.Errorf("replica type %s has no container", rt)
+	}
+	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
+		port, ok := opts.HostPorts[ReplicaKey{rt, index}]
+		if !ok {
+			return nil, fmt.Errorf("no host port allocated for %s", name)
+		}
+		pod.Spec.HostNetwork = true
+		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		setHostPort(c, port)
+	}
+	tfConfig, err := GenTFConfig(job, rt, index, opts.AddressOptions)
+	if err != nil {
+		return nil, err
+	}
+	if tfConfig != "" {
+		setEnv(c, corev1.EnvVar{Name: EnvTFConfig, Value: tfConfig})
+	}
+	if needsAgent(job) {
+		injectAgent(job, pod, c, rt, index, opts.Agent)
+	}
+	return pod, nil
+}
+
+// replicaLabels are the labels selecting the pods of one replica type of a job.
+func replicaLabels(job string, rt tfv1.ReplicaType) map[string]string {
+	return map[string]string{
+		tfv1.LabelJobName:     job,
+		tfv1.LabelReplicaType: strings.ToLower(string(rt)),
+	}
+}
+
+// podRestartPolicy is the pod restart policy that carries out a replica restart policy:
+// the kubelet restarts containers for Always and OnFailure; under ExitCode, tfk8s
+// re-creates the pod itself, so the kubelet must not.
+func podRestartPolicy(p tfv1.RestartPolicy) corev1.RestartPolicy {
+	switch p {
+	case tfv1.RestartPolicyAlways:
+		return corev1.RestartPolicyAlways
+	case tfv1.RestartPolicyOnFailure:
+		return corev1.RestartPolicyOnFailure
+	default:
+		return corev1.RestartPolicyNever
+	}
+}
+
+// tensorflowContainer is the container named "tensorflow", else the first, else nil.
+func tensorflowContainer(cs []corev1.Container) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == ContainerName {
+			return &cs[i]
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return &cs[0]
+}
+
+// setEnv sets an environment variable of c, replacing one of the same name.
+func setEnv(c *corev1.Container, env corev1.EnvVar) {
+	for i := range c.Env {
+		if c.Env[i].Name == env.Name {
+			c.Env[i] = env
+			return
+		}
+	}
+	c.Env = append(c.Env, env)
+}
+
+// setHostPort makes c listen on port in the node's network: its tfjob-port becomes port
+// on both sides, so the scheduler never puts two pods using it on one node.
+func setHostPort(c *corev1.Container, port int32) {
+	p := corev1.ContainerPort{Name: PortName, ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}
+	for i := range c.Ports {
+		if c.Ports[i].Name == PortName {
+			c.Ports[i] = p
+			return
+		}
+	}
+	c.Ports = append(c.Ports, p)
+}
+
+// podKey returns the replica a pod of the job runs, read from its labels.
+func podKey(pod *corev1.Pod) (ReplicaKey, bool) {
+	var rt tfv1.ReplicaType
+	for _, t := range tfv1.ReplicaTypes {
+		if strings.ToLower(string(t)) == pod.Labels[tfv1.LabelReplicaType] {
+			rt = t
+		}
+	}
+	index, err := strconv.Atoi(pod.Labels[tfv1.LabelReplicaIndex])
+	if rt == "" || err != nil || index < 0 {
+		return ReplicaKey{}, false
+	}
+	return ReplicaKey{rt, int32(index)}, true
+}
+
+// hasFinalizer reports whether pod carries the tracking finalizer.
+func hasFinalizer(pod *corev1.Pod) bool {
+	for _, f := range pod.Finalizers {
+		if f == TrackingFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// isTerminal reports whether a pod has finished, successfully or not.
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// isActive reports whether a pod is pending or running and not being deleted.
+func isActive(pod *corev1.Pod) bool {
+	return !isTerminal(pod) && pod.DeletionTimestamp == nil
+}

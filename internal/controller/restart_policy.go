@@ -1,0 +1,102 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// Pod reasons the kubelet and the scheduler give a pod that was disrupted rather than
+// failed by its own program.
+var disruptionReasons = map[string]bool{
+	"Evicted":                  true,
+	"Preempting":               true,
+	"NodeLost":                 true,
+	"Shutdown":                 true,
+	"Terminated":               true,
+	"NodeShutdown":             true,
+	"UnexpectedAdmissionError": true,
+}
+
+// isDisruption reports whether a failed pod was disrupted (evicted, preempted, its node
+// lost or shut down) rather than failed by its program.
+func isDisruption(pod *corev1.Pod) bool {
+	if disruptionReasons[pod.Status.Reason] {
+		return true
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// terminatedState is the last termination of the pod's TensorFlow container, or nil.
+func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	name := ContainerName
+	if c := tensorflowContainer(pod.Spec.Containers); c != nil {
+		name = c.Name
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != name {
+			continue
+		}
+		if cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+		return cs.LastTerminationState.Terminated
+	}
+	return nil
+}
+
+// isRetryableExitCode reports whether an exit code calls for a retry under ExitCode:
+// 128 and above means the process was killed by a signal (137: SIGKILL, often the OOM
+// killer; 143: SIGTERM), which says nothing against the program; 1 to 127 are the
+// program's own verdict.
+func isRetryableExitCode(code int32) bool { return code >= 128 }
+
+// shouldRetry reports whether a failed pod of a replica with policy p is re-created
+// rather than failing the replica for good.
+func shouldRetry(p tfv1.RestartPolicy, pod *corev1.Pod) bool {
+	switch p {
+	case tfv1.RestartPolicyAlways, tfv1.RestartPolicyOnFailure:
+		// The kubelet restarts the containers; a pod that failed as a whole (evicted,
+		// deadline, node lost) is re-created.
+		return true
+	case tfv1.RestartPolicyExitCode:
+		if isDisruption(pod) {
+			return true
+		}
+		t := terminatedState(pod)
+		// A pod that failed without its container ever exiting failed around it.
+		return t == nil || isRetryableExitCode(t.ExitCode)
+	default:
+		return false
+	}
+}
+
+// containerRestarts is the number of times the kubelet restarted the pod's containers.
+func containerRestarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}
+
+// totalRestarts is the number of restarts of the job's replicas, all types together.
+func totalRestarts(status *tfv1.TFJobStatus) int32 {
+	var n int32
+	for _, rs := range status.ReplicaStatuses {
+		n += rs.Restarts
+	}
+	return n
+}
+
+// backoffLimitExceeded reports whether the replicas restarted more often than
+// runPolicy.backoffLimit allows.
+func backoffLimitExceeded(job *tfv1.TFJob, status *tfv1.TFJobStatus) bool {
+	limit := job.Spec.RunPolicy.BackoffLimit
+	return limit != nil && totalRestarts(status) > *limit
+}

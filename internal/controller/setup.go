@@ -1,0 +1,58 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// SetupWithManager registers the reconciler with a manager: it watches TFJobs and the
+// pods and Services they own.
+func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&tfv1.TFJob{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(r)
+}
+
+// CacheOptions make the manager's cache hold only what tfk8s reads: the pods and
+// Services of TFJobs (by their job-name label), without managed fields or container
+// environments (TF_CONFIG grows with the job: a 1000-worker job's pods would hold
+// 50 MB of it).
+func CacheOptions() cache.Options {
+	hasJob, err := labels.NewRequirement(tfv1.LabelJobName, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	byJob := labels.NewSelector().Add(*hasJob)
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:     {Label: byJob, Transform: stripPod},
+			&corev1.Service{}: {Label: byJob},
+		},
+	}
+}
+
+// stripPod drops what tfk8s never reads from a cached pod.
+func stripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = nil
+	}
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].Env = nil
+	}
+	return pod, nil
+}

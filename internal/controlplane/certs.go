@@ -1,0 +1,132 @@
+package controlplane
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// credentials are the files a control plane needs to serve TLS, sign service-account
+// tokens and authenticate its admin.
+type credentials struct {
+	caCert        string // PEM CA certificate: signs the serving certificate
+	caKey         string
+	servingCert   string // kube-apiserver's serving certificate, for 127.0.0.1 and localhost
+	servingKey    string
+	saKey         string // RSA key signing service-account tokens
+	saPub         string
+	tokenFile     string // static token file: the admin token, in group system:masters
+	adminToken    string
+	caCertPEM     []byte
+	servingHostIP net.IP
+}
+
+// writeCredentials generates a fresh CA, serving certificate, service-account key pair
+// and admin token under dir.
+func writeCredentials(dir string) (*credentials, error) {
+	c := &credentials{
+		caCert:        filepath.Join(dir, "ca.crt"),
+		caKey:         filepath.Join(dir, "ca.key"),
+		servingCert:   filepath.Join(dir, "apiserver.crt"),
+		servingKey:    filepath.Join(dir, "apiserver.key"),
+		saKey:         filepath.Join(dir, "sa.key"),
+		saPub:         filepath.Join(dir, "sa.pub"),
+		tokenFile:     filepath.Join(dir, "tokens.csv"),
+		servingHostIP: net.ParseIP("127.0.0.1"),
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "tfk8s-test-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating CA certificate: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	c.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses:  []net.IP{c.servingHostIP, net.IPv6loopback},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating serving certificate: %w", err)
+	}
+
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+
+	token := make([]byte, 24)
+	if _, err := rand.Read(token); err != nil {
+		return nil, err
+	}
+	c.adminToken = fmt.Sprintf("%x", token)
+
+	files := []struct {
+		path string
+		data []byte
+	}{
+		{c.caCert, c.caCertPEM},
+		{c.caKey, pemECKey(caKey)},
+		{c.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER})},
+		{c.servingKey, pemECKey(srvKey)},
+		{c.saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)})},
+		{c.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub})},
+		{c.tokenFile, fmt.Appendf(nil, "%s,admin,admin,system:masters\n", c.adminToken)},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func pemECKey(k *ecdsa.PrivateKey) []byte {
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		// A freshly generated P-256 key always marshals.
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+}

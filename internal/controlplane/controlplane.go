@@ -1,0 +1,434 @@
+// Package controlplane runs a real Kubernetes control plane (etcd, kube-apiserver,
+// kube-controller-manager and, optionally, kube-scheduler) from the binaries that
+// `make tools` builds into bin/. The integration tests start one per test package;
+// local mode starts one that outlives the command.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Options configure a control plane. The zero value is a complete test control plane.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+	// Default: $TFK8S_BIN, else bin/ at the root of the tfk8s source tree.
+	BinDir string
+	// Dir holds the control plane's state and logs. Default: a temporary directory
+	// removed by Stop.
+	Dir string
+	// CRDDir holds CustomResourceDefinition manifests to install. Default: the tfk8s
+	// CRDs under config/crd/bases.
+	CRDDir string
+	// PolicyDir holds more manifests (ValidatingAdmissionPolicies and their bindings)
+	// created once the CRDs are established. Default: config/policy.
+	PolicyDir string
+	// APIServerPort is kube-apiserver's port on 127.0.0.1; 0 picks a free one.
+	APIServerPort int
+	// Scheduler also starts kube-scheduler.
+	Scheduler bool
+	// GangScheduling serves the scheduling.k8s.io/v1alpha2 API with the GenericWorkload
+	// and GangScheduling feature gates on.
+	GangScheduling bool
+	// Logf receives progress messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	// Config reaches kube-apiserver as a cluster administrator.
+	Config *rest.Config
+	// Dir holds the state and logs.
+	Dir string
+	// Version is what kube-apiserver reports of itself.
+	Version *version.Info
+
+	creds      *credentials
+	kubeconfig string
+	procs      []*process
+	removeDir  bool
+}
+
+// Start starts a control plane and waits until it serves, with the CRDs installed and
+// established. On error, everything it started is stopped.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	binDir := opts.BinDir
+	if binDir == "" {
+		if binDir, err = DefaultBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			return nil, fmt.Errorf("control plane binary %s not found in %s (run make tools): %w", name, binDir, err)
+		}
+	}
+	crdDir, policyDir := opts.CRDDir, opts.PolicyDir
+	if crdDir == "" || policyDir == "" {
+		root, err := sourceRoot()
+		if err != nil {
+			return nil, err
+		}
+		if crdDir == "" {
+			crdDir = filepath.Join(root, "config", "crd", "bases")
+		}
+		if policyDir == "" {
+			policyDir = filepath.Join(root, "config", "policy")
+		}
+	}
+
+	cp = &ControlPlane{Dir: opts.Dir}
+	if cp.Dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "tfk8s-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.removeDir = true
+	} else if err := os.MkdirAll(cp.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			cp = nil
+		}
+	}()
+
+	if cp.creds, err = writeCredentials(cp.Dir); err != nil {
+		return cp, fmt.Errorf("writing credentials: %w", err)
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return cp, fmt.Errorf("finding free ports: %w", err)
+	}
+	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	if opts.APIServerPort != 0 {
+		apiPort = opts.APIServerPort
+	}
+
+	// etcd.
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	etcd, err := cp.start("etcd", binDir, []string{
+		"--name=tfk8s",
+		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=tfk8s=" + peerURL,
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	})
+	if err != nil {
+		return cp, err
+	}
+	logf("etcd started on %s", etcdURL)
+	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil); err != nil {
+		return cp, err
+	}
+
+	// kube-apiserver.
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + cp.creds.servingCert,
+		"--tls-private-key-file=" + cp.creds.servingKey,
+		"--client-ca-file=" + cp.creds.caCert,
+		"--token-auth-file=" + cp.creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-key-file=" + cp.creds.saPub,
+		"--service-account-signing-key-file=" + cp.creds.saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--max-requests-inflight=800",
+		"--max-mutating-requests-inflight=400",
+	}
+	if opts.GangScheduling {
+		apiArgs = append(apiArgs,
+			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
+			"--feature-gates=GenericWorkload=true,GangScheduling=true")
+	}
+	apiserver, err := cp.start("kube-apiserver", binDir, apiArgs)
+	if err != nil {
+		return cp, err
+	}
+	host := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	cp.Config = &rest.Config{
+		Host:            host,
+		BearerToken:     cp.creds.adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.creds.caCertPEM},
+		QPS:             500,
+		Burst:           1000,
+	}
+	if err := waitHTTP(ctx, apiserver, host+"/readyz", cp.Config); err != nil {
+		return cp, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		return cp, err
+	}
+	if cp.Version, err = dc.ServerVersion(); err != nil {
+		return cp, fmt.Errorf("reading kube-apiserver version: %w", err)
+	}
+	logf("kube-apiserver %s serving on %s", cp.Version.GitVersion, host)
+
+	if cp.kubeconfig, err = cp.writeKubeconfig(); err != nil {
+		return cp, err
+	}
+
+	// kube-controller-manager: service accounts, garbage collection, namespace deletion.
+	kcmArgs := []string{
+		"--kubeconfig=" + cp.kubeconfig,
+		"--authentication-kubeconfig=" + cp.kubeconfig,
+		"--authorization-kubeconfig=" + cp.kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--service-account-private-key-file=" + cp.creds.saKey,
+		"--root-ca-file=" + cp.creds.caCert,
+		"--use-service-account-credentials=true",
+		"--leader-elect=false",
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+		"--concurrent-gc-syncs=20",
+	}
+	if opts.GangScheduling {
+		kcmArgs = append(kcmArgs, "--feature-gates=GenericWorkload=true,GangScheduling=true")
+	}
+	if _, err := cp.start("kube-controller-manager", binDir, kcmArgs); err != nil {
+		return cp, err
+	}
+
+	if opts.Scheduler {
+		schedArgs := []string{
+			"--kubeconfig=" + cp.kubeconfig,
+			"--authentication-kubeconfig=" + cp.kubeconfig,
+			"--authorization-kubeconfig=" + cp.kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(schedPort),
+			"--leader-elect=false",
+		}
+		if opts.GangScheduling {
+			schedArgs = append(schedArgs, "--feature-gates=GenericWorkload=true,GangScheduling=true")
+		}
+		if _, err := cp.start("kube-scheduler", binDir, schedArgs); err != nil {
+			return cp, err
+		}
+	}
+
+	if err := cp.installCRDs(ctx, crdDir); err != nil {
+		return cp, err
+	}
+	logf("CRDs from %s installed", crdDir)
+	if err := cp.installPolicies(ctx, policyDir); err != nil {
+		return cp, err
+	}
+	logf("admission policies from %s in force", policyDir)
+	return cp, nil
+}
+
+// Kubeconfig is the path of a kubeconfig file for the cluster administrator.
+func (cp *ControlPlane) Kubeconfig() string { return cp.kubeconfig }
+
+// Stop stops every process, newest first, and removes the state directory if Start
+// created it. It is safe to call more than once.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		_ = cp.procs[i].stop(10 * time.Second)
+	}
+	cp.procs = nil
+	if cp.removeDir {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
+
+// Check returns an error naming the first process that has exited.
+func (cp *ControlPlane) Check() error {
+	for _, p := range cp.procs {
+		if p.exited() {
+			return p.exitError()
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) start(name, binDir string, args []string) (*process, error) {
+	p, err := startProcess(name, filepath.Join(binDir, name), args, cp.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cp.procs = append(cp.procs, p)
+	return p, nil
+}
+
+func (cp *ControlPlane) writeKubeconfig() (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["tfk8s"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.creds.caCertPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cp.creds.adminToken}
+	cfg.Contexts["tfk8s"] = &clientcmdapi.Context{Cluster: "tfk8s", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "tfk8s"
+	path := filepath.Join(cp.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or a minute passes.
+func waitHTTP(ctx context.Context, p *process, url string, cfg *rest.Config) error {
+	httpClient := http.DefaultClient
+	if cfg != nil {
+		var err error
+		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return err
+		}
+	}
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, p.exitError()
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			lastErr = fmt.Errorf("%s answered %s", url, resp.Status)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if lastErr != nil && !p.exited() {
+			err = fmt.Errorf("%w (last: %v); last lines of %s:\n%s", err, lastErr, p.logPath, p.logTail(20))
+		}
+		return fmt.Errorf("waiting for %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// installCRDs creates (or updates) every CRD in dir and waits until each is established.
+func (cp *ControlPlane) installCRDs(ctx context.Context, dir string) error {
+	scheme := newScheme()
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	crds, err := ReadCRDs(dir)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := c.Create(ctx, crd); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// ReadCRDs reads every CustomResourceDefinition in the YAML files of dir.
+func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRD directory: %w", err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", e.Name(), err)
+		}
+		crds = append(crds, crd)
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("no CRD found in %s", dir)
+	}
+	return crds, nil
+}
+
+// DefaultBinDir is $TFK8S_BIN, else bin/ at the root of the tfk8s source tree.
+func DefaultBinDir() (string, error) {
+	if dir := os.Getenv("TFK8S_BIN"); dir != "" {
+		return dir, nil
+	}
+	root, err := sourceRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "bin"), nil
+}
+
+// sourceRoot walks up from the working directory to the tfk8s go.mod.
+func sourceRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/tfk8s/tfk8s\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the tfk8s source tree: set TFK8S_BIN")
+		}
+		dir = parent
+	}
+}

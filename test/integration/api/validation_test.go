@@ -1,0 +1,419 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// validJob is a chief + 2 PS + 3 workers job that every invalid case starts from.
+func validJob(ns string) *testutil.TFJobWrapper {
+	return testutil.MakeTFJob("mnist", ns).Chief().PS(2).Workers(3)
+}
+
+func TestInvalidTFJobsAreRefused(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	cases := []struct {
+		name string
+		job  *tfv1.TFJob
+		// wantField and wantMsg must both appear in the API server's error.
+		wantField string
+		wantMsg   string
+	}{
+		{
+			name:      "unknown replica type",
+			job:       validJob(ns).Replicas("Trainer", 1).Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "unknown replica type",
+		},
+		{
+			name:      "lower-case replica type",
+			job:       validJob(ns).Replicas("worker", 1).Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "unknown replica type",
+		},
+		{
+			name:      "negative replicas",
+			job:       validJob(ns).Workers(-1).Obj(),
+			wantField: "spec.tfReplicaSpecs.Worker.replicas",
+			wantMsg:   "greater than or equal to 0",
+		},
+		{
+			name:      "too many replicas",
+			job:       testutil.MakeTFJob("w", ns).Workers(100001).Obj(),
+			wantField: "spec.tfReplicaSpecs.Worker.replicas",
+			wantMsg:   "less than or equal to 100000",
+		},
+		{
+			name:      "chief and master together",
+			job:       validJob(ns).Master().Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "Chief and Master cannot both be set",
+		},
+		{
+			name:      "two chiefs",
+			job:       validJob(ns).Replicas(tfv1.ReplicaTypeChief, 2).Obj(),
+			wantField: "spec.tfReplicaSpecs[Chief].replicas",
+			wantMsg:   "at most one Chief",
+		},
+		{
+			name:      "two masters",
+			job:       testutil.MakeTFJob("mnist", ns).Replicas(tfv1.ReplicaTypeMaster, 2).Workers(2).Obj(),
+			wantField: "spec.tfReplicaSpecs[Master].replicas",
+			wantMsg:   "at most one Master",
+		},
+		{
+			name:      "two evaluators",
+			job:       validJob(ns).Replicas(tfv1.ReplicaTypeEvaluator, 2).Obj(),
+			wantField: "spec.tfReplicaSpecs[Evaluator].replicas",
+			wantMsg:   "at most one Evaluator",
+		},
+		{
+			name:      "parameter servers alone",
+			job:       testutil.MakeTFJob("mnist", ns).PS(2).Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "a job needs a Chief, a Master or a Worker",
+		},
+		{
+			name:      "evaluator alone",
+			job:       testutil.MakeTFJob("mnist", ns).Evaluator().Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "a job needs a Chief, a Master or a Worker",
+		},
+		{
+			name:      "no replicas at all",
+			job:       testutil.MakeTFJob("mnist", ns).Obj(),
+			wantField: "spec.tfReplicaSpecs",
+			wantMsg:   "at least 1 properties",
+		},
+		{
+			name:      "unknown restart policy",
+			job:       validJob(ns).RestartPolicy(tfv1.ReplicaTypeWorker, "Sometimes").Obj(),
+			wantField: "spec.tfReplicaSpecs.Worker.restartPolicy",
+			wantMsg:   `Unsupported value: "Sometimes"`,
+		},
+		{
+			name:      "unknown clean pod policy",
+			job:       validJob(ns).CleanPodPolicy("Finished").Obj(),
+			wantField: "spec.runPolicy.cleanPodPolicy",
+			wantMsg:   `Unsupported value: "Finished"`,
+		},
+		{
+			name:      "unknown success policy",
+			job:       validJob(ns).SuccessPolicy("AnyWorker").Obj(),
+			wantField: "spec.successPolicy",
+			wantMsg:   `Unsupported value: "AnyWorker"`,
+		},
+		{
+			name:      "unknown startup policy",
+			job:       validJob(ns).StartupPolicy("WorkersFirst").Obj(),
+			wantField: "spec.startupPolicy",
+			wantMsg:   `Unsupported value: "WorkersFirst"`,
+		},
+		{
+			name: "unknown networking mode",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				j.Spec.Networking.Mode = "Overlay"
+				return j
+			}(),
+			wantField: "spec.networking.mode",
+			wantMsg:   `Unsupported value: "Overlay"`,
+		},
+		{
+			name:      "negative backoff limit",
+			job:       validJob(ns).BackoffLimit(-1).Obj(),
+			wantField: "spec.runPolicy.backoffLimit",
+			wantMsg:   "greater than or equal to 0",
+		},
+		{
+			name:      "negative active deadline",
+			job:       validJob(ns).ActiveDeadlineSeconds(-5).Obj(),
+			wantField: "spec.runPolicy.activeDeadlineSeconds",
+			wantMsg:   "greater than or equal to 0",
+		},
+		{
+			name:      "negative TTL",
+			job:       validJob(ns).TTLSecondsAfterFinished(-1).Obj(),
+			wantField: "spec.runPolicy.ttlSecondsAfterFinished",
+			wantMsg:   "greater than or equal to 0",
+		},
+		{
+			name: "negative minAvailable",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				j.Spec.RunPolicy.SchedulingPolicy = &tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](-1)}
+				return j
+			}(),
+			wantField: "spec.runPolicy.schedulingPolicy.minAvailable",
+			wantMsg:   "greater than or equal to 0",
+		},
+		{
+			// 52 + len("-evaluator-0") = 64.
+			name:      "name too long for the evaluator's pod",
+			job:       testutil.MakeTFJob(strings.Repeat("a", 52), ns).Workers(1).Evaluator().Obj(),
+			wantField: "metadata.name",
+			wantMsg:   "must fit in a 63-character DNS label",
+		},
+		{
+			// 53 + len("-worker-999") = 64.
+			name:      "name too long for the last worker's pod",
+			job:       testutil.MakeTFJob(strings.Repeat("b", 53), ns).Workers(1000).Obj(),
+			wantField: "metadata.name",
+			wantMsg:   "must fit in a 63-character DNS label",
+		},
+		{
+			name: "name too long for TensorBoard",
+			job: func() *tfv1.TFJob {
+				j := testutil.MakeTFJob(strings.Repeat("c", 52), ns).Workers(1).Obj()
+				j.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
+				return j
+			}(),
+			wantField: "metadata.name",
+			wantMsg:   "<name>-tensorboard must fit",
+		},
+		{
+			name:      "name starting with a digit",
+			job:       testutil.MakeTFJob("1mnist", ns).Workers(1).Obj(),
+			wantField: "metadata.name",
+			wantMsg:   "must be a DNS-1035 label",
+		},
+		{
+			name:      "name with a dot",
+			job:       testutil.MakeTFJob("mnist.v2", ns).Workers(1).Obj(),
+			wantField: "metadata.name",
+			wantMsg:   "must be a DNS-1035 label",
+		},
+		{
+			name: "code while the tensorflow container has no command",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Code("s3://tfk8s/code/sha256-00.tar.gz").Obj()
+				j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Command = nil
+				return j
+			}(),
+			wantField: "spec.tfReplicaSpecs.Worker.template.spec.containers",
+			wantMsg:   "needs a command",
+		},
+		{
+			name: "artifacts while the tensorflow container has no command but a sidecar has",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Artifacts("s3://tfk8s/runs", "/ckpt").Obj()
+				spec := &j.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS].Template.Spec
+				spec.Containers[0].Command = nil
+				spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox", Command: []string{"sleep", "inf"}})
+				return j
+			}(),
+			wantField: "spec.tfReplicaSpecs.PS.template.spec.containers",
+			wantMsg:   "needs a command",
+		},
+		{
+			name: "code without storage",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Code("s3://tfk8s/code/sha256-00.tar.gz").Obj()
+				j.Spec.Storage = nil
+				return j
+			}(),
+			wantField: "spec.storage",
+			wantMsg:   "spec.storage.secretRef is required",
+		},
+		{
+			name:      "code source that is not an S3 URI",
+			job:       validJob(ns).Code("https://example.com/code.tar.gz").Obj(),
+			wantField: "spec.code.source",
+			wantMsg:   "should match",
+		},
+		{
+			name: "code digest that is not a sha256",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Code("s3://tfk8s/code/x.tar.gz").Obj()
+				j.Spec.Code.SHA256 = "abc"
+				return j
+			}(),
+			wantField: "spec.code.sha256",
+			wantMsg:   "should match",
+		},
+		{
+			name: "relative data path",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Code("s3://tfk8s/code/x.tar.gz").Obj()
+				j.Spec.Data = []tfv1.DataSource{{Source: "s3://tfk8s/data/", Path: "data"}}
+				return j
+			}(),
+			wantField: "spec.data[0].path",
+			wantMsg:   "should match",
+		},
+		{
+			name: "negative artifact interval",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Artifacts("s3://tfk8s/runs", "/ckpt").Obj()
+				j.Spec.Artifacts.Interval = &metav1.Duration{Duration: -1e9}
+				return j
+			}(),
+			wantField: "spec.artifacts.interval",
+			wantMsg:   "must not be negative",
+		},
+		{
+			name: "template without containers",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers = []corev1.Container{}
+				return j
+			}(),
+			wantField: "spec.tfReplicaSpecs[Worker].template.spec.containers",
+			wantMsg:   "at least one container",
+		},
+		{
+			name: "zero-sized volume",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				j.Spec.Volumes = &tfv1.Volumes{Data: &tfv1.VolumeClaim{Size: resource.MustParse("0")}}
+				return j
+			}(),
+			wantField: "spec.volumes.data.size",
+			wantMsg:   "size must be greater than zero",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8sClient.Create(context.Background(), tc.job)
+			if err == nil {
+				t.Fatalf("TFJob was accepted; want it refused naming %s", tc.wantField)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid: %v", err)
+			}
+			for _, want := range []string{tc.wantField, tc.wantMsg} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not contain %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidTFJobGetsDefaults(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	job := validJob(ns).Evaluator().Obj()
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Replicas = nil
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].RestartPolicy = ""
+	if err := k8sClient.Create(context.Background(), job); err != nil {
+		t.Fatalf("creating a valid TFJob: %v", err)
+	}
+	got := &tfv1.TFJob{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(job), got); err != nil {
+		t.Fatal(err)
+	}
+	worker := got.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker]
+	type defaults struct {
+		WorkerReplicas int32
+		RestartPolicy  tfv1.RestartPolicy
+		CleanPodPolicy tfv1.CleanPodPolicy
+		StartupPolicy  tfv1.StartupPolicy
+		Networking     tfv1.NetworkingMode
+	}
+	want := defaults{1, tfv1.RestartPolicyNever, tfv1.CleanPodPolicyRunning, tfv1.StartupPolicyParallel, tfv1.NetworkingModeDNS}
+	gotDefaults := defaults{ptr.Deref(worker.Replicas, -1), worker.RestartPolicy,
+		ptr.Deref(got.Spec.RunPolicy.CleanPodPolicy, ""), got.Spec.StartupPolicy, got.Spec.Networking.Mode}
+	if diff := cmp.Diff(want, gotDefaults); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLongestNamesAreAccepted(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	for _, job := range []*tfv1.TFJob{
+		testutil.MakeTFJob(strings.Repeat("a", 51), ns).Workers(1).Evaluator().Obj(),    // -evaluator-0
+		testutil.MakeTFJob(strings.Repeat("b", 52), ns).Workers(1000).Obj(),             // -worker-999
+		testutil.MakeTFJob(strings.Repeat("c", 54), ns).Workers(1).Obj(),                // -worker-0
+		testutil.MakeTFJob(strings.Repeat("d", 55), ns).Replicas("PS", 1).Chief().Obj(), // -chief-0
+	} {
+		if err := k8sClient.Create(context.Background(), job); err != nil {
+			t.Errorf("TFJob with a %d-character name refused: %v", len(job.Name), err)
+		}
+	}
+}
+
+func TestUpdates(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	cases := []struct {
+		name    string
+		mutate  func(*tfv1.TFJob)
+		wantErr string // "" = accepted
+	}{
+		{
+			name: "change a replica template",
+			mutate: func(j *tfv1.TFJob) {
+				j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Image = "other"
+			},
+			wantErr: "tfReplicaSpecs is immutable",
+		},
+		{
+			name:    "scale the workers",
+			mutate:  func(j *tfv1.TFJob) { j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Replicas = ptr.To[int32](5) },
+			wantErr: "tfReplicaSpecs is immutable",
+		},
+		{
+			name: "add an evaluator",
+			mutate: func(j *tfv1.TFJob) {
+				j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeEvaluator] = j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeChief]
+			},
+			wantErr: "tfReplicaSpecs is immutable",
+		},
+		{
+			name:    "change the code",
+			mutate:  func(j *tfv1.TFJob) { j.Spec.Code.Source = "s3://tfk8s/code/other.tar.gz" },
+			wantErr: "spec.code is immutable",
+		},
+		{
+			name:    "remove the artifacts",
+			mutate:  func(j *tfv1.TFJob) { j.Spec.Artifacts = nil },
+			wantErr: "spec.artifacts is immutable",
+		},
+		{
+			name:    "switch to host networking",
+			mutate:  func(j *tfv1.TFJob) { j.Spec.Networking.Mode = tfv1.NetworkingModeHostNetwork },
+			wantErr: "spec.networking is immutable",
+		},
+		{
+			name:   "suspend",
+			mutate: func(j *tfv1.TFJob) { j.Spec.RunPolicy.Suspend = ptr.To(true) },
+		},
+		{
+			name: "extend the deadline and TTL",
+			mutate: func(j *tfv1.TFJob) {
+				j.Spec.RunPolicy.ActiveDeadlineSeconds = ptr.To[int64](7200)
+				j.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](60)
+			},
+		},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := validJob(ns).Code("s3://tfk8s/code/x.tar.gz").Artifacts("s3://tfk8s/runs", "/ckpt").Obj()
+			job.Name = job.Name + "-" + string(rune('a'+i))
+			if err := k8sClient.Create(context.Background(), job); err != nil {
+				t.Fatalf("creating: %v", err)
+			}
+			tc.mutate(job)
+			err := k8sClient.Update(context.Background(), job)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("update refused: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("update accepted; want it refused with %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("error does not contain %q:\n%v", tc.wantErr, err)
+			}
+		})
+	}
+}
