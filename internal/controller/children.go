@@ -65,7 +65,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil {
 				continue
 			}
-			pod, err := constructPod(job, rt, i, opts)
+			pod, err := ConstructPod(job, rt, i, opts)
 			if err != nil {
 				return fmt.Errorf("building pod %s: %w", PodName(job.Name, rt, i), err)
 			}
@@ -78,10 +78,10 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
 
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		errs    []error
-		created int
+		wg           sync.WaitGroup
+		mu           sync.Mutex
+		errs         []error
+		createdNames = map[string]bool{}
 	)
 	for _, pod := range missing {
 		r.expectations.expectCreated(job.UID, pod.Name)
@@ -93,7 +93,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				created++
+				createdNames[pod.Name] = true
 				recordPodCreated()
 			case apierrors.IsAlreadyExists(err):
 				// Created by an earlier reconcile the cache has not shown yet.
@@ -104,13 +104,25 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		})
 	}
 	wg.Wait()
-	if created > 0 {
-		r.event(job, corev1.EventTypeNormal, "PodsCreated", "created %d pod(s)", created)
+	// The new pods are pending: count them now, so the status written at the end of this
+	// reconcile is already right and the cache catching up does not call for another
+	// write. (No event per creation either: at a thousand replicas those writes would
+	// cost the API server as much as the pods.)
+	for _, pod := range missing {
+		if createdNames[pod.Name] {
+			o.status.ReplicaStatuses[typeOf(pod)].Active++
+		}
 	}
 	if len(errs) > 0 {
 		r.event(job, corev1.EventTypeWarning, "PodCreationFailed", "%d pod(s) not created: %v", len(errs), errs[0])
 	}
 	return errors.Join(errs...)
+}
+
+// typeOf is the replica type of a pod tfk8s built.
+func typeOf(pod *corev1.Pod) tfv1.ReplicaType {
+	key, _ := podKey(pod)
+	return key.Type
 }
 
 // deletePods deletes pods, expecting the cache to show each deletion before the job's

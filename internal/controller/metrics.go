@@ -46,5 +46,5 @@ func recordJobFailed(namespace string)    { jobsFailed.WithLabelValues(namespace
 func recordRestarts(namespace string, n int32) {
 	jobsRestarted.WithLabelValues(namespace).Add(float64(n))
 }
-func recordPodCreated()                  { podsCreated.Inc() }
-func recordJobStartup(d time.Duration)   { jobStartup.Observe(d.Seconds()) }
+func recordPodCreated()                { podsCreated.Inc() }
+func recordJobStartup(d time.Duration) { jobStartup.Observe(d.Seconds()) }

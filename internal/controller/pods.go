@@ -33,9 +33,9 @@ type PodOptions struct {
 	Agent AgentOptions
 }
 
-// constructPod builds the pod of one replica: the replica type's template with the job's
+// ConstructPod builds the pod of one replica: the replica type's template with the job's
 // labels, owner reference, tracking finalizer, stable hostname and TF_CONFIG.
-func constructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
+func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
 	spec := job.Spec.TFReplicaSpecs[rt]
 	tmpl := spec.Template.DeepCopy()
 	name := PodName(job.Name, rt, index)

@@ -14,12 +14,12 @@ import (
 
 // SetupWithManager registers the reconciler with a manager: it watches TFJobs and the
 // pods and Services they own.
-func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(opts).
 		Complete(r)
 }
 

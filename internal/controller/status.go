@@ -85,6 +85,12 @@ func observe(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation 
 				succeeded[key.Type].Insert(key.Index)
 				rs.RestartsOfGonePods += containerRestarts(pod)
 			}
+		case pod.DeletionTimestamp != nil && suspended && pod.Status.Phase != corev1.PodSucceeded:
+			// Deleted to suspend the job: neither a failure nor a restart, whatever the
+			// program exited with on SIGTERM; its container restarts stay counted.
+			if uncounted {
+				rs.RestartsOfGonePods += containerRestarts(pod)
+			}
 		case pod.Status.Phase == corev1.PodFailed:
 			retry := !finished && shouldRetry(spec.RestartPolicy, pod)
 			if uncounted {
@@ -106,7 +112,7 @@ func observe(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation 
 		case pod.DeletionTimestamp != nil:
 			// Deleted before it finished, and not by tfk8s (which deletes running pods
 			// only to suspend the job or clean up after it): a disruption.
-			if uncounted && !suspended {
+			if uncounted {
 				rs.RestartsOfGonePods += containerRestarts(pod)
 				if spec.RestartPolicy == tfv1.RestartPolicyNever {
 					failure := tfv1.ReplicaFailure{Index: key.Index, Pod: pod.Name, ExitCode: -1, Reason: "PodDeleted",

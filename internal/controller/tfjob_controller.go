@@ -9,8 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -167,10 +167,6 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 	if jobFinished(st) {
 		return 0
 	}
-	if o.restarted > 0 {
-		recordRestarts(job.Namespace, o.restarted)
-	}
-
 	if jobSuspended(job) {
 		if !isConditionTrue(st, tfv1.JobSuspended) {
 			setCondition(st, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonSuspended, "TFJob suspended: its pods are deleted", now)
@@ -218,6 +214,7 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 		setCondition(st, tfv1.JobRestarting, metav1.ConditionTrue, tfv1.ReasonRestarting, msg, now)
 		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonRestarting, msg, now)
 		r.event(job, corev1.EventTypeWarning, tfv1.ReasonRestarting, "%s", msg)
+		recordRestarts(job.Namespace, o.restarted)
 	} else if allReplicasRunning(job, o, typesOf(job)) {
 		if !isConditionTrue(st, tfv1.JobRunning) {
 			if meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobRunning)) == nil {

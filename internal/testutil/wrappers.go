@@ -5,6 +5,7 @@ package testutil
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -127,5 +128,17 @@ func (w *TFJobWrapper) Code(source string) *TFJobWrapper {
 func (w *TFJobWrapper) Artifacts(destination string, paths ...string) *TFJobWrapper {
 	w.Spec.Artifacts = &tfv1.Artifacts{Destination: destination, Paths: paths}
 	w.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3-credentials"}}
+	return w
+}
+
+// UID sets the job's UID, which owner references and host port offsets derive from.
+func (w *TFJobWrapper) UID(uid string) *TFJobWrapper {
+	w.ObjectMeta.UID = types.UID(uid)
+	return w
+}
+
+// DynamicWorker sets spec.enableDynamicWorker.
+func (w *TFJobWrapper) DynamicWorker() *TFJobWrapper {
+	w.Spec.EnableDynamicWorker = true
 	return w
 }

@@ -1,0 +1,78 @@
+// Command tfk8s-controller runs the TFJob controller: it watches TFJobs and creates,
+// restarts and cleans up their pods.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tfk8s/tfk8s/internal/controller"
+)
+
+func main() {
+	var (
+		opts      controller.ManagerOptions
+		qps       float64
+		burst     int
+		portRange string
+	)
+	flag.Float64Var(&qps, "kube-api-qps", 1000, "queries per second to the API server")
+	flag.IntVar(&burst, "kube-api-burst", 2000, "burst of queries to the API server")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "TFJobs reconciled at once")
+	flag.IntVar(&opts.PodCreateConcurrency, "pod-create-concurrency", 32, "pod creations in flight, all jobs together")
+	flag.StringVar(&opts.ClusterDomain, "cluster-domain", "", "cluster DNS domain; when set, TF_CONFIG addresses are fully qualified (<pod>.<job>.<namespace>.svc.<domain>)")
+	flag.StringVar(&opts.Agent.Image, "agent-image", controller.DefaultAgentImage, "image holding the tfk8s-agent binary, injected into jobs that set code, data or artifacts")
+	flag.StringVar(&portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
+	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("tfk8s-controller")
+
+	r, err := parsePortRange(portRange)
+	if err != nil {
+		log.Error(err, "Invalid flag", "flag", "--host-port-range")
+		os.Exit(2)
+	}
+	opts.HostPortRange = r
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Reading kubeconfig (flag --kubeconfig, env KUBECONFIG, or in-cluster)")
+		os.Exit(1)
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.UserAgent = "tfk8s-controller"
+
+	mgr, err := controller.NewManager(cfg, opts)
+	if err != nil {
+		log.Error(err, "Setting up")
+		os.Exit(1)
+	}
+	log.Info("Starting", "maxConcurrentReconciles", opts.MaxConcurrentReconciles, "podCreateConcurrency", opts.PodCreateConcurrency)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Running")
+		os.Exit(1)
+	}
+}
+
+// parsePortRange reads "MIN-MAX".
+func parsePortRange(s string) (controller.PortRange, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	min, err1 := strconv.Atoi(lo)
+	max, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || min < 1 || max > 65535 || min > max {
+		return controller.PortRange{}, fmt.Errorf("%q is not a port range MIN-MAX within 1-65535", s)
+	}
+	return controller.PortRange{Min: int32(min), Max: int32(max)}, nil
+}

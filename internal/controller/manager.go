@@ -1,0 +1,74 @@
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// ManagerOptions configure the tfk8s controller manager.
+type ManagerOptions struct {
+	Options
+	// MaxConcurrentReconciles is how many jobs are reconciled at once.
+	MaxConcurrentReconciles int
+	// MetricsBindAddress serves /metrics; "0" turns it off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0" turns it off.
+	HealthProbeBindAddress string
+	// LeaderElection makes one of several replicas of the manager active at a time.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// SkipNameValidation lets one process start the controller more than once, as tests
+	// that restart it do.
+	SkipNameValidation bool
+}
+
+// Scheme holds the types the manager reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(tfv1.AddToScheme(s))
+	return s
+}
+
+// NewManager returns a manager running the TFJob controller against cfg.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 16
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Cache:                   CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "tfk8s-controller.tfk8s.io",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	r := NewTFJobReconciler(mgr.GetClient(), mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
+	if err := r.SetupWithManager(mgr, controller.Options{
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		SkipNameValidation:      &opts.SkipNameValidation,
+	}); err != nil {
+		return nil, fmt.Errorf("setting up the TFJob controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

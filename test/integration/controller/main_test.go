@@ -1,0 +1,170 @@
+// Package controller tests the TFJob controller against a real control plane. There is
+// no kubelet: as in Kubernetes' own controller integration tests, a test plays the
+// kubelet by writing pod status, and models a controller crash by cancelling its
+// context and starting a fresh one with new informers.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+)
+
+var (
+	cp        *controlplane.ControlPlane
+	k8sClient client.Client
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	// The controllers' logs go to a file, kept and named only if a test fails.
+	logFile, err := os.CreateTemp("", "tfk8s-controller-test-*.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.Level(-4))))
+	cp, err = controlplane.Start(context.Background(), controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control plane:", err)
+		return 1
+	}
+	defer cp.Stop()
+	fmt.Printf("control plane: kube-apiserver %s (%s)\n", cp.Version.GitVersion, cp.Version.Platform)
+	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: controller.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating client:", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Printf("controller logs: %s\n", logFile.Name())
+	} else {
+		os.Remove(logFile.Name())
+	}
+	return code
+}
+
+// startController runs the controller until the returned function is called (a crash,
+// as far as the API server can tell) or the test ends.
+func startController(t *testing.T) (stop func()) {
+	t.Helper()
+	cfg := *cp.Config
+	mgr, err := controller.NewManager(&cfg, controller.ManagerOptions{
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		SkipNameValidation:     true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// eventually polls cond every 50 ms for up to 30 s.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, lastErr)
+	}
+}
+
+// getJob reads a job.
+func getJob(ctx context.Context, ns, name string) (*tfv1.TFJob, error) {
+	job := &tfv1.TFJob{}
+	return job, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+}
+
+// jobPods lists the pods of a job by name.
+func jobPods(ctx context.Context, ns, job string) (map[string]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{tfv1.LabelJobName: job}); err != nil {
+		return nil, err
+	}
+	out := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// waitCondition waits until the job has condition typ set to True.
+func waitCondition(t *testing.T, ns, name string, typ tfv1.JobState) *tfv1.TFJob {
+	t.Helper()
+	var job *tfv1.TFJob
+	eventually(t, fmt.Sprintf("TFJob %s to be %s", name, typ), func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = getJob(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range job.Status.Conditions {
+			if c.Type == string(typ) && c.Status == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return job
+}
+
+// waitPods waits until the job has exactly the named pods, none being deleted.
+func waitPods(t *testing.T, ns, job string, names ...string) map[string]*corev1.Pod {
+	t.Helper()
+	var pods map[string]*corev1.Pod
+	eventually(t, fmt.Sprintf("pods %v", names), func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = jobPods(ctx, ns, job); err != nil {
+			return false, err
+		}
+		if len(pods) != len(names) {
+			return false, nil
+		}
+		for _, n := range names {
+			if p := pods[n]; p == nil || p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return pods
+}
