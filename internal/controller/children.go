@@ -113,6 +113,11 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			o.status.ReplicaStatuses[typeOf(pod)].Active++
 		}
 	}
+	if len(createdNames) > 0 {
+		now := r.clock.Now()
+		r.lastCreation.LoadOrStore(job.UID, now)
+		r.lastAnyCreation.Store(now.UnixNano())
+	}
 	if len(errs) > 0 {
 		r.event(job, corev1.EventTypeWarning, "PodCreationFailed", "%d pod(s) not created: %v", len(errs), errs[0])
 	}

@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -41,6 +41,11 @@ type TFJobReconciler struct {
 	clock        clock.Clock
 	expectations *expectations
 	createSlots  chan struct{}
+	// lastCreation is when pods were first created for a job whose status has not been
+	// written since, by job UID; lastAnyCreation is when any pod was last created, in
+	// Unix nanoseconds.
+	lastCreation    sync.Map
+	lastAnyCreation atomic.Int64
 }
 
 // NewTFJobReconciler returns a reconciler using c for every read and write.
@@ -123,9 +128,14 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		errs = append(errs, r.createMissingPods(ctx, job, o))
 	}
 
-	// 7. Write the status once, if it changed.
-	if err := r.writeStatus(ctx, job, o.status); err != nil {
+	// 7. Write the status once, if it changed; right after pods were created, routine
+	// changes wait for the batch period, so a burst of jobs costs one write each.
+	if wait := r.statusDeferral(job, o); wait > 0 {
+		requeue = minPositive(requeue, wait)
+	} else if err := r.writeStatus(ctx, job, o.status); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
+	} else {
+		r.announce(job, o, now)
 	}
 
 	// 8. The outcomes are recorded: release the finished pods.
@@ -148,21 +158,13 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 // updateConditions sets the job's conditions from what observe counted and the job's
-// policies, emits an event for every transition, and returns when to look again (for a
-// deadline), or 0.
+// policies, and returns when to look again (for a deadline), or 0.
 func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob, o *observation, now metav1.Time) time.Duration {
 	st := o.status
 	var requeue time.Duration
 	if !isConditionTrue(st, tfv1.JobCreated) {
 		setCondition(st, tfv1.JobCreated, metav1.ConditionTrue, tfv1.ReasonCreated,
 			fmt.Sprintf("TFJob %s/%s is created", job.Namespace, job.Name), now)
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonCreated, "TFJob %s/%s is created", job.Namespace, job.Name)
-		recordJobCreated(job.Namespace)
-	}
-	for i, rt := range o.failedTypes {
-		if rt == tfv1.ReplicaTypeEvaluator {
-			r.event(job, corev1.EventTypeWarning, tfv1.ReasonEvaluatorFailed, "%s; training goes on", describeFailure(rt, o.failures[i]))
-		}
 	}
 	if jobFinished(st) {
 		return 0
@@ -171,7 +173,6 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 		if !isConditionTrue(st, tfv1.JobSuspended) {
 			setCondition(st, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonSuspended, "TFJob suspended: its pods are deleted", now)
 			setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonSuspended, "TFJob suspended", now)
-			r.event(job, corev1.EventTypeNormal, tfv1.ReasonSuspended, "TFJob suspended")
 		}
 		// The deadline counts running time only: it starts again on resume.
 		st.StartTime = nil
@@ -179,21 +180,20 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 	}
 	if isConditionTrue(st, tfv1.JobSuspended) {
 		setCondition(st, tfv1.JobSuspended, metav1.ConditionFalse, tfv1.ReasonResumed, "TFJob resumed", now)
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonResumed, "TFJob resumed")
 	}
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
 
 	if exceeded, left := deadlineExceeded(job, st, now.Time); exceeded {
-		r.finish(job, st, tfv1.JobFailed, tfv1.ReasonDeadlineExceeded,
+		r.finish(st, tfv1.JobFailed, tfv1.ReasonDeadlineExceeded,
 			fmt.Sprintf("TFJob ran longer than activeDeadlineSeconds (%ds)", *job.Spec.RunPolicy.ActiveDeadlineSeconds), now)
 		return 0
 	} else {
 		requeue = left
 	}
 	if failed, msg := permanentFailure(o); failed {
-		r.finish(job, st, tfv1.JobFailed, tfv1.ReasonFailed, msg, now)
+		r.finish(st, tfv1.JobFailed, tfv1.ReasonFailed, msg, now)
 		return 0
 	}
 	if backoffLimitExceeded(job, st) {
@@ -201,11 +201,11 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 		if f := lastFailure(st); f != nil {
 			msg += fmt.Sprintf("; last: %s", describeFailure(f.rt, *f.failure))
 		}
-		r.finish(job, st, tfv1.JobFailed, tfv1.ReasonBackoffLimitExceeded, msg, now)
+		r.finish(st, tfv1.JobFailed, tfv1.ReasonBackoffLimitExceeded, msg, now)
 		return 0
 	}
 	if ok, msg := successPolicyMet(job, st); ok {
-		r.finish(job, st, tfv1.JobSucceeded, tfv1.ReasonSucceeded, msg, now)
+		r.finish(st, tfv1.JobSucceeded, tfv1.ReasonSucceeded, msg, now)
 		return 0
 	}
 
@@ -213,16 +213,10 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 		msg := fmt.Sprintf("TFJob %s/%s is restarting %d replica(s)", job.Namespace, job.Name, o.restarted)
 		setCondition(st, tfv1.JobRestarting, metav1.ConditionTrue, tfv1.ReasonRestarting, msg, now)
 		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonRestarting, msg, now)
-		r.event(job, corev1.EventTypeWarning, tfv1.ReasonRestarting, "%s", msg)
-		recordRestarts(job.Namespace, o.restarted)
 	} else if allReplicasRunning(job, o, typesOf(job)) {
 		if !isConditionTrue(st, tfv1.JobRunning) {
-			if meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobRunning)) == nil {
-				recordJobStartup(now.Sub(job.CreationTimestamp.Time))
-			}
 			setCondition(st, tfv1.JobRunning, metav1.ConditionTrue, tfv1.ReasonRunning,
 				fmt.Sprintf("TFJob %s/%s is running", job.Namespace, job.Name), now)
-			r.event(job, corev1.EventTypeNormal, tfv1.ReasonRunning, "every replica is running")
 		}
 		if isConditionTrue(st, tfv1.JobRestarting) {
 			setCondition(st, tfv1.JobRestarting, metav1.ConditionFalse, tfv1.ReasonRunning, "every replica is running again", now)
@@ -232,21 +226,41 @@ func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob,
 }
 
 // finish sets the job's final condition. It is never taken back.
-func (r *TFJobReconciler) finish(job *tfv1.TFJob, st *tfv1.TFJobStatus, typ tfv1.JobState, reason, msg string, now metav1.Time) {
+func (r *TFJobReconciler) finish(st *tfv1.TFJobStatus, typ tfv1.JobState, reason, msg string, now metav1.Time) {
 	setCondition(st, typ, metav1.ConditionTrue, reason, msg, now)
 	setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, reason, msg, now)
 	if isConditionTrue(st, tfv1.JobRestarting) {
 		setCondition(st, tfv1.JobRestarting, metav1.ConditionFalse, reason, msg, now)
 	}
 	st.CompletionTime = &now
-	eventType := corev1.EventTypeNormal
-	if typ == tfv1.JobFailed {
-		eventType = corev1.EventTypeWarning
-		recordJobFailed(job.Namespace)
-	} else {
-		recordJobSucceeded(job.Namespace)
+}
+
+// While pods are being created, routine status changes (the Created condition, counts of
+// active pods) wait: a status write on a TFJob costs the API server several pod
+// creations, and the pods are what the user waits for. statusQuietPeriod is how long
+// pod creation must have been idle, across all jobs, before they are written;
+// maxStatusDelay bounds the wait for any one job.
+const (
+	statusQuietPeriod = 250 * time.Millisecond
+	maxStatusDelay    = 5 * time.Second
+)
+
+// statusDeferral returns how long the job's status write may wait, or 0 to write now.
+// Outcomes are never held back: a finished job, a failure, a restart, or a pod whose
+// finalizer waits on the status being written.
+func (r *TFJobReconciler) statusDeferral(job *tfv1.TFJob, o *observation) time.Duration {
+	v, ok := r.lastCreation.Load(job.UID)
+	if !ok {
+		return 0
 	}
-	r.event(job, eventType, reason, "%s", msg)
+	now := r.clock.Now()
+	jobLeft := v.(time.Time).Add(maxStatusDelay).Sub(now)
+	quietLeft := time.Unix(0, r.lastAnyCreation.Load()).Add(statusQuietPeriod).Sub(now)
+	if jobLeft <= 0 || quietLeft <= 0 || jobFinished(o.status) || len(o.failures) > 0 || o.restarted > 0 || len(o.release) > 0 {
+		r.lastCreation.Delete(job.UID)
+		return 0
+	}
+	return min(jobLeft, quietLeft)
 }
 
 // writeStatus patches the job's status if it changed, with an optimistic lock so that a

@@ -19,10 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -124,6 +124,7 @@ func measure(b *testing.B, c client.Client, cfg *rest.Config, name string, creat
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpuBefore := cpuSeconds()
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- create(ns.Name) }()
@@ -143,43 +144,40 @@ func measure(b *testing.B, c client.Client, cfg *rest.Config, name string, creat
 		}
 	}
 	elapsed := time.Since(start)
-	b.Logf("%s: %d pods in %.2fs", name, want, elapsed.Seconds())
+	b.Logf("%s: %d pods in %.2fs; CPU seconds meanwhile: %s", name, want, elapsed.Seconds(), cpuDelta(cpuBefore, cpuSeconds()))
 	return elapsed
 }
 
-// watchPodCount returns a channel closed once want pods were added to namespace ns.
+// watchPodCount returns a channel closed once want pods exist in namespace ns, as seen
+// by a metadata informer started now (it lists, then watches, and re-lists on errors).
 func watchPodCount(ctx context.Context, cfg *rest.Config, ns string, want int) (<-chan struct{}, error) {
 	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	w, err := mc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+	informer := metadatainformer.NewFilteredMetadataInformer(mc, schema.GroupVersionResource{Version: "v1", Resource: "pods"},
+		ns, 0, cache.Indexers{}, nil).Informer()
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	var once sync.Once
+	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+		if len(informer.GetStore().ListKeys()) >= want {
+			once.Do(func() { close(done); close(stop) })
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() {
-		defer w.Stop()
-		seen := map[types.UID]bool{}
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added {
-				continue
-			}
-			if obj, ok := ev.Object.(metav1.Object); ok {
-				seen[obj.GetUID()] = true
-			}
-			if len(seen) >= want {
-				close(done)
-				return
-			}
-		}
-	}()
+	go informer.Run(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil, fmt.Errorf("pod informer for %s did not sync", ns)
+	}
 	return done, nil
 }
 
 // podsOf builds the pods the controller creates for job, minus what would tie them to
 // it (owner, finalizer, job label), so the raw loop sends the same bytes.
-func podsOf(b *testing.B, job *tfv1.TFJob, ns string) []*corev1.Pod {
+func podsOf(b testing.TB, job *tfv1.TFJob, ns string) []*corev1.Pod {
 	b.Helper()
 	job.UID = "00000000-0000-0000-0000-000000000000"
 	var pods []*corev1.Pod
@@ -270,6 +268,8 @@ func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, 
 	cmd := exec.Command(filepath.Join(bin, "tfk8s-controller"),
 		"--kubeconfig="+cp.Kubeconfig(), "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		fmt.Sprintf("--pod-create-concurrency=%d", creators), "--zap-log-level=error")
+	// TFK8S_BENCH_CONTROLLER_ARGS adds flags, e.g. "--zap-log-level=2" to trace reconciles.
+	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("TFK8S_BENCH_CONTROLLER_ARGS"))...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -303,4 +303,49 @@ func (p *controllerProcess) stop() {
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// cpuSeconds returns the CPU time used so far by this machine's control plane processes,
+// tfk8s-controller and this benchmark, by command name.
+func cpuSeconds() map[string]float64 {
+	out := map[string]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// comm is in parentheses; utime and stime are fields 14 and 15.
+		end := strings.LastIndexByte(string(stat), ')')
+		start := strings.IndexByte(string(stat), '(')
+		if start < 0 || end < 0 {
+			continue
+		}
+		comm := string(stat[start+1 : end])
+		switch {
+		case strings.HasPrefix(comm, "kube-"), comm == "etcd", comm == "tfk8s-controlle", pid == os.Getpid():
+		default:
+			continue
+		}
+		fields := strings.Fields(string(stat[end+2:]))
+		utime, _ := strconv.ParseFloat(fields[11], 64)
+		stime, _ := strconv.ParseFloat(fields[12], 64)
+		if pid == os.Getpid() {
+			comm = "bench"
+		}
+		out[comm] += (utime + stime) / 100 // clock ticks
+	}
+	return out
+}
+
+func cpuDelta(before, after map[string]float64) string {
+	var parts []string
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller", "tfk8s-controlle", "bench"} {
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, after[name]-before[name]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -168,3 +168,11 @@ func waitPods(t *testing.T, ns, job string, names ...string) map[string]*corev1.
 	})
 	return pods
 }
+
+// replicaStatus is the status of one replica type, zero until the controller wrote one.
+func replicaStatus(job *tfv1.TFJob, rt tfv1.ReplicaType) tfv1.ReplicaStatus {
+	if rs := job.Status.ReplicaStatuses[rt]; rs != nil {
+		return *rs
+	}
+	return tfv1.ReplicaStatus{}
+}

@@ -40,7 +40,7 @@ func TestChiefSucceedsPSRecycled(t *testing.T) {
 	if fs := pods["train-chief-0"].Finalizers; len(fs) != 0 {
 		t.Errorf("finished chief still has finalizers %v", fs)
 	}
-	if got := job.Status.ReplicaStatuses[tfv1.ReplicaTypeChief].SucceededIndexes; got != "0" {
+	if got := replicaStatus(job, tfv1.ReplicaTypeChief).SucceededIndexes; got != "0" {
 		t.Errorf("chief succeeded indexes %q, want 0", got)
 	}
 	for name, want := range map[string]float64{"tfk8s_jobs_created_total": 1, "tfk8s_jobs_succeeded_total": 1, "tfk8s_jobs_failed_total": 0} {
@@ -78,7 +78,7 @@ func TestExitCodeRetriesUntilBackoffLimit(t *testing.T) {
 		return replacement != nil && replacement.UID != firstUID && replacement.DeletionTimestamp == nil, err
 	})
 	got := waitCondition(t, ns, "retry", tfv1.JobRestarting)
-	if r := got.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Restarts; r != 1 {
+	if r := replicaStatus(got, tfv1.ReplicaTypeWorker).Restarts; r != 1 {
 		t.Errorf("worker restarts = %d, want 1", r)
 	}
 
@@ -93,7 +93,7 @@ func TestExitCodeRetriesUntilBackoffLimit(t *testing.T) {
 	if got := metricValue(t, "tfk8s_jobs_restarted_total", ns); got != 1 {
 		t.Errorf("tfk8s_jobs_restarted_total = %v, want 1", got)
 	}
-	last := got.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].LastFailure
+	last := replicaStatus(got, tfv1.ReplicaTypeWorker).LastFailure
 	if last == nil || last.ExitCode != 137 || last.Index != 1 {
 		t.Errorf("last worker failure %+v, want worker 1 with exit code 137", last)
 	}
@@ -118,7 +118,7 @@ func TestPermanentFailureFailsJob(t *testing.T) {
 		t.Errorf("Failed condition %s: %q", c.Reason, c.Message)
 	}
 	waitPods(t, ns, "fail", "fail-worker-0")
-	if got.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Restarts != 0 {
+	if replicaStatus(got, tfv1.ReplicaTypeWorker).Restarts != 0 {
 		t.Errorf("a permanent failure counted as a restart")
 	}
 }
@@ -140,14 +140,14 @@ func TestContainerRestartsCountTowardsBackoffLimit(t *testing.T) {
 	setRestarted(t, ns, "crash-worker-1", 2, 3)
 	eventually(t, "2 restarts counted", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "crash")
-		return err == nil && job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Restarts == 2, err
+		return err == nil && replicaStatus(job, tfv1.ReplicaTypeWorker).Restarts == 2, err
 	})
 	setRestarted(t, ns, "crash-worker-1", 3, 3)
 	got := waitCondition(t, ns, "crash", tfv1.JobFailed)
 	if c := conditionOf(got, tfv1.JobFailed); c.Reason != tfv1.ReasonBackoffLimitExceeded {
 		t.Errorf("Failed reason %s, want %s", c.Reason, tfv1.ReasonBackoffLimitExceeded)
 	}
-	if last := got.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].LastFailure; last == nil || last.ExitCode != 3 {
+	if last := replicaStatus(got, tfv1.ReplicaTypeWorker).LastFailure; last == nil || last.ExitCode != 3 {
 		t.Errorf("last failure %+v, want exit code 3", last)
 	}
 }
@@ -169,7 +169,7 @@ func TestEvictedPodRecreatedUnderExitCode(t *testing.T) {
 		return p != nil && p.UID != pods["evict-ps-0"].UID && p.Status.Phase == corev1.PodPending, err
 	})
 	got, _ := getJob(context.Background(), ns, "evict")
-	if last := got.Status.ReplicaStatuses[tfv1.ReplicaTypePS].LastFailure; last == nil || last.Reason != "Evicted" {
+	if last := replicaStatus(got, tfv1.ReplicaTypePS).LastFailure; last == nil || last.Reason != "Evicted" {
 		t.Errorf("last PS failure %+v, want Evicted", last)
 	}
 }
@@ -196,7 +196,7 @@ func TestPodDeletedFromOutsideIsRecreated(t *testing.T) {
 	})
 	eventually(t, "the restart counted", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "gone")
-		return err == nil && job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Restarts == 1, err
+		return err == nil && replicaStatus(job, tfv1.ReplicaTypeWorker).Restarts == 1, err
 	})
 }
 
@@ -215,7 +215,7 @@ func TestSucceededWorkerIsNeverRerun(t *testing.T) {
 	setExited(t, ns, "once-worker-0", 0)
 	eventually(t, "worker 0's success recorded and its pod released", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "once")
-		if err != nil || job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].SucceededIndexes != "0" {
+		if err != nil || replicaStatus(job, tfv1.ReplicaTypeWorker).SucceededIndexes != "0" {
 			return false, err
 		}
 		pods, err := jobPods(ctx, ns, "once")
@@ -253,7 +253,7 @@ func TestFailedEvaluatorDoesNotFailTraining(t *testing.T) {
 	setExited(t, ns, "eval-evaluator-0", 2)
 	eventually(t, "the evaluator's failure reported", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "eval")
-		return err == nil && job.Status.ReplicaStatuses[tfv1.ReplicaTypeEvaluator].Failed == 1, err
+		return err == nil && replicaStatus(job, tfv1.ReplicaTypeEvaluator).Failed == 1, err
 	})
 	if isTrue(t, ns, "eval", tfv1.JobFailed) {
 		t.Fatal("a failed evaluator failed the job")
@@ -290,7 +290,7 @@ func TestSuspendAndResume(t *testing.T) {
 	if c := conditionOf(job, tfv1.JobSuspended); c.Status != "False" || c.Reason != tfv1.ReasonResumed {
 		t.Errorf("Suspended condition %s/%s after resume, want False/%s", c.Status, c.Reason, tfv1.ReasonResumed)
 	}
-	if r := job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Restarts; r != 0 {
+	if r := replicaStatus(job, tfv1.ReplicaTypeWorker).Restarts; r != 0 {
 		t.Errorf("suspension counted %d restarts", r)
 	}
 }

@@ -116,7 +116,7 @@ func TestOutcomeCountedAcrossRestart(t *testing.T) {
 	}
 	startController(t)
 	job := waitCondition(t, ns, "crashy", tfv1.JobSucceeded)
-	if got := job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].SucceededIndexes; got != "0" {
+	if got := replicaStatus(job, tfv1.ReplicaTypeWorker).SucceededIndexes; got != "0" {
 		t.Errorf("succeeded worker indexes %q, want 0", got)
 	}
 	// Worker 0's pod is gone for good, the PS and worker 1 are cleaned up.

@@ -93,7 +93,7 @@ func TestDistributedJobGetsPodsServiceAndTFConfig(t *testing.T) {
 	}
 	setRunning(t, ns, names...)
 	got = waitCondition(t, ns, "mnist", tfv1.JobRunning)
-	if diff := cmp.Diff(int32(3), got.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker].Active); diff != "" {
+	if diff := cmp.Diff(int32(3), replicaStatus(got, tfv1.ReplicaTypeWorker).Active); diff != "" {
 		t.Errorf("active workers (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Environment variables of the agent's contract with the controller. Each has a flag of
+// the same meaning; a flag given on the command line wins. The S3 settings are those of
+// package storage: TFK8S_S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_REGION and TFK8S_S3_INSECURE.
+const (
+	EnvCodeSource           = "TFK8S_CODE_SOURCE"
+	EnvCodeSHA256           = "TFK8S_CODE_SHA256"
+	EnvCodePath             = "TFK8S_CODE_PATH"
+	EnvData                 = "TFK8S_DATA"
+	EnvArtifactsDestination = "TFK8S_ARTIFACTS_DESTINATION"
+	EnvArtifactsPaths       = "TFK8S_ARTIFACTS_PATHS"
+	EnvArtifactsInterval    = "TFK8S_ARTIFACTS_INTERVAL"
+	EnvNamespace            = "TFK8S_NAMESPACE"
+	EnvJobName              = "TFK8S_JOB_NAME"
+	EnvReplica              = "TFK8S_REPLICA"
+	EnvContainerName        = "TFK8S_CONTAINER_NAME"
+	EnvLogDir               = "TFK8S_LOG_DIR"
+	EnvWorkDir              = "TFK8S_WORKDIR"
+	EnvFinalUploadTimeout   = "TFK8S_FINAL_UPLOAD_TIMEOUT"
+)
+
+// Defaults of the settings that have one.
+const (
+	DefaultCodePath           = "/workspace"
+	DefaultArtifactsInterval  = 60 * time.Second
+	DefaultContainerName      = "tensorflow"
+	DefaultLogDir             = "/tfk8s/logs"
+	DefaultFinalUploadTimeout = 100 * time.Second
+	DefaultNamespace          = "default"
+)
+
+// DataSource is an S3 prefix (or object) copied into a directory before the command
+// starts; TFK8S_DATA is a JSON list of them.
+type DataSource struct {
+	Source string `json:"source"`
+	Path   string `json:"path"`
+}
+
+// Config is everything `tfk8s-agent run` needs.
+type Config struct {
+	// Storage is where code, data and artifacts are.
+	Storage storage.Config
+
+	// CodeSource is the s3:// URI of the code archive, a tar.gz; empty: no code.
+	CodeSource string
+	// CodeSHA256 is the archive's expected digest; empty: the one in its key, if any.
+	CodeSHA256 string
+	// CodePath is where the archive is unpacked.
+	CodePath string
+
+	// Data lists the prefixes copied in before the command starts.
+	Data []DataSource
+
+	// ArtifactsDestination is the s3:// prefix of artifacts and logs; empty: no upload.
+	ArtifactsDestination string
+	// ArtifactsPaths are the absolute files and directories uploaded.
+	ArtifactsPaths []string
+	// ArtifactsInterval is the time between uploads while the command runs; 0 uploads
+	// only when it stops.
+	ArtifactsInterval time.Duration
+	// FinalUploadTimeout bounds the upload after the command exits, or from SIGTERM.
+	FinalUploadTimeout time.Duration
+
+	// Namespace, JobName and Replica (e.g. worker-1) place the replica's artifacts at
+	// <destination>/<namespace>/<job>/<replica>/.
+	Namespace, JobName, Replica string
+	// ContainerName names the log file, <LogDir>/<container>.log.
+	ContainerName string
+	// LogDir is where the command's output is written as well as to the agent's own.
+	LogDir string
+
+	// WorkDir is the command's working directory; empty: CodePath when there is code,
+	// else the agent's.
+	WorkDir string
+
+	// Command is the command and its arguments.
+	Command []string
+}
+
+// usesStorage reports whether the agent talks to S3 at all.
+func (c Config) usesStorage() bool {
+	return c.CodeSource != "" || len(c.Data) > 0 || c.ArtifactsDestination != ""
+}
+
+// LogFile is the path of the command's log file.
+func (c Config) LogFile() string {
+	return filepath.Join(c.LogDir, c.ContainerName+".log")
+}
+
+// ParseRunArgs parses the arguments of `tfk8s-agent run` (flags, then "--" and the
+// command), with getenv giving each unset flag's value.
+func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	var data, paths, interval, finalTimeout string
+	fs := flag.NewFlagSet("tfk8s-agent run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	str := func(p *string, name, env, def, usage string) {
+		fs.StringVar(p, name, cmp.Or(getenv(env), def), usage+" (env "+env+")")
+	}
+	str(&c.Storage.Endpoint, "s3-endpoint", storage.EnvEndpoint, "", "S3 endpoint, host:port or http(s)://host:port")
+	str(&c.Storage.Region, "s3-region", storage.EnvRegion, "", "S3 region")
+	fs.BoolVar(&c.Storage.Insecure, "s3-insecure", false, "plain HTTP to S3 (env "+storage.EnvInsecure+")")
+	str(&c.CodeSource, "code-source", EnvCodeSource, "", "s3:// URI of the code archive")
+	str(&c.CodeSHA256, "code-sha256", EnvCodeSHA256, "", "expected SHA-256 of the code archive")
+	str(&c.CodePath, "code-path", EnvCodePath, DefaultCodePath, "directory the code is unpacked in")
+	str(&data, "data", EnvData, "", `JSON list of {"source": "s3://...", "path": "/dir"}`)
+	str(&c.ArtifactsDestination, "artifacts-destination", EnvArtifactsDestination, "", "s3:// prefix of artifacts and logs")
+	str(&paths, "artifacts-paths", EnvArtifactsPaths, "", "JSON list of absolute paths to upload")
+	str(&interval, "artifacts-interval", EnvArtifactsInterval, DefaultArtifactsInterval.String(), "time between uploads; 0: at exit only")
+	str(&finalTimeout, "final-upload-timeout", EnvFinalUploadTimeout, DefaultFinalUploadTimeout.String(), "bound of the last upload")
+	str(&c.Namespace, "namespace", EnvNamespace, DefaultNamespace, "the job's namespace")
+	str(&c.JobName, "job-name", EnvJobName, "", "the job's name")
+	str(&c.Replica, "replica", EnvReplica, "", "the replica, e.g. worker-1")
+	str(&c.ContainerName, "container-name", EnvContainerName, DefaultContainerName, "the container, naming its log")
+	str(&c.LogDir, "log-dir", EnvLogDir, DefaultLogDir, "directory of the log file")
+	str(&c.WorkDir, "workdir", EnvWorkDir, "", "the command's working directory")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	c.Command = fs.Args()
+	if len(c.Command) == 0 {
+		return Config{}, errors.New("no command: usage: tfk8s-agent run [flags] -- COMMAND [ARGS...]")
+	}
+
+	var err error
+	if c.ArtifactsInterval, err = parseDuration("artifacts interval", interval); err != nil {
+		return Config{}, err
+	}
+	if c.FinalUploadTimeout, err = parseDuration("final upload timeout", finalTimeout); err != nil {
+		return Config{}, err
+	}
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), &c.Data); err != nil {
+			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of {\"source\", \"path\"}: %w", EnvData, data, err)
+		}
+	}
+	if paths != "" {
+		if err := json.Unmarshal([]byte(paths), &c.ArtifactsPaths); err != nil {
+			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of absolute paths: %w", EnvArtifactsPaths, paths, err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	if c.usesStorage() {
+		// Credentials come from the environment only: flags would show in ps.
+		if c.Storage, err = storage.LoadConfig(c.Storage, getenv, ""); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+// validate checks the settings that ParseRunArgs cannot check by parsing alone.
+func (c Config) validate() error {
+	var errs []error
+	if c.CodeSource != "" {
+		if _, err := storage.ParseURI(c.CodeSource); err != nil {
+			errs = append(errs, fmt.Errorf("code source: %w", err))
+		}
+	}
+	if c.CodeSHA256 != "" && !isHexDigest(c.CodeSHA256) {
+		errs = append(errs, fmt.Errorf("code sha256 %q: want 64 lower-case hex digits", c.CodeSHA256))
+	}
+	if !filepath.IsAbs(c.CodePath) {
+		errs = append(errs, fmt.Errorf("code path %q: must be absolute", c.CodePath))
+	}
+	for _, d := range c.Data {
+		if _, err := storage.ParseURI(d.Source); err != nil {
+			errs = append(errs, fmt.Errorf("data source: %w", err))
+		}
+		if !filepath.IsAbs(d.Path) {
+			errs = append(errs, fmt.Errorf("data path %q: must be absolute", d.Path))
+		}
+	}
+	if c.ArtifactsDestination != "" {
+		if _, err := storage.ParseURI(c.ArtifactsDestination); err != nil {
+			errs = append(errs, fmt.Errorf("artifacts destination: %w", err))
+		}
+		if c.JobName == "" || c.Replica == "" {
+			errs = append(errs, fmt.Errorf("artifacts destination needs the job name and replica (%s, %s)", EnvJobName, EnvReplica))
+		}
+	}
+	for _, p := range c.ArtifactsPaths {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("artifacts path %q: must be absolute", p))
+		}
+	}
+	if c.ArtifactsInterval < 0 {
+		errs = append(errs, fmt.Errorf("artifacts interval %v: must not be negative", c.ArtifactsInterval))
+	}
+	if strings.ContainsRune(c.ContainerName, '/') || c.ContainerName == "" {
+		errs = append(errs, fmt.Errorf("container name %q: must be a plain name", c.ContainerName))
+	}
+	return errors.Join(errs...)
+}
+
+// parseDuration parses a Go duration, naming the setting in the error.
+func parseDuration(what, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("parsing %s %q: want a duration such as 60s", what, s)
+	}
+	return d, nil
+}
+
+// isHexDigest reports whether s is a hex SHA-256 digest.
+func isHexDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

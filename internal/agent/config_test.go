@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+func TestParseRunArgs(t *testing.T) {
+	s3env := map[string]string{
+		storage.EnvEndpoint: "http://127.0.0.1:7070", storage.EnvAccessKeyID: "key", storage.EnvSecretAccessKey: "secret",
+	}
+	withS3 := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range s3env {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	defaults := Config{
+		CodePath: DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
+		Namespace: DefaultNamespace, ContainerName: DefaultContainerName, LogDir: DefaultLogDir,
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(c *Config)
+		wantErr string
+	}{
+		{
+			name: "command only: no storage needed",
+			args: []string{"--", "python3", "train.py"},
+			want: func(c *Config) { c.Command = []string{"python3", "train.py"} },
+		},
+		{
+			name: "everything from the environment",
+			args: []string{"--", "python3", "train.py"},
+			env: withS3(
+				EnvCodeSource, "s3://bkt/code/sha256-x.tar.gz", EnvCodePath, "/src",
+				EnvData, `[{"source": "s3://bkt/datasets/mnist/", "path": "/data"}]`,
+				EnvArtifactsDestination, "s3://bkt/runs", EnvArtifactsPaths, `["/workspace/model", "/tmp/events"]`,
+				EnvArtifactsInterval, "30s", EnvFinalUploadTimeout, "20s",
+				EnvNamespace, "team", EnvJobName, "mnist", EnvReplica, "worker-1", EnvContainerName, "trainer",
+				EnvLogDir, "/logs", EnvWorkDir, "/work",
+			),
+			want: func(c *Config) {
+				c.Storage = storage.Config{Endpoint: "127.0.0.1:7070", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion, Insecure: true}
+				c.CodeSource, c.CodePath = "s3://bkt/code/sha256-x.tar.gz", "/src"
+				c.Data = []DataSource{{Source: "s3://bkt/datasets/mnist/", Path: "/data"}}
+				c.ArtifactsDestination, c.ArtifactsPaths = "s3://bkt/runs", []string{"/workspace/model", "/tmp/events"}
+				c.ArtifactsInterval, c.FinalUploadTimeout = 30*time.Second, 20*time.Second
+				c.Namespace, c.JobName, c.Replica, c.ContainerName = "team", "mnist", "worker-1", "trainer"
+				c.LogDir, c.WorkDir = "/logs", "/work"
+				c.Command = []string{"python3", "train.py"}
+			},
+		},
+		{
+			name: "flags win over the environment",
+			args: []string{"--code-source", "s3://bkt/flag.tar.gz", "--artifacts-interval", "0", "--s3-endpoint", "s3.local:9000", "--", "run"},
+			env:  withS3(EnvCodeSource, "s3://bkt/env.tar.gz", EnvArtifactsInterval, "5s"),
+			want: func(c *Config) {
+				c.Storage = storage.Config{Endpoint: "s3.local:9000", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion}
+				c.CodeSource, c.ArtifactsInterval = "s3://bkt/flag.tar.gz", 0
+				c.Command = []string{"run"}
+			},
+		},
+		{name: "no command", args: []string{"--code-path", "/x"}, wantErr: "no command"},
+		{name: "bad data JSON", args: []string{"--", "x"}, env: withS3(EnvData, `{"source": "s3://b/x"}`), wantErr: "parsing TFK8S_DATA"},
+		{name: "bad interval", args: []string{"--", "x"}, env: map[string]string{EnvArtifactsInterval: "often"}, wantErr: `artifacts interval "often"`},
+		{name: "bad code URI", args: []string{"--", "x"}, env: withS3(EnvCodeSource, "https://example.com/code.tgz"), wantErr: "code source: parsing S3 URI"},
+		{name: "bad digest", args: []string{"--", "x"}, env: withS3(EnvCodeSource, "s3://bkt/c.tgz", EnvCodeSHA256, "ABC"), wantErr: "64 lower-case hex digits"},
+		{name: "relative artifact path", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r", EnvJobName, "j", EnvReplica, "ps-0", EnvArtifactsPaths, `["model"]`), wantErr: `artifacts path "model": must be absolute`},
+		{name: "artifacts without replica", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r"), wantErr: "needs the job name and replica"},
+		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseRunArgs(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseRunArgs error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseRunArgs: %v", err)
+			}
+			want := defaults
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("ParseRunArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

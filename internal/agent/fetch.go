@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/pack"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// fetchBackoff is patient: before the command starts, waiting out a short storage
+// outage beats failing the pod.
+var fetchBackoff = storage.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second, Attempts: 10}
+
+// exitError is a failure before the command starts, with the agent's exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// fail wraps err with the exit code that tells its kind.
+func fail(code int, err error) error { return &exitError{code: code, err: err} }
+
+// storageFailure gives a storage error its exit code: missing things are permanent.
+func storageFailure(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return fail(ExitNotFound, err)
+	}
+	return fail(ExitStorageUnavailable, err)
+}
+
+// fetchCode downloads the code archive, checks its digest and unpacks it into the code
+// path. The archive goes through a temporary file: it is verified in full before a
+// single file is unpacked.
+func fetchCode(ctx context.Context, c *storage.Client, cfg Config, log *logger) error {
+	src, err := storage.ParseURI(cfg.CodeSource)
+	if err != nil {
+		return fail(ExitUsage, err)
+	}
+	want := cfg.CodeSHA256
+	if want == "" {
+		want, _ = pack.SHA256FromKey(src.Key)
+	}
+	if err := os.MkdirAll(cfg.CodePath, 0o755); err != nil {
+		return fail(ExitInternal, fmt.Errorf("creating code path: %w", err))
+	}
+	tmp, err := os.CreateTemp(cfg.CodePath, ".tfk8s-code-*.tar.gz")
+	if err != nil {
+		return fail(ExitInternal, fmt.Errorf("creating code archive file: %w", err))
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+
+	start := time.Now()
+	if err := c.WithBackoff(fetchBackoff).DownloadFile(ctx, src, tmp.Name()); err != nil {
+		return storageFailure(fmt.Errorf("fetching code: %w", err))
+	}
+	f, err := os.Open(tmp.Name())
+	if err != nil {
+		return fail(ExitInternal, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return fail(ExitInternal, fmt.Errorf("hashing code archive: %w", err))
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	switch {
+	case want == "":
+		log.Printf("code archive %s has no expected SHA-256 (none given, none in its name); it is %s", src, got)
+	case got != want:
+		return fail(ExitDigestMismatch, fmt.Errorf("code archive %s has SHA-256 %s, want %s: refusing to run it", src, got, want))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fail(ExitInternal, err)
+	}
+	if err := pack.Unpack(f, cfg.CodePath); err != nil {
+		return fail(ExitBadArchive, err)
+	}
+	log.Printf("code %s (%d bytes, sha256 %s) unpacked into %s in %v", src, size, got, cfg.CodePath, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// fetchData copies every data source into its directory.
+func fetchData(ctx context.Context, c *storage.Client, cfg Config, log *logger) error {
+	if len(cfg.Data) == 0 {
+		return nil
+	}
+	c = c.WithBackoff(fetchBackoff)
+	for _, d := range cfg.Data {
+		src, err := storage.ParseURI(d.Source)
+		if err != nil {
+			return fail(ExitUsage, err)
+		}
+		start := time.Now()
+		stats, err := c.DownloadPrefix(ctx, src, d.Path)
+		if err != nil {
+			return storageFailure(fmt.Errorf("fetching data: %w", err))
+		}
+		log.Printf("data %s: %d files in %s, %d fetched (%d bytes) in %v", src, stats.Files, d.Path, stats.Transferred, stats.Bytes, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// announce emits an event, and updates the metrics, for every change the status just
+// written made to the job's conditions, and for the failures and restarts it counted.
+// Deriving them from the written status, not from the decisions, announces each
+// transition once, however many reconciles it took to write it.
+func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.Time) {
+	before, after := &job.Status, o.status
+	became := func(typ tfv1.JobState) bool { return isConditionTrue(after, typ) && !isConditionTrue(before, typ) }
+	reasonOf := func(typ tfv1.JobState) (string, string) {
+		for _, c := range after.Conditions {
+			if c.Type == string(typ) {
+				return c.Reason, c.Message
+			}
+		}
+		return "", ""
+	}
+
+	if became(tfv1.JobCreated) {
+		recordJobCreated(job.Namespace)
+	}
+	for i, rt := range o.failedTypes {
+		if rt == tfv1.ReplicaTypeEvaluator {
+			r.event(job, corev1.EventTypeWarning, tfv1.ReasonEvaluatorFailed, "%s; training goes on", describeFailure(rt, o.failures[i]))
+		}
+	}
+	if became(tfv1.JobSuspended) {
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonSuspended, "TFJob suspended: its pods are deleted")
+	}
+	if isConditionTrue(before, tfv1.JobSuspended) && !isConditionTrue(after, tfv1.JobSuspended) {
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonResumed, "TFJob resumed")
+	}
+	if became(tfv1.JobRestarting) || (o.restarted > 0 && isConditionTrue(after, tfv1.JobRestarting)) {
+		_, msg := reasonOf(tfv1.JobRestarting)
+		r.event(job, corev1.EventTypeWarning, tfv1.ReasonRestarting, "%s", msg)
+		recordRestarts(job.Namespace, o.restarted)
+	}
+	if became(tfv1.JobRunning) {
+		if findCondition(before, tfv1.JobRunning) == nil {
+			recordJobStartup(now.Sub(job.CreationTimestamp.Time))
+		}
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonRunning, "every replica is running")
+	}
+	for _, typ := range []tfv1.JobState{tfv1.JobSucceeded, tfv1.JobFailed} {
+		if !became(typ) {
+			continue
+		}
+		reason, msg := reasonOf(typ)
+		if typ == tfv1.JobFailed {
+			recordJobFailed(job.Namespace)
+			r.event(job, corev1.EventTypeWarning, reason, "%s", msg)
+		} else {
+			recordJobSucceeded(job.Namespace)
+			r.event(job, corev1.EventTypeNormal, reason, "%s", msg)
+		}
+	}
+}
+
+// findCondition returns the condition of type typ, or nil.
+func findCondition(st *tfv1.TFJobStatus, typ tfv1.JobState) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == string(typ) {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+// Package pack turns a directory into a deterministic gzipped tar, the code archive
+// tfk8s ships to every replica, and unpacks one safely. The same tree always gives the
+// same bytes, so archives are content-addressed (sha256-<hex>.tar.gz) and an unchanged
+// re-submit uploads nothing.
+package pack
+
+import (
+	"archive/tar"
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// epoch is the modification time of every entry: archives must not depend on when the
+// files were touched.
+var epoch = time.Unix(0, 0)
+
+// compression trades a little size for speed: code archives are small, and archives
+// that carry large files (models, vocabularies) are mostly incompressible.
+const compression = gzip.BestSpeed
+
+// Archive is a packed directory in a temporary file.
+type Archive struct {
+	// Path is the archive's temporary file; Remove deletes it.
+	Path string
+	// Size is its length in bytes.
+	Size int64
+	// SHA256 is the hex digest of its content.
+	SHA256 string
+}
+
+// Key returns the archive's content-addressed key under prefix.
+func (a Archive) Key(prefix string) string { return Key(prefix, a.SHA256) }
+
+// Remove deletes the archive's temporary file.
+func (a Archive) Remove() error { return os.Remove(a.Path) }
+
+// Key returns the content-addressed key <prefix>/sha256-<hex>.tar.gz.
+func Key(prefix, sha256Hex string) string {
+	name := "sha256-" + sha256Hex + ".tar.gz"
+	if prefix == "" {
+		return name
+	}
+	return path.Join(prefix, name)
+}
+
+var keyDigest = regexp.MustCompile(`(?:^|/)sha256-([0-9a-f]{64})\.tar\.gz$`)
+
+// SHA256FromKey returns the digest in a content-addressed key, and whether there is one.
+func SHA256FromKey(key string) (string, bool) {
+	m := keyDigest.FindStringSubmatch(key)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// Pack writes the archive of dir to a new file in tmpDir (os.TempDir() when empty),
+// hashing it on the way, and returns it. The archive is streamed to disk, never held
+// in memory. The caller removes it.
+func Pack(dir, tmpDir string) (Archive, error) {
+	f, err := os.CreateTemp(tmpDir, "tfk8s-code-*.tar.gz")
+	if err != nil {
+		return Archive{}, fmt.Errorf("packing %s: %w", dir, err)
+	}
+	a, err := packTo(f, dir)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("packing %s: %w", dir, cerr)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return Archive{}, err
+	}
+	a.Path = f.Name()
+	return a, nil
+}
+
+// packTo writes the archive of dir to f and returns its size and digest. Compressing
+// and hashing run in two goroutines, so that packing a large file takes two cores.
+func packTo(f *os.File, dir string) (Archive, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		err := Write(bw, dir)
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+	}()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(io.MultiWriter(f, h), pr, make([]byte, 1<<20)); err != nil {
+		pr.CloseWithError(err) // stops the writer
+		return Archive{}, fmt.Errorf("packing %s: %w", dir, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return Archive{}, fmt.Errorf("packing %s: %w", dir, err)
+	}
+	return Archive{Size: st.Size(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Write writes the deterministic tar.gz of dir to w: entries in name order, owned by
+// uid and gid 0 without names, with a fixed modification time and normalised
+// permissions (0755 for directories and executables, 0644 for other files), and a gzip
+// header without name or time. Paths matched by the .tfk8signore files are left out, as
+// are the .tfk8signore files themselves and .git directories.
+func Write(w io.Writer, dir string) error {
+	entries, err := walk(dir)
+	if err != nil {
+		return err
+	}
+	gz, err := gzip.NewWriterLevel(w, compression)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		if err := writeEntry(tw, e); err != nil {
+			return fmt.Errorf("packing %s: %w", e.local, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("packing %s: %w", dir, err)
+	}
+	if err := gz.Close(); err != nil {
+		return fmt.Errorf("packing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeEntry writes one entry's header and, for a file, its content.
+func writeEntry(tw *tar.Writer, e entry) error {
+	hdr := &tar.Header{Name: e.name, ModTime: epoch, Format: tar.FormatPAX}
+	switch {
+	case e.info.IsDir():
+		hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
+	case e.info.Mode()&fs.ModeSymlink != 0:
+		hdr.Typeflag, hdr.Mode, hdr.Linkname = tar.TypeSymlink, 0o777, e.link
+	default:
+		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o644, e.info.Size()
+		if e.info.Mode()&0o111 != 0 {
+			hdr.Mode = 0o755
+		}
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		return nil
+	}
+	f, err := os.Open(e.local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.CopyN(tw, f, hdr.Size)
+	if err == io.EOF {
+		return fmt.Errorf("file shrank while packing: %d of %d bytes", n, hdr.Size)
+	}
+	return err
+}

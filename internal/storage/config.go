@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Environment variables read by ResolveConfig. The tfk8s agent receives the same names
+// from the controller, so a job and a user's shell share one contract.
+const (
+	EnvEndpoint        = "TFK8S_S3_ENDPOINT"
+	EnvBucket          = "TFK8S_S3_BUCKET"
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvRegion          = "AWS_REGION"
+	EnvInsecure        = "TFK8S_S3_INSECURE"
+)
+
+// DefaultRegion is used when no region is configured. S3-compatible servers accept it,
+// and setting one spares minio-go a bucket-location request before every first access.
+const DefaultRegion = "us-east-1"
+
+// Config says where the object storage is and how to authenticate.
+type Config struct {
+	// Endpoint is host:port, or a URL http://host:port (plain HTTP) or https://host:port.
+	Endpoint string `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
+	// AccessKeyID and SecretAccessKey are the credentials; both empty means anonymous.
+	AccessKeyID     string `json:"accessKeyID,omitempty" yaml:"accessKeyID,omitempty"`
+	SecretAccessKey string `json:"secretAccessKey,omitempty" yaml:"secretAccessKey,omitempty"`
+	// Region is the bucket's region, DefaultRegion when empty.
+	Region string `json:"region,omitempty" yaml:"region,omitempty"`
+	// Bucket is the default bucket for uploads, e.g. the CLI's code archives.
+	Bucket string `json:"bucket,omitempty" yaml:"bucket,omitempty"`
+	// Insecure selects plain HTTP instead of HTTPS.
+	Insecure bool `json:"insecure,omitempty" yaml:"insecure,omitempty"`
+}
+
+// DefaultConfigFile returns ~/.tfk8s/config, or "" when the home directory is unknown.
+func DefaultConfigFile() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".tfk8s", "config")
+}
+
+// ResolveConfig completes the explicit settings (typically from flags) with the
+// environment and then with ~/.tfk8s/config; see LoadConfig.
+func ResolveConfig(explicit Config) (Config, error) {
+	return LoadConfig(explicit, os.Getenv, DefaultConfigFile())
+}
+
+// LoadConfig resolves each setting from the first source that has it: explicit, then
+// the environment read through getenv, then the YAML file at configFile (a missing file
+// is not an error; "" skips it). Insecure is true if explicit says so, else it comes
+// from TFK8S_S3_INSECURE when set, else from the file. An endpoint written as a URL
+// decides Insecure by its scheme. The endpoint is returned as bare host:port.
+func LoadConfig(explicit Config, getenv func(string) string, configFile string) (Config, error) {
+	env := Config{
+		Endpoint:        getenv(EnvEndpoint),
+		Bucket:          getenv(EnvBucket),
+		AccessKeyID:     getenv(EnvAccessKeyID),
+		SecretAccessKey: getenv(EnvSecretAccessKey),
+		Region:          getenv(EnvRegion),
+	}
+	envInsecure, envInsecureSet := false, false
+	if v := getenv(EnvInsecure); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("parsing %s=%q: want true or false", EnvInsecure, v)
+		}
+		envInsecure, envInsecureSet = b, true
+	}
+	file, err := readConfigFile(configFile)
+	if err != nil {
+		return Config{}, err
+	}
+
+	cfg := Config{
+		Endpoint:        cmp.Or(explicit.Endpoint, env.Endpoint, file.Endpoint),
+		Bucket:          cmp.Or(explicit.Bucket, env.Bucket, file.Bucket),
+		AccessKeyID:     cmp.Or(explicit.AccessKeyID, env.AccessKeyID, file.AccessKeyID),
+		SecretAccessKey: cmp.Or(explicit.SecretAccessKey, env.SecretAccessKey, file.SecretAccessKey),
+		Region:          cmp.Or(explicit.Region, env.Region, file.Region, DefaultRegion),
+	}
+	switch {
+	case explicit.Insecure:
+		cfg.Insecure = true
+	case envInsecureSet:
+		cfg.Insecure = envInsecure
+	default:
+		cfg.Insecure = file.Insecure
+	}
+	return cfg.normalize()
+}
+
+// readConfigFile reads the YAML config file; a missing file gives an empty Config.
+func readConfigFile(name string) (Config, error) {
+	if name == "" {
+		return Config{}, nil
+	}
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("reading tfk8s config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
+		return Config{}, fmt.Errorf("parsing tfk8s config %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// normalize checks the endpoint and reduces a URL endpoint to host:port, taking
+// Insecure from its scheme.
+func (c Config) normalize() (Config, error) {
+	if c.Endpoint == "" {
+		return Config{}, fmt.Errorf("no S3 endpoint configured: set --s3-endpoint, %s or endpoint in %s", EnvEndpoint, "~/.tfk8s/config")
+	}
+	switch {
+	case strings.HasPrefix(c.Endpoint, "http://"):
+		c.Endpoint, c.Insecure = strings.TrimPrefix(c.Endpoint, "http://"), true
+	case strings.HasPrefix(c.Endpoint, "https://"):
+		c.Endpoint, c.Insecure = strings.TrimPrefix(c.Endpoint, "https://"), false
+	case strings.Contains(c.Endpoint, "://"):
+		return Config{}, fmt.Errorf("S3 endpoint %q: scheme must be http or https", c.Endpoint)
+	}
+	c.Endpoint = strings.TrimSuffix(c.Endpoint, "/")
+	if c.Endpoint == "" || strings.Contains(c.Endpoint, "/") {
+		return Config{}, fmt.Errorf("S3 endpoint %q: want host:port, without a path", c.Endpoint)
+	}
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return Config{}, fmt.Errorf("S3 credentials incomplete: set both %s and %s, or neither", EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	return c, nil
+}

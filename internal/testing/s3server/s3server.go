@@ -1,0 +1,251 @@
+// Package s3server runs a real S3 server for tfk8s's tests: versitygw with its POSIX
+// backend in a temporary directory, on a free 127.0.0.1 port, with generated root
+// credentials and one bucket. The server can be stopped and restarted on the same port
+// and directory, to test how clients live through an outage.
+package s3server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Bucket is the bucket every server is started with.
+const Bucket = "tfk8s-test"
+
+// startTimeout bounds how long a server may take to answer after it is started.
+const startTimeout = 30 * time.Second
+
+// Server is a running (or stopped) versitygw.
+type Server struct {
+	// Endpoint is host:port, plain HTTP.
+	Endpoint string
+	// AccessKey and SecretKey are the root credentials.
+	AccessKey, SecretKey string
+	// Bucket exists when Start returns.
+	Bucket string
+	// Dir is the POSIX backend's root: buckets are its subdirectories.
+	Dir string
+
+	bin     string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// Start starts a server with a fresh bucket; it is stopped when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := binary("versitygw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	s := &Server{
+		Endpoint:  "127.0.0.1:" + strconv.Itoa(port),
+		AccessKey: "tfk8s" + randomHex(6),
+		SecretKey: randomHex(20),
+		Bucket:    Bucket,
+		Dir:       filepath.Join(tmp, "root"),
+		bin:       bin,
+		logPath:   filepath.Join(tmp, "versitygw.log"),
+	}
+	if err := os.Mkdir(s.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.MinioClient().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("creating bucket %s: %v", s.Bucket, err)
+	}
+	return s
+}
+
+// Config returns the storage configuration of the server.
+func (s *Server) Config() storage.Config {
+	return storage.Config{
+		Endpoint:        s.Endpoint,
+		AccessKeyID:     s.AccessKey,
+		SecretAccessKey: s.SecretKey,
+		Region:          storage.DefaultRegion,
+		Bucket:          s.Bucket,
+		Insecure:        true,
+	}
+}
+
+// Env returns the environment variables that point tfk8s at the server, as NAME=value.
+func (s *Server) Env() []string {
+	return []string{
+		storage.EnvEndpoint + "=" + s.Endpoint,
+		storage.EnvBucket + "=" + s.Bucket,
+		storage.EnvAccessKeyID + "=" + s.AccessKey,
+		storage.EnvSecretAccessKey + "=" + s.SecretKey,
+		storage.EnvRegion + "=" + storage.DefaultRegion,
+		storage.EnvInsecure + "=true",
+	}
+}
+
+// Client returns a storage client for the server.
+func (s *Server) Client(t testing.TB) *storage.Client {
+	t.Helper()
+	c, err := storage.New(s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// MinioClient returns a plain minio-go client for the server: to wait for it and create
+// its bucket without the code under test, and to compare tfk8s's uploads with raw ones.
+func (s *Server) MinioClient() *minio.Client {
+	mc, err := minio.New(s.Endpoint, &minio.Options{
+		Creds:      credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region:     storage.DefaultRegion,
+		MaxRetries: 1,
+	})
+	if err != nil {
+		panic(err) // only a malformed endpoint gets here, and ours is well-formed
+	}
+	return mc
+}
+
+// Stop stops the server, SIGTERM first and SIGKILL after 5 seconds. Stopping a
+// stopped server does nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	pgid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port and directory after Stop, and
+// waits until it answers.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start runs versitygw and waits until it answers S3 requests.
+func (s *Server) start() error {
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.bin, "--port", s.Endpoint, "--quiet", "posix", s.Dir)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, so Stop reaches every process; killed with the test
+	// process, so that nothing outlives a crashed test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting versitygw: %w", err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	mc := s.MinioClient()
+	for {
+		_, err := mc.ListBuckets(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("versitygw exited at start: %s", s.logTail())
+		case <-ctx.Done():
+			s.Stop()
+			return fmt.Errorf("versitygw did not answer within %v: %v; log: %s", startTimeout, err, s.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// logTail returns the end of the server's log.
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// binary finds a tool built into bin/: in $TFK8S_BIN, else in the bin/ directory of
+// the first ancestor of the working directory that has one with the tool.
+func binary(name string) (string, error) {
+	if dir := os.Getenv("TFK8S_BIN"); dir != "" {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s not found in TFK8S_BIN=%s: run make versitygw", name, dir)
+		}
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New(name + " not found in any bin/ above the working directory: run make versitygw, or set TFK8S_BIN")
+		}
+		dir = parent
+	}
+}
+
+// freePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
