@@ -502,7 +502,3 @@ type TFJobList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []TFJob `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&TFJob{}, &TFJobList{})
-}

@@ -47,6 +47,9 @@ type Options struct {
 	// GangScheduling serves the scheduling.k8s.io/v1alpha2 API with the GenericWorkload
 	// and GangScheduling feature gates on.
 	GangScheduling bool
+	// ExtraAPIServerArgs are appended to kube-apiserver's flags, such as
+	// --kubelet-client-certificate for a node's kubelet API.
+	ExtraAPIServerArgs []string
 	// Logf receives progress messages; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -175,6 +178,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
 			"--feature-gates=GenericWorkload=true,GangScheduling=true")
 	}
+	apiArgs = append(apiArgs, opts.ExtraAPIServerArgs...)
 	apiserver, err := cp.start("kube-apiserver", binDir, apiArgs)
 	if err != nil {
 		return cp, err

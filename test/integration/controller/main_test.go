@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -22,11 +20,13 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 var (
 	cp        *controlplane.ControlPlane
 	k8sClient client.Client
+	kubelet   testutil.Kubelet
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -51,6 +51,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "creating client:", err)
 		return 1
 	}
+	kubelet = testutil.Kubelet{Client: k8sClient}
 	code := m.Run()
 	if code != 0 {
 		fmt.Printf("controller logs: %s\n", logFile.Name())
@@ -91,23 +92,6 @@ func startController(t *testing.T) (stop func()) {
 	return stop
 }
 
-// eventually polls cond every 50 ms for up to 30 s.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, lastErr)
-	}
-}
-
 // getJob reads a job.
 func getJob(ctx context.Context, ns, name string) (*tfv1.TFJob, error) {
 	job := &tfv1.TFJob{}
@@ -131,7 +115,7 @@ func jobPods(ctx context.Context, ns, job string) (map[string]*corev1.Pod, error
 func waitCondition(t *testing.T, ns, name string, typ tfv1.JobState) *tfv1.TFJob {
 	t.Helper()
 	var job *tfv1.TFJob
-	eventually(t, fmt.Sprintf("TFJob %s to be %s", name, typ), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, fmt.Sprintf("TFJob %s to be %s", name, typ), func(ctx context.Context) (bool, error) {
 		var err error
 		job, err = getJob(ctx, ns, name)
 		if err != nil {
@@ -151,7 +135,7 @@ func waitCondition(t *testing.T, ns, name string, typ tfv1.JobState) *tfv1.TFJob
 func waitPods(t *testing.T, ns, job string, names ...string) map[string]*corev1.Pod {
 	t.Helper()
 	var pods map[string]*corev1.Pod
-	eventually(t, fmt.Sprintf("pods %v", names), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, fmt.Sprintf("pods %v", names), func(ctx context.Context) (bool, error) {
 		var err error
 		if pods, err = jobPods(ctx, ns, job); err != nil {
 			return false, err

@@ -26,10 +26,10 @@ func TestChiefSucceedsPSRecycled(t *testing.T) {
 	}
 	all := []string{"train-chief-0", "train-ps-0", "train-ps-1", "train-worker-0", "train-worker-1"}
 	waitPods(t, ns, "train", all...)
-	setRunning(t, ns, all...)
+	kubelet.SetRunning(t, ns, all...)
 	waitCondition(t, ns, "train", tfv1.JobRunning)
 
-	setExited(t, ns, "train-chief-0", 0)
+	kubelet.SetExited(t, ns, "train-chief-0", 0)
 	job := waitCondition(t, ns, "train", tfv1.JobSucceeded)
 	if job.Status.State != tfv1.JobSucceeded || job.Status.CompletionTime == nil {
 		t.Errorf("state %q completion %v, want Succeeded with a completion time", job.Status.State, job.Status.CompletionTime)
@@ -67,12 +67,12 @@ func TestExitCodeRetriesUntilBackoffLimit(t *testing.T) {
 	}
 	all := []string{"retry-ps-0", "retry-worker-0", "retry-worker-1"}
 	pods := waitPods(t, ns, "retry", all...)
-	setRunning(t, ns, all...)
+	kubelet.SetRunning(t, ns, all...)
 	firstUID := pods["retry-worker-1"].UID
 
-	setExited(t, ns, "retry-worker-1", 137)
+	kubelet.SetExited(t, ns, "retry-worker-1", 137)
 	var replacement *corev1.Pod
-	eventually(t, "worker 1 to be re-created", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "worker 1 to be re-created", func(ctx context.Context) (bool, error) {
 		pods, err := jobPods(ctx, ns, "retry")
 		replacement = pods["retry-worker-1"]
 		return replacement != nil && replacement.UID != firstUID && replacement.DeletionTimestamp == nil, err
@@ -82,9 +82,9 @@ func TestExitCodeRetriesUntilBackoffLimit(t *testing.T) {
 		t.Errorf("worker restarts = %d, want 1", r)
 	}
 
-	setRunning(t, ns, "retry-worker-1")
+	kubelet.SetRunning(t, ns, "retry-worker-1")
 	waitCondition(t, ns, "retry", tfv1.JobRunning)
-	setExited(t, ns, "retry-worker-1", 137)
+	kubelet.SetExited(t, ns, "retry-worker-1", 137)
 	got = waitCondition(t, ns, "retry", tfv1.JobFailed)
 	failed := conditionOf(got, tfv1.JobFailed)
 	if failed.Reason != tfv1.ReasonBackoffLimitExceeded || !strings.Contains(failed.Message, "exit code 137") {
@@ -111,8 +111,8 @@ func TestPermanentFailureFailsJob(t *testing.T) {
 	}
 	all := []string{"fail-ps-0", "fail-worker-0", "fail-worker-1"}
 	waitPods(t, ns, "fail", all...)
-	setRunning(t, ns, all...)
-	setExited(t, ns, "fail-worker-0", 1)
+	kubelet.SetRunning(t, ns, all...)
+	kubelet.SetExited(t, ns, "fail-worker-0", 1)
 	got := waitCondition(t, ns, "fail", tfv1.JobFailed)
 	if c := conditionOf(got, tfv1.JobFailed); c.Reason != tfv1.ReasonFailed || !strings.Contains(c.Message, "worker 0") || !strings.Contains(c.Message, "exit code 1") {
 		t.Errorf("Failed condition %s: %q", c.Reason, c.Message)
@@ -136,13 +136,13 @@ func TestContainerRestartsCountTowardsBackoffLimit(t *testing.T) {
 	if p := pods["crash-worker-0"].Spec.RestartPolicy; p != corev1.RestartPolicyOnFailure {
 		t.Errorf("pod restartPolicy %s, want OnFailure", p)
 	}
-	setRunning(t, ns, "crash-worker-0")
-	setRestarted(t, ns, "crash-worker-1", 2, 3)
-	eventually(t, "2 restarts counted", func(ctx context.Context) (bool, error) {
+	kubelet.SetRunning(t, ns, "crash-worker-0")
+	kubelet.SetRestarted(t, ns, "crash-worker-1", 2, 3)
+	testutil.Eventually(t, "2 restarts counted", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "crash")
 		return err == nil && replicaStatus(job, tfv1.ReplicaTypeWorker).Restarts == 2, err
 	})
-	setRestarted(t, ns, "crash-worker-1", 3, 3)
+	kubelet.SetRestarted(t, ns, "crash-worker-1", 3, 3)
 	got := waitCondition(t, ns, "crash", tfv1.JobFailed)
 	if c := conditionOf(got, tfv1.JobFailed); c.Reason != tfv1.ReasonBackoffLimitExceeded {
 		t.Errorf("Failed reason %s, want %s", c.Reason, tfv1.ReasonBackoffLimitExceeded)
@@ -161,9 +161,9 @@ func TestEvictedPodRecreatedUnderExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := waitPods(t, ns, "evict", "evict-ps-0", "evict-worker-0")
-	setRunning(t, ns, "evict-ps-0", "evict-worker-0")
-	setEvicted(t, ns, "evict-ps-0")
-	eventually(t, "PS 0 re-created", func(ctx context.Context) (bool, error) {
+	kubelet.SetRunning(t, ns, "evict-ps-0", "evict-worker-0")
+	kubelet.SetEvicted(t, ns, "evict-ps-0")
+	testutil.Eventually(t, "PS 0 re-created", func(ctx context.Context) (bool, error) {
 		now, err := jobPods(ctx, ns, "evict")
 		p := now["evict-ps-0"]
 		return p != nil && p.UID != pods["evict-ps-0"].UID && p.Status.Phase == corev1.PodPending, err
@@ -185,16 +185,16 @@ func TestPodDeletedFromOutsideIsRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := waitPods(t, ns, "gone", "gone-ps-0", "gone-worker-0", "gone-worker-1")
-	setRunning(t, ns, "gone-ps-0", "gone-worker-0", "gone-worker-1")
+	kubelet.SetRunning(t, ns, "gone-ps-0", "gone-worker-0", "gone-worker-1")
 	if err := k8sClient.Delete(ctx, pods["gone-worker-0"]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "worker 0 re-created", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "worker 0 re-created", func(ctx context.Context) (bool, error) {
 		now, err := jobPods(ctx, ns, "gone")
 		p := now["gone-worker-0"]
 		return p != nil && p.UID != pods["gone-worker-0"].UID, err
 	})
-	eventually(t, "the restart counted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the restart counted", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "gone")
 		return err == nil && replicaStatus(job, tfv1.ReplicaTypeWorker).Restarts == 1, err
 	})
@@ -211,9 +211,9 @@ func TestSucceededWorkerIsNeverRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "once", "once-worker-0", "once-worker-1")
-	setRunning(t, ns, "once-worker-0", "once-worker-1")
-	setExited(t, ns, "once-worker-0", 0)
-	eventually(t, "worker 0's success recorded and its pod released", func(ctx context.Context) (bool, error) {
+	kubelet.SetRunning(t, ns, "once-worker-0", "once-worker-1")
+	kubelet.SetExited(t, ns, "once-worker-0", 0)
+	testutil.Eventually(t, "worker 0's success recorded and its pod released", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "once")
 		if err != nil || replicaStatus(job, tfv1.ReplicaTypeWorker).SucceededIndexes != "0" {
 			return false, err
@@ -236,7 +236,7 @@ func TestSucceededWorkerIsNeverRerun(t *testing.T) {
 	if pods, _ := jobPods(ctx, ns, "once"); pods["once-worker-0"] != nil {
 		t.Fatal("succeeded worker 0 was created again")
 	}
-	setExited(t, ns, "once-worker-1", 0)
+	kubelet.SetExited(t, ns, "once-worker-1", 0)
 	waitCondition(t, ns, "once", tfv1.JobSucceeded)
 }
 
@@ -249,16 +249,16 @@ func TestFailedEvaluatorDoesNotFailTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "eval", "eval-chief-0", "eval-worker-0", "eval-evaluator-0")
-	setRunning(t, ns, "eval-chief-0", "eval-worker-0", "eval-evaluator-0")
-	setExited(t, ns, "eval-evaluator-0", 2)
-	eventually(t, "the evaluator's failure reported", func(ctx context.Context) (bool, error) {
+	kubelet.SetRunning(t, ns, "eval-chief-0", "eval-worker-0", "eval-evaluator-0")
+	kubelet.SetExited(t, ns, "eval-evaluator-0", 2)
+	testutil.Eventually(t, "the evaluator's failure reported", func(ctx context.Context) (bool, error) {
 		job, err := getJob(ctx, ns, "eval")
 		return err == nil && replicaStatus(job, tfv1.ReplicaTypeEvaluator).Failed == 1, err
 	})
 	if isTrue(t, ns, "eval", tfv1.JobFailed) {
 		t.Fatal("a failed evaluator failed the job")
 	}
-	setExited(t, ns, "eval-chief-0", 0)
+	kubelet.SetExited(t, ns, "eval-chief-0", 0)
 	waitCondition(t, ns, "eval", tfv1.JobSucceeded)
 }
 
@@ -273,7 +273,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 	all := []string{"pause-ps-0", "pause-worker-0", "pause-worker-1"}
 	waitPods(t, ns, "pause", all...)
-	setRunning(t, ns, all...)
+	kubelet.SetRunning(t, ns, all...)
 	waitCondition(t, ns, "pause", tfv1.JobRunning)
 
 	setSuspend(t, ns, "pause", true)
@@ -285,7 +285,7 @@ func TestSuspendAndResume(t *testing.T) {
 
 	setSuspend(t, ns, "pause", false)
 	waitPods(t, ns, "pause", all...)
-	setRunning(t, ns, all...)
+	kubelet.SetRunning(t, ns, all...)
 	job = waitCondition(t, ns, "pause", tfv1.JobRunning)
 	if c := conditionOf(job, tfv1.JobSuspended); c.Status != "False" || c.Reason != tfv1.ReasonResumed {
 		t.Errorf("Suspended condition %s/%s after resume, want False/%s", c.Status, c.Reason, tfv1.ReasonResumed)
@@ -321,14 +321,14 @@ func TestTTLDeletesJobAndPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "ttl", "ttl-worker-0")
-	setExited(t, ns, "ttl-worker-0", 0)
+	kubelet.SetExited(t, ns, "ttl-worker-0", 0)
 	waitCondition(t, ns, "ttl", tfv1.JobSucceeded)
-	eventually(t, "the job deleted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the job deleted", func(ctx context.Context) (bool, error) {
 		_, err := getJob(ctx, ns, "ttl")
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	waitPods(t, ns, "ttl")
-	eventually(t, "the Service garbage-collected", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the Service garbage-collected", func(ctx context.Context) (bool, error) {
 		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ttl"}, &corev1.Service{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -343,12 +343,12 @@ func TestPSFirstStartsWorkersOncePSRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "psfirst", "psfirst-ps-0", "psfirst-ps-1")
-	setRunning(t, ns, "psfirst-ps-0")
+	kubelet.SetRunning(t, ns, "psfirst-ps-0")
 	time.Sleep(500 * time.Millisecond) // give a wrong early creation the time to happen
 	if pods, _ := jobPods(context.Background(), ns, "psfirst"); len(pods) != 2 {
 		t.Fatalf("%d pods with one PS of two running, want the 2 PS only", len(pods))
 	}
-	setRunning(t, ns, "psfirst-ps-1")
+	kubelet.SetRunning(t, ns, "psfirst-ps-1")
 	waitPods(t, ns, "psfirst", "psfirst-ps-0", "psfirst-ps-1", "psfirst-chief-0", "psfirst-worker-0", "psfirst-worker-1")
 }
 

@@ -56,7 +56,7 @@ func TestControllerRestartMidCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before map[string]*corev1.Pod
-	eventually(t, "the first pods", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the first pods", func(ctx context.Context) (bool, error) {
 		var err error
 		before, err = jobPods(ctx, ns, "big")
 		return len(before) >= 20, err
@@ -73,7 +73,7 @@ func TestControllerRestartMidCreation(t *testing.T) {
 
 	startController(t)
 	var after map[string]*corev1.Pod
-	eventually(t, "200 pods", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "200 pods", func(ctx context.Context) (bool, error) {
 		var err error
 		after, err = jobPods(ctx, ns, "big")
 		return len(after) == 200, err
@@ -106,11 +106,11 @@ func TestOutcomeCountedAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := waitPods(t, ns, "crashy", "crashy-ps-0", "crashy-worker-0", "crashy-worker-1")
-	setRunning(t, ns, "crashy-ps-0", "crashy-worker-0", "crashy-worker-1")
+	kubelet.SetRunning(t, ns, "crashy-ps-0", "crashy-worker-0", "crashy-worker-1")
 	waitCondition(t, ns, "crashy", tfv1.JobRunning)
 	stop()
 
-	setExited(t, ns, "crashy-worker-0", 0)
+	kubelet.SetExited(t, ns, "crashy-worker-0", 0)
 	if err := k8sClient.Delete(ctx, pods["crashy-worker-0"]); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestOrphanedPodsReleasedOnRestart(t *testing.T) {
 	if err := k8sClient.Delete(ctx, job, client.PropagationPolicy("Background")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the job gone", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the job gone", func(ctx context.Context) (bool, error) {
 		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orphan"}, &tfv1.TFJob{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})

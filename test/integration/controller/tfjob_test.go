@@ -91,7 +91,7 @@ func TestDistributedJobGetsPodsServiceAndTFConfig(t *testing.T) {
 	if got.Status.State != tfv1.JobCreated || got.Status.StartTime == nil {
 		t.Errorf("state %q, start time %v; want Created and a start time", got.Status.State, got.Status.StartTime)
 	}
-	setRunning(t, ns, names...)
+	kubelet.SetRunning(t, ns, names...)
 	got = waitCondition(t, ns, "mnist", tfv1.JobRunning)
 	if diff := cmp.Diff(int32(3), replicaStatus(got, tfv1.ReplicaTypeWorker).Active); diff != "" {
 		t.Errorf("active workers (-want +got):\n%s", diff)

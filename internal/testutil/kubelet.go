@@ -1,4 +1,4 @@
-package controller
+package testutil
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The functions here play the kubelet: they write the status a kubelet would.
+// Kubelet plays the kubelet in tests on a control plane without nodes: it writes the pod
+// status a kubelet would.
+type Kubelet struct{ Client client.Client }
 
-// setRunning marks pods Running, their containers started.
-func setRunning(t *testing.T, ns string, names ...string) {
+// SetRunning marks pods Running, their containers started.
+func (k Kubelet) SetRunning(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		writePodStatus(t, ns, name, func(pod *corev1.Pod) {
+		k.WritePodStatus(t, ns, name, func(pod *corev1.Pod) {
 			pod.Status.Phase = corev1.PodRunning
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
 				Name:  pod.Spec.Containers[0].Name,
@@ -28,10 +30,10 @@ func setRunning(t *testing.T, ns string, names ...string) {
 	}
 }
 
-// setExited marks a pod finished: Succeeded if its container exited 0, else Failed.
-func setExited(t *testing.T, ns, name string, exitCode int32) {
+// SetExited marks a pod finished: Succeeded if its container exited 0, else Failed.
+func (k Kubelet) SetExited(t *testing.T, ns, name string, exitCode int32) {
 	t.Helper()
-	writePodStatus(t, ns, name, func(pod *corev1.Pod) {
+	k.WritePodStatus(t, ns, name, func(pod *corev1.Pod) {
 		pod.Status.Phase = corev1.PodSucceeded
 		reason := "Completed"
 		if exitCode != 0 {
@@ -47,11 +49,11 @@ func setExited(t *testing.T, ns, name string, exitCode int32) {
 	})
 }
 
-// setRestarted marks a Running pod whose container the kubelet restarted n times, the
+// SetRestarted marks a Running pod whose container the kubelet restarted n times, the
 // last time after exiting with exitCode.
-func setRestarted(t *testing.T, ns, name string, n, exitCode int32) {
+func (k Kubelet) SetRestarted(t *testing.T, ns, name string, n, exitCode int32) {
 	t.Helper()
-	writePodStatus(t, ns, name, func(pod *corev1.Pod) {
+	k.WritePodStatus(t, ns, name, func(pod *corev1.Pod) {
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
 			Name:         pod.Spec.Containers[0].Name,
@@ -64,10 +66,10 @@ func setRestarted(t *testing.T, ns, name string, n, exitCode int32) {
 	})
 }
 
-// setEvicted marks a pod failed by eviction, as the kubelet does under node pressure.
-func setEvicted(t *testing.T, ns, name string) {
+// SetEvicted marks a pod failed by eviction, as the kubelet does under node pressure.
+func (k Kubelet) SetEvicted(t *testing.T, ns, name string) {
 	t.Helper()
-	writePodStatus(t, ns, name, func(pod *corev1.Pod) {
+	k.WritePodStatus(t, ns, name, func(pod *corev1.Pod) {
 		pod.Status.Phase = corev1.PodFailed
 		pod.Status.Reason = "Evicted"
 		pod.Status.Message = "The node was low on resource: memory."
@@ -77,15 +79,15 @@ func setEvicted(t *testing.T, ns, name string) {
 	})
 }
 
-func writePodStatus(t *testing.T, ns, name string, mutate func(*corev1.Pod)) {
+func (k Kubelet) WritePodStatus(t *testing.T, ns, name string, mutate func(*corev1.Pod)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pod := &corev1.Pod{}
-		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		if err := k.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 			return err
 		}
 		mutate(pod)
-		return k8sClient.Status().Update(context.Background(), pod)
+		return k.Client.Status().Update(context.Background(), pod)
 	})
 	if err != nil {
 		t.Fatalf("writing the status of pod %s: %v", name, err)

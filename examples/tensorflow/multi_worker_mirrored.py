@@ -1,0 +1,138 @@
+"""Keras Model.fit under tf.distribute.MultiWorkerMirroredStrategy, for a tfk8s job of
+workers (and a chief, if wanted), with no parameter servers.
+
+Every worker holds a full copy of the model; gradients are all-reduced at each step, so
+training is synchronous and all workers must be up. The default cluster resolver reads
+TF_CONFIG, which tfk8s writes into each pod; without it (a single-replica job) this
+trains on one machine.
+
+If a worker fails, all stop; tfk8s re-creates the pod (restartPolicy ExitCode or
+OnFailure) and the BackupAndRestore callback resumes from the last finished epoch.
+For the backup to outlive the pod, --model-dir must be on a volume. The chief (worker 0
+when there is no chief) keeps a weights checkpoint per epoch in <model-dir>/checkpoints
+and the trained model in <model-dir>/model; an evaluator task, if the job has one,
+evaluates those checkpoints as they appear.
+
+tf.keras in TensorFlow 2.16 is Keras 3; this program uses Keras 2, the tf-keras package
+(pip install tf-keras~=2.16.0), whose callbacks know how to checkpoint across workers.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+# Before TensorFlow is imported, so that TensorFlow's own references to tf.keras also
+# mean Keras 2.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import tensorflow as tf
+
+try:
+    import tf_keras as keras
+except ImportError:
+    sys.exit("multi_worker_mirrored.py needs Keras 2: pip install tf-keras~=2.16.0")
+
+NUM_FEATURES = 16
+NUM_EXAMPLES = 8192
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--steps-per-epoch", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=64, help="batch size per replica")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic data")
+    parser.add_argument("--model-dir", default=os.environ.get("TFK8S_MODEL_DIR") or "/workspace/checkpoints",
+                        help="backup, checkpoints and model (default $TFK8S_MODEL_DIR, else /workspace/checkpoints)")
+    return parser.parse_args()
+
+
+def synthetic_dataset(seed, num_examples):
+    """y = x.w + b + noise, the same on every worker for the same seed."""
+    features = tf.random.stateless_normal([num_examples, NUM_FEATURES], seed=[seed, 0])
+    weights = tf.random.stateless_uniform([NUM_FEATURES, 1], seed=[seed, 1], minval=-1.0, maxval=1.0)
+    noise = 0.1 * tf.random.stateless_normal([num_examples, 1], seed=[seed, 2])
+    labels = tf.matmul(features, weights) + 0.5 + noise
+    return tf.data.Dataset.from_tensor_slices((features, labels))
+
+
+def build_and_compile_model(lr):
+    model = keras.Sequential([
+        keras.Input(shape=(NUM_FEATURES,)),
+        keras.layers.Dense(32, activation="relu"),
+        keras.layers.Dense(1),
+    ])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=lr), loss="mse",
+                  metrics=[keras.metrics.RootMeanSquaredError()])
+    return model
+
+
+def is_chief(resolver):
+    """TensorFlow's rule: the chief, else worker 0 when the cluster has no chief, else
+    the only process of a single-node job."""
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type is None or task_type == "chief":
+        return True
+    return task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+
+
+def run_evaluator(args):
+    """The evaluator is not part of the all-reduce: it evaluates the chief's per-epoch
+    weights checkpoints and stops after the last epoch's."""
+    model = build_and_compile_model(args.lr)
+    held_out = synthetic_dataset(args.seed + 1, 1024).batch(256)
+    keras.utils.SidecarEvaluator(model=model, data=held_out,
+                                 checkpoint_dir=os.path.join(args.model_dir, "checkpoints"),
+                                 max_evaluations=args.epochs).start()
+
+
+def main():
+    args = parse_args()
+    if tf.distribute.cluster_resolver.TFConfigClusterResolver().task_type == "evaluator":
+        run_evaluator(args)
+        return
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = strategy.cluster_resolver
+    chief = is_chief(resolver)
+    print(f"[{resolver.task_type or 'local'} {resolver.task_id or 0}] "
+          f"{strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
+
+    global_batch_size = args.batch_size * strategy.num_replicas_in_sync
+    dataset = synthetic_dataset(args.seed, NUM_EXAMPLES).shuffle(NUM_EXAMPLES).repeat().batch(global_batch_size)
+    # Each worker reads the whole in-memory set and keeps its share of every batch:
+    # there are no files to shard by.
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    dataset = dataset.with_options(options)
+
+    with strategy.scope():
+        model = build_and_compile_model(args.lr)
+
+    callbacks = [
+        # Every worker backs up and restores; Keras keeps the chief's copy in backup_dir
+        # and the others' in temporary directories.
+        keras.callbacks.BackupAndRestore(backup_dir=os.path.join(args.model_dir, "backup")),
+        # Per-epoch weights for the evaluator, numbered by epoch; written by the chief.
+        keras.callbacks.ModelCheckpoint(filepath=os.path.join(args.model_dir, "checkpoints", "ckpt-{epoch}"),
+                                        save_weights_only=True),
+    ]
+    model.fit(dataset, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
+              callbacks=callbacks, verbose=2)
+
+    # Saving is collective: every worker must save, but only the chief's copy is kept.
+    if chief:
+        model_path = os.path.join(args.model_dir, "model")
+    else:
+        model_path = os.path.join(tempfile.mkdtemp(prefix="tfk8s-worker-model-"), "model")
+    model.save(model_path)
+    if not chief:
+        tf.io.gfile.rmtree(os.path.dirname(model_path))
+    else:
+        print(f"[chief] saved the model to {model_path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
