@@ -68,7 +68,7 @@ $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	controller-gen crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build

@@ -142,7 +142,8 @@ type TFJobSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=5
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t in ['Chief', 'Master', 'PS', 'Worker', 'Evaluator'])",message="unknown replica type: the keys of tfReplicaSpecs are Chief, Master, PS, Worker and Evaluator"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tfReplicaSpecs is immutable: delete and re-create the job to change its replicas"
+	// Immutability is checked by the ValidatingAdmissionPolicy in config/policy: as a CRD
+	// rule it would compare every pod template on every status write.
 	// +required
 	TFReplicaSpecs map[ReplicaType]*ReplicaSpec `json:"tfReplicaSpecs"`
 

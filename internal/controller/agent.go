@@ -93,7 +93,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	}
 
 	for _, env := range agentEnv(job, c, rt, index) {
-		setEnv(c, env)
+		SetEnv(c, env)
 	}
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To(defaultAgentGracePeriod)

@@ -103,7 +103,7 @@ type agentView struct {
 }
 
 func viewAgent(pod *corev1.Pod) agentView {
-	c := tensorflowContainer(pod.Spec.Containers)
+	c := TensorFlowContainer(pod.Spec.Containers)
 	v := agentView{Command: c.Command, Args: c.Args, Mounts: map[string]string{}, Env: map[string]string{},
 		GracePeriod: pod.Spec.TerminationGracePeriodSeconds}
 	for _, ic := range pod.Spec.InitContainers {

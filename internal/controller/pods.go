@@ -67,7 +67,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		pod.Spec.PriorityClassName = sp.PriorityClass
 	}
 
-	c := tensorflowContainer(pod.Spec.Containers)
+	c := TensorFlowContainer(pod.Spec.Containers)
 	if c == nil {
 		return nil, fmt.Errorf("replica type %s has no container", rt)
 	}
@@ -85,7 +85,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		return nil, err
 	}
 	if tfConfig != "" {
-		setEnv(c, corev1.EnvVar{Name: EnvTFConfig, Value: tfConfig})
+		SetEnv(c, corev1.EnvVar{Name: EnvTFConfig, Value: tfConfig})
 	}
 	if needsAgent(job) {
 		injectAgent(job, pod, c, rt, index, opts.Agent)
@@ -115,8 +115,8 @@ func podRestartPolicy(p tfv1.RestartPolicy) corev1.RestartPolicy {
 	}
 }
 
-// tensorflowContainer is the container named "tensorflow", else the first, else nil.
-func tensorflowContainer(cs []corev1.Container) *corev1.Container {
+// TensorFlowContainer is the container named "tensorflow", else the first, else nil.
+func TensorFlowContainer(cs []corev1.Container) *corev1.Container {
 	for i := range cs {
 		if cs[i].Name == ContainerName {
 			return &cs[i]
@@ -128,8 +128,8 @@ func tensorflowContainer(cs []corev1.Container) *corev1.Container {
 	return &cs[0]
 }
 
-// setEnv sets an environment variable of c, replacing one of the same name.
-func setEnv(c *corev1.Container, env corev1.EnvVar) {
+// SetEnv sets an environment variable of c, replacing one of the same name.
+func SetEnv(c *corev1.Container, env corev1.EnvVar) {
 	for i := range c.Env {
 		if c.Env[i].Name == env.Name {
 			c.Env[i] = env

@@ -35,7 +35,7 @@ func isDisruption(pod *corev1.Pod) bool {
 // terminatedState is the last termination of the pod's TensorFlow container, or nil.
 func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	name := ContainerName
-	if c := tensorflowContainer(pod.Spec.Containers); c != nil {
+	if c := TensorFlowContainer(pod.Spec.Containers); c != nil {
 		name = c.Name
 	}
 	for _, cs := range pod.Status.ContainerStatuses {

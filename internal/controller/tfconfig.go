@@ -102,7 +102,7 @@ func replicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
 	if spec == nil {
 		return DefaultPort
 	}
-	c := tensorflowContainer(spec.Template.Spec.Containers)
+	c := TensorFlowContainer(spec.Template.Spec.Containers)
 	if c == nil {
 		return DefaultPort
 	}

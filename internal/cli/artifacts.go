@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+func newArtifactsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "artifacts",
+		Short: "List or download what a job's replicas backed up to S3",
+		Long: `List or download what a job's replicas backed up to S3: for each replica,
+<replica>/artifacts/<path in the container>, <replica>/logs/<container>.log and
+<replica>/manifest.json. They outlive the job's pods and the job itself.`,
+	}
+	cmd.AddCommand(newArtifactsListCommand(o), newArtifactsGetCommand(o))
+	return cmd
+}
+
+// jobFiles is where a job's files are in S3.
+type jobFiles struct {
+	job  *tfv1.TFJob // nil once the job is deleted
+	cs   *clients
+	name string
+	// base is the job's prefix, <destination>/<namespace>/<job>/; at is the part of it
+	// the PATH argument names, base itself without one.
+	base, at storage.URI
+	s3       *storage.Client
+}
+
+// locateFiles finds the files of job args[0], under the path args[1] if given.
+func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobFiles, error) {
+	cs, err := o.clients()
+	if err != nil {
+		return nil, err
+	}
+	job, base, c, err := o.jobStorage(ctx, cs, args[0])
+	if err != nil {
+		return nil, err
+	}
+	at := base
+	if len(args) == 2 {
+		at = base.Join(strings.TrimPrefix(args[1], "/"))
+	}
+	return &jobFiles{job: job, cs: cs, name: args[0], base: base, at: at, s3: c}, nil
+}
+
+// none says that S3 has nothing where asked, and that the job does not exist if it
+// is gone.
+func (f *jobFiles) none() error {
+	if f.job == nil {
+		return fmt.Errorf("%w, and S3 has no files of it under %s", &notFoundError{namespace: f.cs.namespace, name: f.name}, f.at)
+	}
+	return fmt.Errorf("no files of tfjob %s under %s", f.name, f.at)
+}
+
+func newArtifactsListCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls JOB [PATH]",
+		Aliases: []string{"list"},
+		Short:   "List a job's stored files, under PATH (e.g. worker-0/artifacts) if given",
+		Example: "  tfk8s artifacts ls mnist\n  tfk8s artifacts ls mnist chief-0/artifacts/workspace/model",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, err := o.locateFiles(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			objs, err := files.s3.List(cmd.Context(), files.at)
+			if err != nil {
+				return err
+			}
+			if len(objs) == 0 {
+				return files.none()
+			}
+			tw := newTabWriter(o.env.Out)
+			fmt.Fprintln(tw, "PATH\tSIZE\tMODIFIED")
+			for _, obj := range objs {
+				rel := strings.TrimPrefix(obj.URI.Key, files.base.Key)
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", rel, obj.Size, obj.ModTime.UTC().Format("2006-01-02T15:04:05Z"))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "get JOB [PATH] [-o DIR]",
+		Short: "Download a job's stored files, or those under PATH, into DIR (default ./JOB)",
+		Example: "  tfk8s artifacts get mnist -o ./mnist-run\n" +
+			"  tfk8s artifacts get mnist chief-0/artifacts/workspace/model -o ./model",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, err := o.locateFiles(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				dir = args[0]
+			}
+			stats, err := files.s3.DownloadPrefix(cmd.Context(), files.at, dir)
+			if errors.Is(err, storage.ErrNotFound) {
+				return files.none()
+			}
+			if err != nil {
+				return err
+			}
+			abs, _ := filepath.Abs(dir)
+			fmt.Fprintf(o.env.Out, "%d files (%s) downloaded to %s, %d already there\n",
+				stats.Transferred, formatBytes(stats.Bytes), abs, stats.Files-stats.Transferred)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "output", "o", "", "directory to download into (default ./JOB)")
+	return cmd
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+)
+
+// Defaults of the jobs submit builds.
+const (
+	// tensorflowContainer is the name of the container that runs the user's command,
+	// the controller's.
+	tensorflowContainer = controller.ContainerName
+	// defaultCodePath is where the code is unpacked, and relative artifact paths start.
+	defaultCodePath = "/workspace"
+	// defaultDataPath is where --data appears in every container.
+	defaultDataPath = "/data"
+	// gpuResource is the extended resource of NVIDIA's device plugin.
+	gpuResource corev1.ResourceName = "nvidia.com/gpu"
+)
+
+// jobParams are the parts of a TFJob that submit's flags set; a nil or empty field
+// leaves the job (from -f, or the defaults) as it is.
+type jobParams struct {
+	Name      string
+	Namespace string
+	Image     string
+	// Command replaces the tensorflow container's command and arguments.
+	Command []string
+	// PS and Workers are replica counts; Chief and Evaluator add or remove one.
+	PS, Workers      *int32
+	Chief, Evaluator *bool
+	// GPUs are limits of every replica but the parameter servers.
+	GPUs *int64
+	// CPU and Memory are requests and limits of every replica.
+	CPU, Memory *resource.Quantity
+	Env         []corev1.EnvVar
+	Code        *tfv1.Code
+	Data        []tfv1.DataSource
+	// ArtifactPaths are absolute, or relative to the code path.
+	ArtifactPaths []string
+	// ArtifactsDestination, when set, backs up artifacts and logs under it.
+	ArtifactsDestination string
+	// SecretName names the storage Secret.
+	SecretName string
+}
+
+// newTFJob is an empty TFJob, with the apiVersion and kind a manifest needs.
+func newTFJob() *tfv1.TFJob {
+	return &tfv1.TFJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: tfv1.GroupVersion.String(), Kind: "TFJob"},
+		Spec:     tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}},
+	}
+}
+
+// buildJob returns the TFJob to submit: base (from -f; nil for none) with p applied
+// over it. Without a base, the job has one worker unless p says otherwise.
+func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
+	job := newTFJob()
+	if base != nil {
+		job = base.DeepCopy()
+		job.TypeMeta = newTFJob().TypeMeta
+		if job.Spec.TFReplicaSpecs == nil {
+			job.Spec.TFReplicaSpecs = map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}
+		}
+	} else if p.Workers == nil {
+		p.Workers = ptr.To[int32](1)
+	}
+	if p.Name != "" {
+		job.Name = p.Name
+	}
+	if p.Namespace != "" {
+		job.Namespace = p.Namespace
+	}
+	if job.Name == "" {
+		return nil, errors.New("--name is required: the job has no name")
+	}
+
+	setReplicas(job, tfv1.ReplicaTypeChief, boolCount(p.Chief))
+	setReplicas(job, tfv1.ReplicaTypePS, p.PS)
+	setReplicas(job, tfv1.ReplicaTypeWorker, p.Workers)
+	setReplicas(job, tfv1.ReplicaTypeEvaluator, boolCount(p.Evaluator))
+	specs := job.Spec.TFReplicaSpecs
+	if specs[tfv1.ReplicaTypeChief] == nil && specs[tfv1.ReplicaTypeMaster] == nil && specs[tfv1.ReplicaTypeWorker] == nil {
+		return nil, errors.New("the job has no chief and no worker: set --workers to 1 or more, or add --chief")
+	}
+
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := specs[rt]
+		if spec == nil {
+			continue
+		}
+		c := mainContainer(&spec.Template.Spec)
+		applyContainer(c, rt, p)
+		if c.Image == "" {
+			return nil, fmt.Errorf("--image is required: replica type %s has no image", rt)
+		}
+	}
+
+	if p.Code != nil {
+		job.Spec.Code = p.Code.DeepCopy()
+	}
+	job.Spec.Data = append(job.Spec.Data, p.Data...)
+	if p.ArtifactsDestination != "" || len(p.ArtifactPaths) > 0 {
+		if job.Spec.Artifacts == nil {
+			job.Spec.Artifacts = &tfv1.Artifacts{}
+		}
+		if p.ArtifactsDestination != "" {
+			job.Spec.Artifacts.Destination = p.ArtifactsDestination
+		}
+		if len(p.ArtifactPaths) > 0 {
+			job.Spec.Artifacts.Paths = artifactPaths(job, p.ArtifactPaths)
+		}
+		if job.Spec.Artifacts.Destination == "" {
+			return nil, errors.New("--artifacts needs a destination: configure an S3 bucket")
+		}
+	}
+	if p.SecretName != "" {
+		job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: p.SecretName}}
+	}
+	if job.Spec.Code != nil || job.Spec.Artifacts != nil {
+		for _, rt := range tfv1.ReplicaTypes {
+			if spec := specs[rt]; spec != nil && len(mainContainer(&spec.Template.Spec).Command) == 0 {
+				return nil, fmt.Errorf("a command is required after --: the tfk8s agent runs it once the code is fetched, and replica type %s has none", rt)
+			}
+		}
+	}
+	return job, nil
+}
+
+// boolCount turns --chief or --evaluator into a count of 0 or 1, nil when not given.
+func boolCount(b *bool) *int32 {
+	if b == nil {
+		return nil
+	}
+	if *b {
+		return ptr.To[int32](1)
+	}
+	return ptr.To[int32](0)
+}
+
+// setReplicas sets the count of replica type rt: 0 removes it, a new type copies the
+// template of an existing one (a worker's, else the chief's, ...), so that a manifest's
+// pod settings carry over, else starts from an empty "tensorflow" container.
+func setReplicas(job *tfv1.TFJob, rt tfv1.ReplicaType, n *int32) {
+	if n == nil {
+		return
+	}
+	specs := job.Spec.TFReplicaSpecs
+	if *n == 0 {
+		delete(specs, rt)
+		return
+	}
+	if spec := specs[rt]; spec != nil {
+		spec.Replicas = ptr.To(*n)
+		return
+	}
+	spec := &tfv1.ReplicaSpec{Replicas: ptr.To(*n)}
+	for _, model := range []tfv1.ReplicaType{tfv1.ReplicaTypeWorker, tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster, tfv1.ReplicaTypePS, tfv1.ReplicaTypeEvaluator} {
+		if m := specs[model]; m != nil {
+			spec.Template = *m.Template.DeepCopy()
+			spec.RestartPolicy = m.RestartPolicy
+			break
+		}
+	}
+	if len(spec.Template.Spec.Containers) == 0 {
+		spec.Template.Spec.Containers = []corev1.Container{{Name: tensorflowContainer}}
+	}
+	specs[rt] = spec
+}
+
+// mainContainer returns the container that runs the user's command (see
+// findMainContainer), adding a "tensorflow" container if there is none.
+func mainContainer(spec *corev1.PodSpec) *corev1.Container {
+	if c := controller.TensorFlowContainer(spec.Containers); c != nil {
+		return c
+	}
+	spec.Containers = append(spec.Containers, corev1.Container{Name: tensorflowContainer})
+	return &spec.Containers[0]
+}
+
+// applyContainer sets the flags' image, command, environment and resources on the
+// container of a replica of type rt.
+func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p jobParams) {
+	if p.Image != "" {
+		c.Image = p.Image
+	}
+	if len(p.Command) > 0 {
+		c.Command = append([]string(nil), p.Command...)
+		c.Args = nil
+	}
+	for _, e := range p.Env {
+		controller.SetEnv(c, e)
+	}
+	setResource(c, corev1.ResourceCPU, p.CPU, true)
+	setResource(c, corev1.ResourceMemory, p.Memory, true)
+	if p.GPUs != nil && rt != tfv1.ReplicaTypePS {
+		if *p.GPUs == 0 {
+			delete(c.Resources.Limits, gpuResource)
+			delete(c.Resources.Requests, gpuResource)
+		} else {
+			setResource(c, gpuResource, resource.NewQuantity(*p.GPUs, resource.DecimalSI), false)
+		}
+	}
+}
+
+// setResource sets a limit, and the request too when withRequest.
+func setResource(c *corev1.Container, name corev1.ResourceName, q *resource.Quantity, withRequest bool) {
+	if q == nil {
+		return
+	}
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits[name] = q.DeepCopy()
+	if withRequest {
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		c.Resources.Requests[name] = q.DeepCopy()
+	}
+}
+
+// artifactPaths makes relative artifact paths absolute, under the code path.
+func artifactPaths(job *tfv1.TFJob, paths []string) []string {
+	base := defaultCodePath
+	if job.Spec.Code != nil && job.Spec.Code.Path != "" {
+		base = job.Spec.Code.Path
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if path.IsAbs(p) {
+			out[i] = path.Clean(p)
+		} else {
+			out[i] = path.Join(base, p)
+		}
+	}
+	return out
+}

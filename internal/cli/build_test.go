@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// replica is a replica spec with one container, as submit builds it.
+func replica(n int32, c corev1.Container) *tfv1.ReplicaSpec {
+	return &tfv1.ReplicaSpec{
+		Replicas: ptr.To(n),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}},
+	}
+}
+
+func tfJob(name, ns string, specs map[tfv1.ReplicaType]*tfv1.ReplicaSpec) *tfv1.TFJob {
+	return &tfv1.TFJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "tfk8s.io/v1alpha1", Kind: "TFJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       tfv1.TFJobSpec{TFReplicaSpecs: specs},
+	}
+}
+
+func TestBuildJob(t *testing.T) {
+	python := []string{"python3", "train.py"}
+	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: python}
+	cpu, mem := resource.MustParse("2"), resource.MustParse("4Gi")
+	withResources := func(c corev1.Container, gpus bool) corev1.Container {
+		c.Resources = corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+		}
+		if gpus {
+			c.Resources.Limits[gpuResource] = resource.MustParse("2")
+		}
+		return c
+	}
+	base := tfJob("from-file", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeWorker: {
+			Replicas:      ptr.To[int32](4),
+			RestartPolicy: tfv1.RestartPolicyOnFailure,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"gpu": "a100"},
+				Containers:   []corev1.Container{{Name: "sidecar", Image: "envoy"}, {Name: "tensorflow", Image: "old", Args: []string{"--old"}}},
+			}},
+		},
+	})
+	base.Spec.RunPolicy.BackoffLimit = ptr.To[int32](3)
+
+	cases := []struct {
+		name string
+		base *tfv1.TFJob
+		p    jobParams
+		want *tfv1.TFJob
+	}{{
+		name: "one worker by default",
+		p:    jobParams{Name: "mnist", Namespace: "default", Image: "tf:2.16", Command: python},
+		want: tfJob("mnist", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: replica(1, tf)}),
+	}, {
+		name: "every replica type from the counts, GPUs but on the parameter servers",
+		p: jobParams{
+			Name: "dist", Namespace: "default", Image: "tf:2.16", Command: python,
+			PS: ptr.To[int32](2), Workers: ptr.To[int32](3), Chief: ptr.To(true), Evaluator: ptr.To(true),
+			GPUs: ptr.To[int64](2), CPU: &cpu, Memory: &mem,
+		},
+		want: tfJob("dist", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+			tfv1.ReplicaTypeChief:     replica(1, withResources(tf, true)),
+			tfv1.ReplicaTypePS:        replica(2, withResources(tf, false)),
+			tfv1.ReplicaTypeWorker:    replica(3, withResources(tf, true)),
+			tfv1.ReplicaTypeEvaluator: replica(1, withResources(tf, true)),
+		}),
+	}, {
+		name: "a chief and no workers",
+		p:    jobParams{Name: "single", Namespace: "default", Image: "tf:2.16", Command: python, Workers: ptr.To[int32](0), Chief: ptr.To(true)},
+		want: tfJob("single", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeChief: replica(1, tf)}),
+	}, {
+		name: "code, data, artifacts relative to the code path, environment, storage secret",
+		p: jobParams{
+			Name: "shipped", Namespace: "default", Image: "tf:2.16", Command: python,
+			Env:                  []corev1.EnvVar{{Name: "EPOCHS", Value: "3"}},
+			Code:                 &tfv1.Code{Source: "s3://bkt/code/sha256-ab.tar.gz", SHA256: "ab", Path: "/workspace"},
+			Data:                 []tfv1.DataSource{{Source: "s3://bkt/datasets/sha256-cd/", Path: "/data"}},
+			ArtifactPaths:        []string{"model", "/tmp/logs/", "ckpt/../export"},
+			ArtifactsDestination: "s3://bkt/runs",
+			SecretName:           "tfk8s-s3-0123456789",
+		},
+		want: func() *tfv1.TFJob {
+			c := tf
+			c.Env = []corev1.EnvVar{{Name: "EPOCHS", Value: "3"}}
+			j := tfJob("shipped", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: replica(1, c)})
+			j.Spec.Code = &tfv1.Code{Source: "s3://bkt/code/sha256-ab.tar.gz", SHA256: "ab", Path: "/workspace"}
+			j.Spec.Data = []tfv1.DataSource{{Source: "s3://bkt/datasets/sha256-cd/", Path: "/data"}}
+			j.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bkt/runs", Paths: []string{"/workspace/model", "/tmp/logs", "/workspace/export"}}
+			j.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "tfk8s-s3-0123456789"}}
+			return j
+		}(),
+	}, {
+		name: "a manifest stands where no flag is given",
+		base: base,
+		p:    jobParams{},
+		want: base,
+	}, {
+		name: "flags override a manifest; a new replica type copies the workers' template",
+		base: base,
+		p: jobParams{
+			Name: "renamed", Namespace: "other", Image: "tf:2.16", Command: python,
+			Workers: ptr.To[int32](8), PS: ptr.To[int32](1), Env: []corev1.EnvVar{{Name: "A", Value: "1"}},
+		},
+		want: func() *tfv1.TFJob {
+			j := base.DeepCopy()
+			j.Name, j.Namespace = "renamed", "other"
+			w := j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker]
+			w.Replicas = ptr.To[int32](8)
+			w.Template.Spec.Containers[1] = corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: python, Env: []corev1.EnvVar{{Name: "A", Value: "1"}}}
+			ps := w.DeepCopy()
+			ps.Replicas = ptr.To[int32](1)
+			j.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS] = ps
+			return j
+		}(),
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := buildJob(tc.base, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("buildJob (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildJobErrors(t *testing.T) {
+	python := []string{"python3", "train.py"}
+	cases := []struct {
+		name string
+		base *tfv1.TFJob
+		p    jobParams
+		want string
+	}{{
+		name: "no name",
+		p:    jobParams{Image: "tf", Command: python},
+		want: "--name is required: the job has no name",
+	}, {
+		name: "no image",
+		p:    jobParams{Name: "a", Command: python},
+		want: "--image is required: replica type Worker has no image",
+	}, {
+		name: "no chief and no worker",
+		p:    jobParams{Name: "a", Image: "tf", Workers: ptr.To[int32](0), PS: ptr.To[int32](1)},
+		want: "the job has no chief and no worker: set --workers to 1 or more, or add --chief",
+	}, {
+		name: "a manifest's only chief removed",
+		base: tfJob("a", "", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeChief: replica(1, corev1.Container{Image: "tf"})}),
+		p:    jobParams{Chief: ptr.To(false)},
+		want: "the job has no chief and no worker: set --workers to 1 or more, or add --chief",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := buildJob(tc.base, tc.p)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("buildJob error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

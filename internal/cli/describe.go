@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+func newDescribeCommand(o *rootOptions) *cobra.Command {
+	var replica string
+	cmd := &cobra.Command{
+		Use:   "describe JOB",
+		Short: "Show a job in detail: replicas, pods, conditions, events, TF_CONFIG, artifacts",
+		Long: `Show a job in detail: its replicas with each pod's phase, node, restarts and last
+exit code; its conditions and events; where its code, data, artifacts and logs are;
+and the TF_CONFIG of one replica (--replica, default the first), read from its pod.`,
+		Example: "  tfk8s describe mnist --replica worker-1",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cs, err := o.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			job, err := getJob(ctx, cs.client, cs.namespace, args[0])
+			if err != nil {
+				return err
+			}
+			pods, err := listJobPods(ctx, cs.client, job.Namespace, job.Name)
+			if err != nil {
+				return err
+			}
+			events, err := listJobEvents(ctx, cs.client, job)
+			if err != nil {
+				return err
+			}
+			return describeJob(o.env.Out, job, pods, events, replica, time.Now())
+		},
+	}
+	cmd.Flags().StringVar(&replica, "replica", "", "replica whose TF_CONFIG to show, e.g. worker-0 (default: the first)")
+	return cmd
+}
+
+// describeJob writes the description of a job, its pods and its events.
+func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, replica string, now time.Time) error {
+	tw := newTabWriter(w)
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field("Name", job.Name)
+	field("Namespace", job.Namespace)
+	field("State", orNone(string(job.Status.State)))
+	field("Created", timestamp(job.CreationTimestamp.Time, now))
+	field("Started", timestamp(timeOf(job.Status.StartTime), now))
+	field("Completed", timestamp(timeOf(job.Status.CompletionTime), now))
+	field("Image", orNone(jobImage(job)))
+	field("Command", orNone(strings.Join(jobCommand(job), " ")))
+	if c := job.Spec.Code; c != nil {
+		field("Code", fmt.Sprintf("%s -> %s", c.Source, cmp.Or(c.Path, defaultCodePath)))
+	}
+	for _, d := range job.Spec.Data {
+		field("Data", fmt.Sprintf("%s -> %s", d.Source, d.Path))
+	}
+	if a := job.Spec.Artifacts; a != nil {
+		base := artifactsBase(job)
+		field("Artifacts", base.String()+"<replica>/artifacts/")
+		if len(a.Paths) > 0 {
+			field("  Paths", strings.Join(a.Paths, ", "))
+		}
+		if a.Interval != nil {
+			field("  Interval", a.Interval.Duration.String())
+		}
+		field("Logs", base.String()+"<replica>/logs/")
+	}
+	if s := job.Spec.Storage; s != nil {
+		field("Storage Secret", s.SecretRef.Name)
+	}
+	field("Run Policy", runPolicy(job))
+
+	fmt.Fprintln(tw, "Replicas:")
+	fmt.Fprintln(tw, "  TYPE\tDESIRED\tACTIVE\tSUCCEEDED\tFAILED\tRESTARTS\tLAST FAILURE")
+	for _, rt := range tfv1.ReplicaTypes {
+		if job.Spec.TFReplicaSpecs[rt] == nil {
+			continue
+		}
+		rs := job.Status.ReplicaStatuses[rt]
+		if rs == nil {
+			rs = &tfv1.ReplicaStatus{}
+		}
+		last := "<none>"
+		if f := rs.LastFailure; f != nil {
+			last = fmt.Sprintf("%s exit code %d %s", f.Pod, f.ExitCode, f.Reason)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%s\n", rt, desiredReplicas(job, rt), rs.Active, rs.Succeeded, rs.Failed, rs.Restarts, strings.TrimSpace(last))
+	}
+
+	fmt.Fprintln(tw, "Pods:")
+	if len(pods) == 0 {
+		fmt.Fprintln(tw, "  <none>")
+	} else {
+		fmt.Fprintln(tw, "  NAME\tREPLICA\tPHASE\tNODE\tRESTARTS\tLAST EXIT CODE\tAGE")
+		for i := range pods {
+			p := &pods[i]
+			phase := string(p.Status.Phase)
+			if p.DeletionTimestamp != nil {
+				phase += " (deleting)"
+			}
+			restarts, exit := containerSummary(p)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, replicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
+		}
+	}
+
+	fmt.Fprintln(tw, "Conditions:")
+	if len(job.Status.Conditions) == 0 {
+		fmt.Fprintln(tw, "  <none>")
+	} else {
+		fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+		for _, c := range job.Status.Conditions {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime, now), c.Message)
+		}
+	}
+
+	fmt.Fprintln(tw, "Events:")
+	if len(events) == 0 {
+		fmt.Fprintln(tw, "  <none>")
+	} else {
+		fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tFROM\tMESSAGE")
+		for _, e := range events {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, humanSince(eventTime(&e), now), e.ReportingController, e.Note)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return describeTFConfig(w, pods, replica)
+}
+
+// describeTFConfig writes the TF_CONFIG of a replica, read from its pod: the one named
+// by replica (e.g. worker-1), else the first.
+func describeTFConfig(w io.Writer, pods []corev1.Pod, replica string) error {
+	var pod *corev1.Pod
+	for i := range pods {
+		if replica == "" || replicaName(&pods[i]) == replica {
+			pod = &pods[i]
+			break
+		}
+	}
+	if pod == nil {
+		if replica != "" {
+			return fmt.Errorf("--replica %s: the job has no pod for this replica", replica)
+		}
+		fmt.Fprintln(w, "TF_CONFIG:\n  <no pods>")
+		return nil
+	}
+	value := "<not set: a job with a single replica runs without TF_CONFIG>"
+	if c := controller.TensorFlowContainer(pod.Spec.Containers); c != nil {
+		for _, e := range c.Env {
+			if e.Name == controller.EnvTFConfig {
+				var buf bytes.Buffer
+				if json.Indent(&buf, []byte(e.Value), "  ", "  ") == nil {
+					value = buf.String()
+				} else {
+					value = e.Value
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "TF_CONFIG (%s):\n  %s\n", replicaName(pod), value)
+	return nil
+}
+
+// listJobPods lists a job's pods, in replica order: chief, master, PS, workers,
+// evaluator, each by index.
+func listJobPods(ctx context.Context, c client.Client, namespace, job string) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: job}); err != nil {
+		return nil, fmt.Errorf("listing the pods of tfjob %s: %w", job, err)
+	}
+	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return compareReplicas(replicaName(&a), replicaName(&b)) })
+	return list.Items, nil
+}
+
+// listJobEvents lists the events about a job (events.k8s.io), oldest first.
+func listJobEvents(ctx context.Context, c client.Client, job *tfv1.TFJob) ([]eventsv1.Event, error) {
+	list := &eventsv1.EventList{}
+	err := c.List(ctx, list, client.InNamespace(job.Namespace),
+		client.MatchingFields{"regarding.name": job.Name, "regarding.kind": "TFJob"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the events of tfjob %s: %w", job.Name, err)
+	}
+	events := slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool { return e.Regarding.UID != job.UID })
+	slices.SortStableFunc(events, func(a, b eventsv1.Event) int { return eventTime(&a).Compare(eventTime(&b)) })
+	return events, nil
+}
+
+// eventTime is when an event last happened.
+func eventTime(e *eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
+}
+
+// replicaName is a pod's replica, as the agent names it in S3: "<type>-<index>".
+func replicaName(pod *corev1.Pod) string {
+	return pod.Labels[tfv1.LabelReplicaType] + "-" + pod.Labels[tfv1.LabelReplicaIndex]
+}
+
+// compareReplicas orders replica names by type (chief, master, ps, worker,
+// evaluator) then index.
+func compareReplicas(a, b string) int {
+	rank := func(name string) (int, int) {
+		typ, index, _ := strings.Cut(name, "-")
+		i, _ := strconv.Atoi(index)
+		for r, rt := range tfv1.ReplicaTypes {
+			if strings.EqualFold(typ, string(rt)) {
+				return r, i
+			}
+		}
+		return len(tfv1.ReplicaTypes), i
+	}
+	ra, ia := rank(a)
+	rb, ib := rank(b)
+	return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(ia, ib), strings.Compare(a, b))
+}
+
+// containerSummary is the restarts and last exit code of a pod's main container.
+func containerSummary(pod *corev1.Pod) (int32, string) {
+	main := controller.TensorFlowContainer(pod.Spec.Containers)
+	for _, s := range pod.Status.ContainerStatuses {
+		if main != nil && s.Name != main.Name {
+			continue
+		}
+		t := s.State.Terminated
+		if t == nil {
+			t = s.LastTerminationState.Terminated
+		}
+		if t == nil {
+			return s.RestartCount, "-"
+		}
+		return s.RestartCount, strings.TrimSpace(fmt.Sprintf("%d %s", t.ExitCode, t.Reason))
+	}
+	return 0, "-"
+}
+
+// jobCommand is the command of the job's first replica type's main container.
+func jobCommand(job *tfv1.TFJob) []string {
+	for _, rt := range tfv1.ReplicaTypes {
+		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
+			if c := controller.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
+				return append(slices.Clone(c.Command), c.Args...)
+			}
+		}
+	}
+	return nil
+}
+
+// runPolicy summarises the run policy.
+func runPolicy(job *tfv1.TFJob) string {
+	rp := job.Spec.RunPolicy
+	var parts []string
+	if rp.CleanPodPolicy != nil {
+		parts = append(parts, "cleanPodPolicy="+string(*rp.CleanPodPolicy))
+	}
+	if rp.BackoffLimit != nil {
+		parts = append(parts, fmt.Sprintf("backoffLimit=%d", *rp.BackoffLimit))
+	}
+	if rp.ActiveDeadlineSeconds != nil {
+		parts = append(parts, fmt.Sprintf("activeDeadlineSeconds=%d", *rp.ActiveDeadlineSeconds))
+	}
+	if rp.TTLSecondsAfterFinished != nil {
+		parts = append(parts, fmt.Sprintf("ttlSecondsAfterFinished=%d", *rp.TTLSecondsAfterFinished))
+	}
+	if rp.Suspend != nil && *rp.Suspend {
+		parts = append(parts, "suspend=true")
+	}
+	return orNone(strings.Join(parts, " "))
+}
+
+// artifactsBase is the prefix of the job's replicas in S3:
+// <destination>/<namespace>/<job>/.
+func artifactsBase(job *tfv1.TFJob) storage.URI {
+	dest, err := storage.ParseURI(job.Spec.Artifacts.Destination)
+	if err != nil {
+		// The API server checked the pattern; a URI it let through parses.
+		return storage.URI{}
+	}
+	return dest.Join(job.Namespace, job.Name+"/")
+}
+
+// timeOf is the time of an optional timestamp, zero if unset.
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// timestamp renders a time and how long ago it was; "<none>" if zero.
+func timestamp(t, now time.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Local().Format(time.RFC1123Z), humanSince(t, now))
+}
+
+// humanSince renders the time since t as kubectl does.
+func humanSince(t, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}

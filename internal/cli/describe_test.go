@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+func TestDescribeJob(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: []string{"python3", "train.py"}}
+	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypePS:     replica(1, tf),
+		tfv1.ReplicaTypeWorker: replica(2, tf),
+	})
+	job.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	job.Spec.Code = &tfv1.Code{Source: "s3://bkt/code/sha256-ab.tar.gz", Path: "/workspace"}
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bkt/runs", Paths: []string{"/workspace/model"}, Interval: &metav1.Duration{Duration: time.Minute}}
+	job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "tfk8s-s3-0123456789"}}
+	job.Status.State = tfv1.JobRunning
+	job.Status.Conditions = []metav1.Condition{{Type: "Running", Status: "True", Reason: tfv1.ReasonRunning, Message: "all replicas run", LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}}
+	job.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{
+		tfv1.ReplicaTypeWorker: {Active: 2, Restarts: 1, LastFailure: &tfv1.ReplicaFailure{Index: 1, Pod: "mnist-worker-1", ExitCode: 137, Reason: "OOMKilled"}},
+	}
+	pod := func(typ, index, node string, phase corev1.PodPhase, tfConfig string, status corev1.ContainerStatus) corev1.Pod {
+		c := tf
+		c.Env = []corev1.EnvVar{{Name: "TF_CONFIG", Value: tfConfig}}
+		status.Name = "tensorflow"
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "mnist-" + typ + "-" + index, Labels: map[string]string{tfv1.LabelReplicaType: typ, tfv1.LabelReplicaIndex: index}, CreationTimestamp: job.CreationTimestamp},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{c}},
+			Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{status}},
+		}
+	}
+	pods := []corev1.Pod{
+		pod("ps", "0", "node-a", corev1.PodRunning, `{"task":{"type":"ps","index":0}}`, corev1.ContainerStatus{}),
+		pod("worker", "0", "node-b", corev1.PodRunning, `{"task":{"type":"worker","index":0}}`, corev1.ContainerStatus{}),
+		pod("worker", "1", "node-c", corev1.PodRunning, `{"task":{"type":"worker","index":1}}`, corev1.ContainerStatus{
+			RestartCount:         1,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}},
+		}),
+	}
+	events := []eventsv1.Event{{Type: "Normal", Reason: tfv1.ReasonCreated, Note: "TFJob team/mnist is created", ReportingController: "tfk8s-controller", EventTime: metav1.NewMicroTime(now.Add(-time.Hour))}}
+
+	var buf bytes.Buffer
+	if err := describeJob(&buf, job, pods, events, "worker-1", now); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"Name:             mnist\n",
+		"State:            Running\n",
+		"Code:             s3://bkt/code/sha256-ab.tar.gz -> /workspace\n",
+		"Artifacts:        s3://bkt/runs/team/mnist/<replica>/artifacts/\n",
+		"  Paths:          /workspace/model\n",
+		"Logs:             s3://bkt/runs/team/mnist/<replica>/logs/\n",
+		"Storage Secret:   tfk8s-s3-0123456789\n",
+		"  Worker   2         2        0           0        1          mnist-worker-1 exit code 137 OOMKilled\n",
+		"  mnist-ps-0       ps-0       Running   node-a   0          -                60m\n",
+		"  mnist-worker-1   worker-1   Running   node-c   1          137 OOMKilled    60m\n",
+		"  Running   True     TFJobRunning   10m   all replicas run\n",
+		"  Normal   TFJobCreated   60m   tfk8s-controller   TFJob team/mnist is created\n",
+		"TF_CONFIG (worker-1):\n  {\n    \"task\": {\n      \"type\": \"worker\",\n      \"index\": 1\n    }\n  }\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe output lacks %q; output:\n%s", want, out)
+		}
+	}
+
+	if err := describeJob(&bytes.Buffer{}, job, pods, nil, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
+		t.Errorf("describe --replica worker-7: error = %v", err)
+	}
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+func newListCommand(o *rootOptions) *cobra.Command {
+	var allNamespaces bool
+	var output string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List jobs",
+		Example: "  tfk8s list\n  tfk8s list -A -o wide",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.show(cmd.Context(), nil, allNamespaces, output)
+		},
+	}
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the jobs of every namespace")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	return cmd
+}
+
+func newGetCommand(o *rootOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "get JOB...",
+		Short:   "Show jobs, as a table or in full",
+		Example: "  tfk8s get mnist\n  tfk8s get mnist -o yaml",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.show(cmd.Context(), args, false, output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	return cmd
+}
+
+// show prints the named jobs (get), or every job of the namespace or of all
+// namespaces (list), in the format of -o. One job asked for by name prints as itself
+// in YAML or JSON; several as a List.
+func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bool, output string) error {
+	if err := checkOutput(output, outputTable, outputWide, outputYAML, outputJSON); err != nil {
+		return err
+	}
+	cs, err := o.clients()
+	if err != nil {
+		return err
+	}
+	var jobs []tfv1.TFJob
+	var errs []error
+	if names == nil {
+		var opts []client.ListOption
+		if !allNamespaces {
+			opts = append(opts, client.InNamespace(cs.namespace))
+		}
+		list := &tfv1.TFJobList{}
+		if err := cs.client.List(ctx, list, opts...); err != nil {
+			return fmt.Errorf("listing tfjobs: %w", err)
+		}
+		jobs = list.Items
+		slices.SortFunc(jobs, func(a, b tfv1.TFJob) int {
+			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+	}
+	for _, name := range names {
+		job, err := getJob(ctx, cs.client, cs.namespace, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		jobs = append(jobs, *job)
+	}
+
+	table := output == outputTable || output == outputWide
+	switch {
+	case len(jobs) == 1 && len(names) == 1 && !table:
+		return printObject(o.env.Out, forPrinting(&jobs[0]), output)
+	case len(jobs) == 0 && names == nil && table && allNamespaces:
+		fmt.Fprintln(o.env.ErrOut, "No tfjobs found.")
+	case len(jobs) == 0 && names == nil && table:
+		fmt.Fprintf(o.env.ErrOut, "No tfjobs found in %s namespace.\n", cs.namespace)
+	case len(jobs) > 0 || !table:
+		if err := printJobs(o.env.Out, jobs, output, allNamespaces, time.Now()); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newTabWriter aligns columns as kubectl does.
+func newTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+}

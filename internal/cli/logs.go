@@ -1,0 +1,325 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// defaultArtifactsPrefix is where submit backs up artifacts and logs, under the bucket.
+const defaultArtifactsPrefix = "runs"
+
+func newLogsCommand(o *rootOptions) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs JOB [REPLICA] [-f]",
+		Short: "Print the logs of a job's replicas, each line prefixed with its replica",
+		Long: `Print the logs of a job's replicas (or of one, e.g. worker-0), interleaved, each line
+prefixed with its replica: "[worker-0] ...". Logs of running pods come from Kubernetes;
+once the pods are gone (or the job itself), from the copies the tfk8s agent backed up
+to S3. With -f, follow the logs until the job finishes.`,
+		Example: "  tfk8s logs mnist\n  tfk8s logs mnist worker-1 -f",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cs, err := o.clients()
+			if err != nil {
+				return err
+			}
+			replica := ""
+			if len(args) == 2 {
+				replica = strings.ToLower(args[1])
+			}
+			l := &jobLogs{root: o, cs: cs, name: args[0], replica: replica, out: &lineWriter{w: o.env.Out}, errOut: o.env.ErrOut}
+			if follow {
+				return l.follow(cmd.Context())
+			}
+			return l.print(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the logs until the job finishes")
+	return cmd
+}
+
+// jobLogs gathers the logs of one job.
+type jobLogs struct {
+	root    *rootOptions
+	cs      *clients
+	name    string
+	replica string // "" for all
+	out     *lineWriter
+	errOut  io.Writer
+	job     *tfv1.TFJob // nil once the job is deleted
+
+	s3Once  sync.Once
+	s3      *storage.Client
+	s3Keys  map[string]storage.URI // replica → log object
+	s3Error error
+}
+
+// print prints the logs there are now: from each live pod, else from S3.
+func (l *jobLogs) print(ctx context.Context) error {
+	job, err := getJob(ctx, l.cs.client, l.cs.namespace, l.name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	l.job = job
+	var pods []corev1.Pod
+	if job != nil {
+		if pods, err = listJobPods(ctx, l.cs.client, job.Namespace, job.Name); err != nil {
+			return err
+		}
+	}
+	live := map[string]*corev1.Pod{}
+	for i := range pods {
+		if hasLogs(&pods[i]) {
+			live[replicaName(&pods[i])] = &pods[i]
+		}
+	}
+	expected := l.wanted(jobReplicas(job))
+	replicas := l.wanted(slices.Collect(maps.Keys(live)))
+	if job == nil || len(replicas) < len(expected) {
+		// Some replica has no live pod: see what S3 has.
+		keys, _, s3err := l.s3Logs(ctx)
+		replicas = l.wanted(append(replicas, slices.Collect(maps.Keys(keys))...))
+		if len(replicas) == 0 {
+			return l.noLogs(err, s3err)
+		}
+		for _, r := range expected {
+			if _, ok := slices.BinarySearchFunc(replicas, r, compareReplicas); !ok {
+				fmt.Fprintf(l.errOut, "%s: no logs: its pod has not started, and S3 has none\n", r)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(replicas))
+	for i, r := range replicas {
+		wg.Go(func() {
+			if pod := live[r]; pod != nil {
+				if errs[i] = l.streamPod(ctx, pod, false); errs[i] == nil {
+					return
+				}
+			}
+			if s3err := l.streamS3(ctx, r); s3err != nil {
+				errs[i] = errors.Join(errs[i], s3err)
+			} else if errs[i] != nil {
+				fmt.Fprintf(l.errOut, "%s: no live log (%v): printed the copy in S3\n", r, errs[i])
+				errs[i] = nil
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// follow streams the logs of every replica of the job from its pod once it has
+// started, until the pod ends; a replica whose pod never runs again before the job
+// finishes is printed from S3.
+func (l *jobLogs) follow(ctx context.Context) error {
+	job, err := getJob(ctx, l.cs.client, l.cs.namespace, l.name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return l.print(ctx) // nothing to follow: what S3 has is all there is
+		}
+		return err
+	}
+	l.job = job
+	replicas := l.wanted(jobReplicas(job))
+	if len(replicas) == 0 {
+		return fmt.Errorf("tfjob %s has no replica %s", l.name, l.replica)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(replicas))
+	for i, r := range replicas {
+		wg.Go(func() { errs[i] = l.followReplica(ctx, r) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// followReplica waits until the replica's pod has started and streams its log, or,
+// if the job finishes first, prints its log from S3.
+func (l *jobLogs) followReplica(ctx context.Context, replica string) error {
+	typ, index, _ := strings.Cut(replica, "-")
+	podName := fmt.Sprintf("%s-%s-%s", l.name, typ, index)
+	for {
+		pod := &corev1.Pod{}
+		err := l.cs.client.Get(ctx, client.ObjectKey{Namespace: l.cs.namespace, Name: podName}, pod)
+		if err == nil && hasLogs(pod) {
+			liveErr := l.streamPod(ctx, pod, true)
+			if liveErr == nil {
+				return nil
+			}
+			if err := l.streamS3(ctx, replica); err != nil {
+				return errors.Join(liveErr, err)
+			}
+			fmt.Fprintf(l.errOut, "%s: no live log (%v): printed the copy in S3\n", replica, liveErr)
+			return nil
+		}
+		job, err := getJob(ctx, l.cs.client, l.cs.namespace, l.name)
+		if apierrors.IsNotFound(err) || (err == nil && (conditionTrue(job, tfv1.JobSucceeded) || conditionTrue(job, tfv1.JobFailed))) {
+			if err := l.streamS3(ctx, replica); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// wanted filters replica names by the REPLICA argument, sorted and deduplicated.
+func (l *jobLogs) wanted(replicas []string) []string {
+	replicas = slices.DeleteFunc(replicas, func(r string) bool { return l.replica != "" && r != l.replica })
+	slices.SortFunc(replicas, compareReplicas)
+	return slices.Compact(replicas)
+}
+
+// streamPod copies the log of a pod's main container from Kubernetes.
+func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow bool) error {
+	c := controller.TensorFlowContainer(pod.Spec.Containers)
+	if c == nil {
+		return fmt.Errorf("pod %s has no container", pod.Name)
+	}
+	req := l.cs.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, Follow: follow})
+	stream, err := req.Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log of pod %s: %w", pod.Name, err)
+	}
+	defer stream.Close()
+	return l.out.copyLines(replicaName(pod), stream)
+}
+
+// streamS3 copies the log of a replica from S3.
+func (l *jobLogs) streamS3(ctx context.Context, replica string) error {
+	keys, c, err := l.s3Logs(ctx)
+	if err != nil {
+		return err
+	}
+	u, ok := keys[replica]
+	if !ok {
+		return fmt.Errorf("no log of replica %s in S3: %w", replica, storage.ErrNotFound)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := c.Download(ctx, u, pw)
+		pw.CloseWithError(err)
+	}()
+	err = l.out.copyLines(replica, pr)
+	pr.Close()
+	return err
+}
+
+// s3Logs finds, once, the logs the agent backed up for the job:
+// <destination>/<namespace>/<job>/<replica>/logs/<container>.log. A job that is gone
+// is looked for under the default destination, s3://<bucket>/runs.
+func (l *jobLogs) s3Logs(ctx context.Context) (map[string]storage.URI, *storage.Client, error) {
+	l.s3Once.Do(func() {
+		l.s3Keys = map[string]storage.URI{}
+		_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
+		if err != nil {
+			l.s3Error = err
+			return
+		}
+		objs, err := c.List(ctx, base)
+		if err != nil {
+			l.s3Error = fmt.Errorf("looking for logs in S3: %w", err)
+			return
+		}
+		for _, obj := range objs {
+			rel := strings.TrimPrefix(obj.URI.Key, base.Key)
+			replica, rest, _ := strings.Cut(rel, "/")
+			if dir, file := path.Split(rest); dir == "logs/" && strings.HasSuffix(file, ".log") {
+				l.s3Keys[replica] = obj.URI
+			}
+		}
+		l.s3 = c
+	})
+	return l.s3Keys, l.s3, l.s3Error
+}
+
+// noLogs explains why there is nothing to print.
+func (l *jobLogs) noLogs(jobErr, s3Err error) error {
+	switch {
+	case jobErr != nil && s3Err != nil:
+		return errors.Join(jobErr, s3Err)
+	case jobErr != nil:
+		return fmt.Errorf("%w, and S3 has no logs of it", jobErr)
+	case l.replica != "":
+		return fmt.Errorf("no logs of replica %s of tfjob %s: no such pod has started, and S3 has none", l.replica, l.name)
+	case s3Err != nil:
+		return fmt.Errorf("no logs of tfjob %s yet: no pod has started (%v)", l.name, s3Err)
+	}
+	return fmt.Errorf("no logs of tfjob %s yet: no pod has started, and S3 has none", l.name)
+}
+
+// jobReplicas names every replica of a job, as "<type>-<index>"; none for nil.
+func jobReplicas(job *tfv1.TFJob) []string {
+	if job == nil {
+		return nil
+	}
+	var replicas []string
+	for _, rt := range tfv1.ReplicaTypes {
+		for i := range desiredReplicas(job, rt) {
+			replicas = append(replicas, fmt.Sprintf("%s-%d", strings.ToLower(string(rt)), i))
+		}
+	}
+	return replicas
+}
+
+// hasLogs reports whether Kubernetes may have logs of a pod: it was scheduled and has
+// left Pending.
+func hasLogs(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodPending && pod.Status.Phase != ""
+}
+
+// lineWriter writes whole lines from several replicas, each prefixed "[replica] ".
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// copyLines copies r line by line.
+func (lw *lineWriter) copyLines(replica string, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			if !strings.HasSuffix(line, "\n") {
+				line += "\n"
+			}
+			lw.mu.Lock()
+			_, werr := fmt.Fprintf(lw.w, "[%s] %s", replica, line)
+			lw.mu.Unlock()
+			if werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+func TestLineWriterPrefixesWholeLines(t *testing.T) {
+	var buf bytes.Buffer
+	lw := &lineWriter{w: &buf}
+	// Two replicas write at once: every line stays whole and carries its prefix.
+	var wg sync.WaitGroup
+	for _, r := range []string{"worker-0", "worker-1"} {
+		wg.Go(func() {
+			var in strings.Builder
+			for range 200 {
+				in.WriteString("step of " + r + "\n")
+			}
+			in.WriteString("no final newline from " + r)
+			if err := lw.copyLines(r, strings.NewReader(in.String())); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 402 {
+		t.Fatalf("got %d lines, want 402", len(lines))
+	}
+	for _, l := range lines {
+		ok := l == "[worker-0] step of worker-0" || l == "[worker-1] step of worker-1" ||
+			l == "[worker-0] no final newline from worker-0" || l == "[worker-1] no final newline from worker-1"
+		if !ok {
+			t.Fatalf("mangled line %q", l)
+		}
+	}
+}
+
+func TestReplicaOrder(t *testing.T) {
+	got := []string{"worker-10", "ps-1", "evaluator-0", "worker-2", "chief-0", "ps-0", "worker-0"}
+	slices.SortFunc(got, compareReplicas)
+	want := []string{"chief-0", "ps-0", "ps-1", "worker-0", "worker-2", "worker-10", "evaluator-0"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sorted replicas (-want +got):\n%s", diff)
+	}
+
+	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeWorker: replica(2, corev1.Container{}),
+		tfv1.ReplicaTypePS:     replica(1, corev1.Container{}),
+		tfv1.ReplicaTypeChief:  {},
+	})
+	if diff := cmp.Diff([]string{"chief-0", "ps-0", "worker-0", "worker-1"}, jobReplicas(job)); diff != "" {
+		t.Errorf("jobReplicas (-want +got):\n%s", diff)
+	}
+	l := &jobLogs{replica: "worker-1"}
+	if diff := cmp.Diff([]string{"worker-1"}, l.wanted(jobReplicas(job))); diff != "" {
+		t.Errorf("wanted (-want +got):\n%s", diff)
+	}
+}
+
+func TestHasLogs(t *testing.T) {
+	cases := []struct {
+		node  string
+		phase corev1.PodPhase
+		want  bool
+	}{
+		{"", corev1.PodPending, false},
+		{"node-1", corev1.PodPending, false},
+		{"node-1", corev1.PodRunning, true},
+		{"node-1", corev1.PodFailed, true},
+		{"", corev1.PodFailed, false}, // never scheduled: no kubelet has its logs
+	}
+	for _, tc := range cases {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: tc.node}, Status: corev1.PodStatus{Phase: tc.phase}}
+		if got := hasLogs(pod); got != tc.want {
+			t.Errorf("hasLogs(node %q, %s) = %t, want %t", tc.node, tc.phase, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+)
+
+// Output formats of -o.
+const (
+	outputTable = ""
+	outputWide  = "wide"
+	outputYAML  = "yaml"
+	outputJSON  = "json"
+)
+
+// checkOutput checks -o against the formats a command supports.
+func checkOutput(output string, allowed ...string) error {
+	for _, a := range allowed {
+		if output == a {
+			return nil
+		}
+	}
+	var names []string
+	for _, a := range allowed {
+		if a != outputTable {
+			names = append(names, a)
+		}
+	}
+	return fmt.Errorf("-o %q: want one of %s", output, strings.Join(names, ", "))
+}
+
+// printObject prints obj as YAML or JSON, as kubectl does: with its apiVersion and kind,
+// without managedFields.
+func printObject(w io.Writer, obj any, format string) error {
+	var out []byte
+	var err error
+	switch format {
+	case outputJSON:
+		out, err = json.MarshalIndent(obj, "", "    ")
+		out = append(out, '\n')
+	default:
+		out, err = yaml.Marshal(obj)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", format, err)
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// forPrinting returns a copy of job with its apiVersion and kind set and its
+// managedFields dropped.
+func forPrinting(job *tfv1.TFJob) *tfv1.TFJob {
+	job = job.DeepCopy()
+	job.APIVersion, job.Kind = tfv1.GroupVersion.String(), "TFJob"
+	job.ManagedFields = nil
+	return job
+}
+
+// jobList is what -o yaml|json prints for several jobs: a kubectl List.
+type jobList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []*tfv1.TFJob `json:"items"`
+}
+
+// printJobs prints jobs in the format of -o: a table (wide or not), or a List.
+func printJobs(w io.Writer, jobs []tfv1.TFJob, format string, withNamespace bool, now time.Time) error {
+	if format == outputYAML || format == outputJSON {
+		list := jobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []*tfv1.TFJob{}}
+		for i := range jobs {
+			list.Items = append(list.Items, forPrinting(&jobs[i]))
+		}
+		return printObject(w, list, format)
+	}
+	tw := newTabWriter(w)
+	header := []string{"NAME", "STATE", "WORKERS", "PS", "AGE"}
+	if withNamespace {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
+	if format == outputWide {
+		header = append(header, "CHIEF", "EVALUATOR", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "IMAGE")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i := range jobs {
+		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], format == outputWide, withNamespace, now), "\t"))
+	}
+	return tw.Flush()
+}
+
+// jobRow is a job's line of the table.
+func jobRow(job *tfv1.TFJob, wide, withNamespace bool, now time.Time) []string {
+	row := []string{
+		job.Name,
+		orNone(string(job.Status.State)),
+		replicaCount(job, tfv1.ReplicaTypeWorker),
+		replicaCount(job, tfv1.ReplicaTypePS),
+		age(job.CreationTimestamp, now),
+	}
+	if withNamespace {
+		row = append([]string{job.Namespace}, row...)
+	}
+	if wide {
+		var active, succeeded, failed, restarts int32
+		for _, rs := range job.Status.ReplicaStatuses {
+			active += rs.Active
+			succeeded += rs.Succeeded
+			failed += rs.Failed
+			restarts += rs.Restarts
+		}
+		row = append(row,
+			replicaCount(job, tfv1.ReplicaTypeChief),
+			replicaCount(job, tfv1.ReplicaTypeEvaluator),
+			fmt.Sprint(active), fmt.Sprint(succeeded), fmt.Sprint(failed), fmt.Sprint(restarts),
+			orNone(jobImage(job)),
+		)
+	}
+	return row
+}
+
+// replicaCount is the number of replicas of a type, 0 when there is none.
+func replicaCount(job *tfv1.TFJob, rt tfv1.ReplicaType) string {
+	return fmt.Sprint(desiredReplicas(job, rt))
+}
+
+// desiredReplicas is the number of replicas of type rt the job asks for; the API
+// server defaults an unset count to 1.
+func desiredReplicas(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
+	spec := job.Spec.TFReplicaSpecs[rt]
+	switch {
+	case spec == nil:
+		return 0
+	case spec.Replicas == nil:
+		return 1
+	}
+	return *spec.Replicas
+}
+
+// jobImage is the image of the job's first replica type's main container.
+func jobImage(job *tfv1.TFJob) string {
+	for _, rt := range tfv1.ReplicaTypes {
+		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
+			if c := controller.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
+				return c.Image
+			}
+		}
+	}
+	return ""
+}
+
+// age renders the time since t as kubectl does ("5m", "3d"), "<unknown>" if unset.
+func age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// orNone renders an empty value as kubectl does.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+func TestPrintJobs(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16"}
+	running := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeChief:  replica(1, tf),
+		tfv1.ReplicaTypePS:     replica(2, tf),
+		tfv1.ReplicaTypeWorker: replica(4, tf),
+	})
+	running.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Minute))
+	running.Status.State = tfv1.JobRunning
+	running.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{
+		tfv1.ReplicaTypePS:     {Active: 2},
+		tfv1.ReplicaTypeWorker: {Active: 3, Succeeded: 1, Restarts: 2},
+	}
+	fresh := tfJob("a-much-longer-name", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: {}})
+	fresh.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+	jobs := []tfv1.TFJob{*running, *fresh}
+
+	cases := []struct {
+		name          string
+		format        string
+		withNamespace bool
+		want          string
+	}{{
+		name: "table",
+		want: "" +
+			"NAME                 STATE     WORKERS   PS    AGE\n" +
+			"mnist                Running   4         2     90m\n" +
+			"a-much-longer-name   <none>    1         0     5s\n",
+	}, {
+		name:          "all namespaces",
+		withNamespace: true,
+		want: "" +
+			"NAMESPACE   NAME                 STATE     WORKERS   PS    AGE\n" +
+			"team        mnist                Running   4         2     90m\n" +
+			"default     a-much-longer-name   <none>    1         0     5s\n",
+	}, {
+		name:   "wide",
+		format: outputWide,
+		want: "" +
+			"NAME                 STATE     WORKERS   PS    AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   IMAGE\n" +
+			"mnist                Running   4         2     90m   1       0           5        1           0        2          tf:2.16\n" +
+			"a-much-longer-name   <none>    1         0     5s    0       0           0        0           0        0          <none>\n",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := printJobs(&buf, jobs, tc.format, tc.withNamespace, now); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, buf.String()); diff != "" {
+				t.Errorf("printJobs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrintObject(t *testing.T) {
+	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: replica(1, corev1.Container{Name: "tensorflow", Image: "tf"})})
+	job.TypeMeta = metav1.TypeMeta{}
+	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	var buf bytes.Buffer
+	if err := printObject(&buf, forPrinting(job), outputYAML); err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: tfk8s.io/v1alpha1
+kind: TFJob
+metadata:
+  name: mnist
+  namespace: team
+spec:
+  networking: {}
+  runPolicy: {}
+  tfReplicaSpecs:
+    Worker:
+      replicas: 1
+      template:
+        metadata: {}
+        spec:
+          containers:
+          - image: tf
+            name: tensorflow
+            resources: {}
+status: {}
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("printObject (-want +got):\n%s", diff)
+	}
+	if err := checkOutput("xml", outputTable, outputYAML, outputJSON); err == nil || err.Error() != `-o "xml": want one of yaml, json` {
+		t.Errorf("checkOutput(xml) = %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+// Package cli is the tfk8s command line: it submits TFJobs (shipping the user's code and
+// data through S3), lists, describes, follows, waits for, suspends, resumes and deletes
+// them, and fetches their logs and artifacts, with kubectl's conventions: -n,
+// --context and --kubeconfig mean what they mean to kubectl, tables and -o yaml|json
+// look like its output, and errors go to stderr with a non-zero exit code.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Env is what the CLI reads from its process besides its arguments: the standard
+// streams, the environment variables (S3 settings) and the tfk8s config file. Tests
+// give their own, so that commands run in-process without touching the real ones.
+type Env struct {
+	genericiooptions.IOStreams
+	// Getenv reads an environment variable; nil means os.Getenv.
+	Getenv func(string) string
+	// ConfigFile is the tfk8s config file (~/.tfk8s/config); "" reads none.
+	ConfigFile string
+}
+
+// DefaultEnv is the environment of the tfk8s binary: os.Stdin, os.Stdout, os.Stderr,
+// os.Getenv and ~/.tfk8s/config.
+func DefaultEnv() Env {
+	return Env{
+		IOStreams:  genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Getenv:     os.Getenv,
+		ConfigFile: storage.DefaultConfigFile(),
+	}
+}
+
+// ExitError ends the command with Code, after printing Err (unless nil).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit code %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// rootOptions are the flags every command shares.
+type rootOptions struct {
+	env  Env
+	kube *genericclioptions.ConfigFlags
+	s3   s3Flags
+}
+
+// NewRootCommand returns the tfk8s command with all its subcommands.
+func NewRootCommand(env Env) *cobra.Command {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if env.In == nil {
+		env.In = eofReader{}
+	}
+	o := &rootOptions{env: env, kube: genericclioptions.NewConfigFlags(true).WithWarningPrinter(env.IOStreams)}
+	cmd := &cobra.Command{
+		Use:   "tfk8s",
+		Short: "Run TensorFlow training jobs on Kubernetes",
+		Long: `tfk8s runs TensorFlow training jobs (TFJobs) on Kubernetes: single-node or
+distributed (chief, parameter servers, workers, evaluator), with the user's code and
+data shipped through S3-compatible storage and checkpoints and logs backed up there.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(env.In)
+	cmd.SetOut(env.Out)
+	cmd.SetErr(env.ErrOut)
+	o.kube.AddFlags(cmd.PersistentFlags())
+	o.s3.addFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newSubmitCommand(o),
+		newRenderCommand(o),
+		newListCommand(o),
+		newGetCommand(o),
+		newDescribeCommand(o),
+		newLogsCommand(o),
+		newDeleteCommand(o),
+		newWaitCommand(o),
+		newSuspendCommand(o, true),
+		newSuspendCommand(o, false),
+		newArtifactsCommand(o),
+	)
+	return cmd
+}
+
+// Main runs the tfk8s command with args (without the program name) and returns its
+// exit code; errors are printed to env.ErrOut as "error: ...".
+func Main(ctx context.Context, args []string, env Env) int {
+	cmd := NewRootCommand(env)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		if exit.Err != nil {
+			fmt.Fprintf(env.ErrOut, "error: %v\n", exit.Err)
+		}
+		return exit.Code
+	}
+	fmt.Fprintf(env.ErrOut, "error: %v\n", err)
+	return 1
+}
+
+// eofReader is an empty standard input.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }

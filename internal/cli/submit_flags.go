@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// submitFlags are submit's (and render's) flags as given.
+type submitFlags struct {
+	name, image     string
+	ps, workers     int32
+	chief           bool
+	evaluator       bool
+	gpus            int64
+	cpu, memory     string
+	data            string
+	artifacts       []string
+	env             []string
+	file            string
+	wait, follow    bool
+	dryRun          bool
+	output          string
+	clusterEndpoint string
+}
+
+func (f *submitFlags) addFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.name, "name", "", "name of the job (required unless -f gives one)")
+	fs.StringVar(&f.image, "image", "", "container image of every replica (required unless -f gives one)")
+	fs.Int32Var(&f.ps, "ps", 0, "number of parameter servers")
+	fs.Int32Var(&f.workers, "workers", 1, "number of workers")
+	fs.BoolVar(&f.chief, "chief", false, "add a chief")
+	fs.BoolVar(&f.evaluator, "evaluator", false, "add an evaluator")
+	fs.Int64Var(&f.gpus, "gpus", 0, "GPUs (nvidia.com/gpu) of every replica but the parameter servers")
+	fs.StringVar(&f.cpu, "cpu", "", "CPU request and limit of every replica, e.g. 2 or 500m")
+	fs.StringVar(&f.memory, "memory", "", "memory request and limit of every replica, e.g. 4Gi")
+	fs.StringVar(&f.data, "data", "", "data set: a local directory (uploaded, content-addressed) or an s3:// prefix, copied to "+defaultDataPath)
+	fs.StringArrayVar(&f.artifacts, "artifacts", nil, "path backed up to S3 while the job runs (relative paths are under "+defaultCodePath+"); repeatable")
+	fs.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE of every replica; repeatable")
+	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")
+	fs.BoolVar(&f.wait, "wait", false, "wait until the job succeeds or fails (exit code 1 if it fails)")
+	fs.BoolVar(&f.follow, "follow", false, "print the job's logs until it finishes, then wait as --wait")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
+	fs.StringVarP(&f.output, "output", "o", "", "print the job as yaml or json (default with --dry-run: yaml)")
+	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
+}
+
+// submitArgs are the positional arguments: DIR before "--", the command after.
+type submitArgs struct {
+	dir     string
+	command []string
+}
+
+// parseArgs splits the arguments at "--".
+func parseArgs(cmd *cobra.Command, args []string) (submitArgs, error) {
+	positional, command := args, []string(nil)
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		positional, command = args[:dash], args[dash:]
+	}
+	switch len(positional) {
+	case 0:
+		return submitArgs{command: command}, nil
+	case 1:
+		return submitArgs{dir: positional[0], command: command}, nil
+	}
+	return submitArgs{}, fmt.Errorf("want at most one DIR, got %q: put the command after --, as in: tfk8s submit DIR --name N --image I -- python3 train.py", positional)
+}
+
+// params turns the flags into jobParams, checking each; flags not given stay unset,
+// so that a manifest's values stand.
+func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, error) {
+	changed := cmd.Flags().Changed
+	p := jobParams{Name: f.name, Image: f.image, Command: command}
+	if f.name != "" {
+		if errs := validation.IsDNS1035Label(f.name); len(errs) > 0 {
+			return p, fmt.Errorf("--name %q: %s", f.name, strings.Join(errs, "; "))
+		}
+	}
+	if changed("ps") {
+		if f.ps < 0 {
+			return p, fmt.Errorf("--ps %d: must not be negative", f.ps)
+		}
+		p.PS = &f.ps
+	}
+	if changed("workers") || f.file == "" {
+		if f.workers < 0 {
+			return p, fmt.Errorf("--workers %d: must not be negative", f.workers)
+		}
+		p.Workers = &f.workers
+	}
+	if changed("chief") {
+		p.Chief = &f.chief
+	}
+	if changed("evaluator") {
+		p.Evaluator = &f.evaluator
+	}
+	if f.file == "" && *p.Workers == 0 && !f.chief {
+		return p, fmt.Errorf("--workers 0 needs --chief: a job needs a chief or at least one worker")
+	}
+	if changed("gpus") {
+		if f.gpus < 0 {
+			return p, fmt.Errorf("--gpus %d: must not be negative", f.gpus)
+		}
+		p.GPUs = &f.gpus
+	}
+	var err error
+	if p.CPU, err = parseQuantity("--cpu", f.cpu); err != nil {
+		return p, err
+	}
+	if p.Memory, err = parseQuantity("--memory", f.memory); err != nil {
+		return p, err
+	}
+	for _, kv := range f.env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return p, fmt.Errorf("--env %q: want NAME=VALUE", kv)
+		}
+		if errs := validation.IsEnvVarName(name); len(errs) > 0 {
+			return p, fmt.Errorf("--env %q: %s", kv, strings.Join(errs, "; "))
+		}
+		p.Env = append(p.Env, corev1.EnvVar{Name: name, Value: value})
+	}
+	if strings.HasPrefix(f.data, "s3://") {
+		u, err := storage.ParseURI(f.data)
+		if err != nil {
+			return p, fmt.Errorf("--data: %w", err)
+		}
+		p.Data = []tfv1.DataSource{{Source: u.Dir().String(), Path: defaultDataPath}}
+	}
+	p.ArtifactPaths = f.artifacts
+	for _, a := range f.artifacts {
+		if a == "" {
+			return p, fmt.Errorf("--artifacts: empty path")
+		}
+	}
+	return p, nil
+}
+
+// parseQuantity parses a positive resource quantity given as flag; "" is unset.
+func parseQuantity(flag, s string) (*resource.Quantity, error) {
+	if s == "" {
+		return nil, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: not a quantity (want e.g. 2, 500m, 4Gi)", flag, s)
+	}
+	if q.Sign() <= 0 {
+		return nil, fmt.Errorf("%s %q: must be positive", flag, s)
+	}
+	return &q, nil
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tfk8s/tfk8s/internal/pack"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Prefixes of the objects submit uploads, in the configured bucket.
+const (
+	codePrefix = "code"
+	dataPrefix = "datasets"
+)
+
+// checkDir checks that dir is a readable directory, naming the flag or argument it
+// came from.
+func checkDir(what, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s %s: not a directory", what, dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	return nil
+}
+
+// uploadCode uploads the code archive to dst unless the storage has it already (same
+// content, same key), and returns the bytes uploaded.
+func uploadCode(ctx context.Context, c *storage.Client, a pack.Archive, dst storage.URI, errOut io.Writer) (int64, error) {
+	exists, err := c.Exists(ctx, dst)
+	if err != nil {
+		return 0, fmt.Errorf("checking for the code archive: %w", err)
+	}
+	if exists {
+		fmt.Fprintf(errOut, "code unchanged, 0 bytes uploaded (%s)\n", dst)
+		return 0, nil
+	}
+	bar := newProgressBar(errOut, "uploading code")
+	err = c.UploadFile(ctx, a.Path, dst, storage.UploadOptions{Progress: bar.update, SHA256: a.SHA256, ContentType: "application/gzip"})
+	bar.finish()
+	if err != nil {
+		return 0, fmt.Errorf("uploading code: %w", err)
+	}
+	fmt.Fprintf(errOut, "code uploaded: %s to %s\n", formatBytes(a.Size), dst)
+	return a.Size, nil
+}
+
+// dataSet is a local data directory, content-addressed: its files go under
+// datasets/sha256-<digest of the tree>/, and a marker datasets/sha256-<digest>.json,
+// written once they are all there, tells a later submit that nothing is to upload. The
+// marker is beside the prefix, not in it, so that replicas do not download it.
+type dataSet struct {
+	dir    string
+	digest string
+	files  int
+	bytes  int64
+}
+
+// prefix is where the files go.
+func (d dataSet) prefix(bucket string) storage.URI {
+	return storage.URI{Bucket: bucket, Key: dataPrefix + "/sha256-" + d.digest + "/"}
+}
+
+// marker is written once every file is stored.
+func (d dataSet) marker(bucket string) storage.URI {
+	return storage.URI{Bucket: bucket, Key: dataPrefix + "/sha256-" + d.digest + ".json"}
+}
+
+// scanData computes the digest of a data directory: of every regular file's path,
+// size and SHA-256, in path order, the files SyncDir uploads.
+func scanData(dir string) (dataSet, error) {
+	d := dataSet{dir: dir}
+	tree := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		st, err := os.Stat(p) // follows a link to a file, as SyncDir does
+		if err != nil || !st.Mode().IsRegular() {
+			return nil
+		}
+		sum, err := storage.FileSHA256(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", filepath.ToSlash(rel), st.Size(), sum)
+		d.files++
+		d.bytes += st.Size()
+		return nil
+	})
+	if err != nil {
+		return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
+	}
+	d.digest = hex.EncodeToString(tree.Sum(nil))
+	return d, nil
+}
+
+// uploadData uploads the data directory unless its marker says it is stored, and
+// returns the bytes uploaded.
+func uploadData(ctx context.Context, c *storage.Client, d dataSet, bucket string, errOut io.Writer) (int64, error) {
+	marker := d.marker(bucket)
+	exists, err := c.Exists(ctx, marker)
+	if err != nil {
+		return 0, fmt.Errorf("checking for the data set: %w", err)
+	}
+	if exists {
+		fmt.Fprintf(errOut, "data unchanged, 0 bytes uploaded (%s)\n", d.prefix(bucket))
+		return 0, nil
+	}
+	fmt.Fprintf(errOut, "uploading data: %d files, %s\n", d.files, formatBytes(d.bytes))
+	stats, err := c.SyncDir(ctx, d.dir, d.prefix(bucket), storage.NewSyncState())
+	if err != nil {
+		return stats.Bytes, fmt.Errorf("uploading data: %w", err)
+	}
+	body, _ := json.Marshal(map[string]any{"files": d.files, "bytes": d.bytes, "uploaded": time.Now().UTC()})
+	if err := c.PutObject(ctx, marker, bytes.NewReader(body), int64(len(body)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
+		return stats.Bytes, fmt.Errorf("uploading data: %w", err)
+	}
+	fmt.Fprintf(errOut, "data uploaded: %s to %s\n", formatBytes(stats.Bytes), d.prefix(bucket))
+	return stats.Bytes, nil
+}
+
+// progressBar draws an upload's progress on a terminal, at most ten times a second;
+// on anything else it draws nothing.
+type progressBar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	last  time.Time
+	drawn bool
+}
+
+// newProgressBar returns a bar on w, or nil if w is not a terminal.
+func newProgressBar(w io.Writer, label string) *progressBar {
+	if !isTerminal(w) {
+		return nil
+	}
+	return &progressBar{w: w, label: label}
+}
+
+// update is a storage.ProgressFunc; a nil bar ignores it.
+func (b *progressBar) update(done, total int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now := time.Now(); now.Sub(b.last) >= 100*time.Millisecond || done == total {
+		b.last = now
+		b.drawn = true
+		fmt.Fprintf(b.w, "\r%s %s", b.label, renderBar(done, total, 30))
+	}
+}
+
+// finish ends the bar's line.
+func (b *progressBar) finish() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.drawn {
+		fmt.Fprintln(b.w)
+	}
+}
+
+// renderBar renders "[=====>    ]  45% 4.5 MiB/10.0 MiB" in width characters of bar.
+func renderBar(done, total int64, width int) string {
+	if total <= 0 {
+		return formatBytes(done)
+	}
+	done = min(done, total)
+	filled := int(int64(width) * done / total)
+	bar := strings.Repeat("=", filled)
+	if filled < width {
+		bar += ">" + strings.Repeat(" ", width-filled-1)
+	}
+	return fmt.Sprintf("[%s] %3d%% %s/%s", bar, 100*done/total, formatBytes(done), formatBytes(total))
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// formatBytes renders a size as "512 B", "4.1 KiB", "1.0 GiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFormatBytes(t *testing.T) {
+	cases := map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"}
+	for n, want := range cases {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestRenderBar(t *testing.T) {
+	cases := []struct {
+		done, total int64
+		want        string
+	}{
+		{0, 1000, "[>         ]   0% 0 B/1000 B"},
+		{450, 1000, "[====>     ]  45% 450 B/1000 B"},
+		{1000, 1000, "[==========] 100% 1000 B/1000 B"},
+		{2000, 1000, "[==========] 100% 1000 B/1000 B"},
+		{10, -1, "10 B"},
+	}
+	for _, tc := range cases {
+		if got := renderBar(tc.done, tc.total, 10); got != tc.want {
+			t.Errorf("renderBar(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
+	}
+	// Not a terminal: no bar, and a nil bar takes updates without drawing.
+	var b strings.Builder
+	bar := newProgressBar(&b, "uploading")
+	bar.update(1, 2)
+	bar.finish()
+	if bar != nil || b.Len() != 0 {
+		t.Errorf("progress bar drawn on a non-terminal: %q", b.String())
+	}
+}
+
+func TestScanDataIsContentAddressed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("train/part-0.csv", "1,2,3\n")
+	write("test/part-0.csv", "4,5\n")
+	first, err := scanData(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.files != 2 || first.bytes != 10 {
+		t.Errorf("scanData: %d files, %d bytes; want 2 files, 10 bytes", first.files, first.bytes)
+	}
+	again, _ := scanData(dir)
+	if again.digest != first.digest {
+		t.Errorf("the digest of an unchanged directory changed: %s, then %s", first.digest, again.digest)
+	}
+	write("test/part-0.csv", "4,6\n")
+	changed, _ := scanData(dir)
+	if changed.digest == first.digest {
+		t.Error("the digest did not change with a file's content")
+	}
+	if got, want := changed.prefix("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+"/"; got != want {
+		t.Errorf("prefix = %s, want %s", got, want)
+	}
+	if got, want := changed.marker("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+".json"; got != want {
+		t.Errorf("marker = %s, want %s", got, want)
+	}
+}
+
+func TestCheckDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := filepath.Join(dir, "locked")
+	if err := os.Mkdir(unreadable, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		dir, want string
+	}{
+		{dir, ""},
+		{filepath.Join(dir, "missing"), "DIR " + filepath.Join(dir, "missing") + ": stat " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{file, "DIR " + file + ": not a directory"},
+	}
+	if os.Geteuid() != 0 { // root reads any directory
+		cases = append(cases, struct{ dir, want string }{unreadable, "DIR " + unreadable + ": open " + unreadable + ": permission denied"})
+	}
+	for _, tc := range cases {
+		err := checkDir("DIR", tc.dir)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("checkDir(%s) = %q, want %q", tc.dir, got, tc.want)
+		}
+	}
+}

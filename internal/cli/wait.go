@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// pollInterval is how often wait and follow look at a job.
+var pollInterval = 500 * time.Millisecond
+
+// finished is the target of a wait for either terminal condition (submit --wait).
+const finished tfv1.JobState = ""
+
+// waitTarget is what wait waits for: a condition, or the job's deletion.
+type waitTarget struct {
+	condition tfv1.JobState
+	deletion  bool
+}
+
+// parseWaitFor parses --for: condition=NAME (any case) or delete.
+func parseWaitFor(s string) (waitTarget, error) {
+	if s == "delete" {
+		return waitTarget{deletion: true}, nil
+	}
+	if name, ok := strings.CutPrefix(s, "condition="); ok {
+		name, _, _ = strings.Cut(name, "=") // condition=Succeeded=True
+		for _, st := range jobStates {
+			if strings.EqualFold(name, string(st)) {
+				return waitTarget{condition: st}, nil
+			}
+		}
+	}
+	return waitTarget{}, fmt.Errorf("--for %q: want condition=Succeeded, condition=Failed, condition=Running, condition=Created, condition=Restarting, condition=Suspended, or delete", s)
+}
+
+// jobStates are the condition types of a TFJob.
+var jobStates = []tfv1.JobState{tfv1.JobCreated, tfv1.JobRunning, tfv1.JobRestarting, tfv1.JobSucceeded, tfv1.JobFailed, tfv1.JobSuspended}
+
+func newWaitCommand(o *rootOptions) *cobra.Command {
+	var forFlag string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait JOB --for=condition=Succeeded [--timeout=DURATION]",
+		Short: "Wait until a job has a condition, or is deleted",
+		Long: `Wait until a job has a condition (Created, Running, Restarting, Suspended, Succeeded
+or Failed) or, with --for=delete, is gone. A job that finishes otherwise than waited
+for (Failed while waiting for Succeeded) ends the wait with an error at once.`,
+		Example: "  tfk8s wait mnist --for=condition=Succeeded --timeout=2h",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, err := parseWaitFor(forFlag)
+			if err != nil {
+				return err
+			}
+			cs, err := o.clients()
+			if err != nil {
+				return err
+			}
+			if target.deletion {
+				if err := waitDeleted(cmd.Context(), cs.client, cs.namespace, args[0], timeout); err != nil {
+					return err
+				}
+				fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s deleted\n", args[0])
+				return nil
+			}
+			job, err := waitForJob(cmd.Context(), cs.client, cs.namespace, args[0], target.condition, timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s condition met (%s)\n", job.Name, target.condition)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&forFlag, "for", "condition="+string(tfv1.JobSucceeded), "condition=NAME or delete")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
+	return cmd
+}
+
+// waitForJob polls a job until condition want is true; with want == finished, until it
+// succeeded or failed, a failure being an error that exits 1. A job that finished
+// without reaching want, or that is deleted, is an error; so is the timeout (0: none).
+func waitForJob(ctx context.Context, c client.Client, namespace, name string, want tfv1.JobState, timeout time.Duration) (*tfv1.TFJob, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var job *tfv1.TFJob
+	for {
+		got, err := getJob(ctx, c, namespace, name)
+		switch {
+		case err == nil:
+			job = got
+			if done, err := waitDone(job, want); done {
+				return job, err
+			}
+		case job != nil && apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("tfjob %s was deleted while waiting for it", name)
+		case ctx.Err() == nil:
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be %s (now %s)", timeout, name, describeTarget(want), stateOf(job))}
+			}
+			return nil, ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// waitDone reports whether the wait for want is over, with an error if it ended
+// otherwise than hoped.
+func waitDone(job *tfv1.TFJob, want tfv1.JobState) (bool, error) {
+	failed := conditionTrue(job, tfv1.JobFailed)
+	succeeded := conditionTrue(job, tfv1.JobSucceeded)
+	switch {
+	case want == finished && succeeded:
+		return true, nil
+	case want == finished && failed:
+		return true, &ExitError{Code: 1, Err: fmt.Errorf("tfjob %s failed: %s", job.Name, conditionMessage(job, tfv1.JobFailed))}
+	case want != finished && conditionTrue(job, want):
+		return true, nil
+	case failed:
+		return true, &ExitError{Code: 1, Err: fmt.Errorf("tfjob %s failed, so it will never be %s: %s", job.Name, want, conditionMessage(job, tfv1.JobFailed))}
+	case succeeded:
+		return true, &ExitError{Code: 1, Err: fmt.Errorf("tfjob %s succeeded, so it will never be %s", job.Name, want)}
+	}
+	return false, nil
+}
+
+// waitDeleted polls until the job is gone.
+func waitDeleted(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &tfv1.TFJob{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be deleted", timeout, name)}
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// getJob reads a job. A missing job is a notFoundError, which apierrors.IsNotFound
+// still recognises.
+func getJob(ctx context.Context, c client.Client, namespace, name string) (*tfv1.TFJob, error) {
+	job := &tfv1.TFJob{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
+	if apierrors.IsNotFound(err) {
+		return nil, &notFoundError{namespace: namespace, name: name, err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading tfjob %s: %w", name, err)
+	}
+	return job, nil
+}
+
+// notFoundError says that a job does not exist, in plain words.
+type notFoundError struct {
+	namespace, name string
+	err             error
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("tfjob %q not found in namespace %q", e.name, e.namespace)
+}
+
+func (e *notFoundError) Unwrap() error { return e.err }
+
+// conditionTrue reports whether the job's condition typ is True.
+func conditionTrue(job *tfv1.TFJob, typ tfv1.JobState) bool {
+	return meta.IsStatusConditionTrue(job.Status.Conditions, string(typ))
+}
+
+// conditionMessage is the message of the job's condition typ.
+func conditionMessage(job *tfv1.TFJob, typ tfv1.JobState) string {
+	if c := meta.FindStatusCondition(job.Status.Conditions, string(typ)); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// stateOf is a job's state for messages.
+func stateOf(job *tfv1.TFJob) string {
+	if job == nil || job.Status.State == "" {
+		return "no state yet"
+	}
+	return string(job.Status.State)
+}
+
+func describeTarget(want tfv1.JobState) string {
+	if want == finished {
+		return "Succeeded or Failed"
+	}
+	return string(want)
+}
