@@ -23,6 +23,7 @@ ETCD_VERSION := v3.6.16
 CONTROLLER_GEN_VERSION := v0.21.0
 STATICCHECK_VERSION := v0.8.2
 VERSITYGW_VERSION := v1.8.0
+COREDNS_VERSION := v1.14.7
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -30,17 +31,23 @@ ETCD_STAMP := $(STAMP)/etcd-$(ETCD_VERSION)
 CONTROLLER_GEN_STAMP := $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK_STAMP := $(STAMP)/staticcheck-$(STATICCHECK_VERSION)
 VERSITYGW_STAMP := $(STAMP)/versitygw-$(VERSITYGW_VERSION)
+COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TEST_TOOLS := $(KUBE_STAMP) $(ETCD_STAMP) $(VERSITYGW_STAMP)
+TEST_TOOLS := $(KUBE_STAMP) $(ETCD_STAMP) $(VERSITYGW_STAMP) $(COREDNS_STAMP)
 
-.PHONY: tools versitygw
-tools: $(KUBE_STAMP) $(ETCD_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(VERSITYGW_STAMP)
+.PHONY: tools versitygw coredns runc
+tools: $(KUBE_STAMP) $(ETCD_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(VERSITYGW_STAMP) $(COREDNS_STAMP) runc
 versitygw: $(VERSITYGW_STAMP)
+coredns: $(COREDNS_STAMP)
+
+# runc sandboxes the pods of tfk8s-node (local mode); Debian packages it.
+runc:
+	@command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq runc; }
 
 $(KUBE_STAMP): hack/tools/kube/go.mod
 	cd hack/tools/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
@@ -60,6 +67,10 @@ $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
 $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
 	cd hack/tools/staticcheck && go build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 	mkdir -p $(STAMP) && rm -f $(STAMP)/staticcheck-* && touch $@
+
+$(COREDNS_STAMP): hack/tools/coredns/go.mod hack/tools/coredns/main.go
+	cd hack/tools/coredns && go build -o $(BIN)/coredns .
+	mkdir -p $(STAMP) && rm -f $(STAMP)/coredns-* && touch $@
 
 $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 	cd hack/tools/versitygw && go build -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
@@ -86,7 +97,7 @@ verify: generate $(STATICCHECK_STAMP)
 export TFK8S_BIN := $(BIN)
 
 .PHONY: test
-test: $(TEST_TOOLS) build
+test: $(TEST_TOOLS) runc build
 	go test -count=1 -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
@@ -96,6 +107,28 @@ test-unit:
 .PHONY: bench
 bench: $(TEST_TOOLS) build
 	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/bench/...
+
+# The main job: a local cluster (a real control plane and a node running pods as
+# processes) and a distributed training job on it, 2 PS + 3 workers + a chief, its logs
+# streamed; then the checkpoints and logs it left in S3. The cluster stays up.
+LOCAL_DIR ?= $(HOME)/.tfk8s/local
+DEMO_ENV := KUBECONFIG=$(LOCAL_DIR)/kubeconfig TFK8S_CONFIG=$(LOCAL_DIR)/s3.yaml
+
+.PHONY: demo
+demo: $(TEST_TOOLS) runc build
+	@start=$$(date +%s); \
+	bin/tfk8s local up --dir $(LOCAL_DIR); \
+	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
+	$(DEMO_ENV) bin/tfk8s submit examples/trainer --name demo --image python:3.11-slim \
+		--ps 2 --workers 3 --chief --artifacts checkpoints --follow \
+		-- python3 trainer.py --steps 600 --model-dir /workspace/checkpoints; \
+	$(DEMO_ENV) bin/tfk8s get demo; \
+	echo; echo "pods left (the parameter servers are recycled once the chief succeeds):"; \
+	$(DEMO_ENV) bin/tfk8s describe demo | sed -n '/Replicas/,/^$$/p'; \
+	$(DEMO_ENV) bin/tfk8s artifacts ls demo; \
+	echo; echo "demo done in $$(( $$(date +%s) - start ))s; the cluster is still up:"; \
+	echo "  export $(DEMO_ENV)"; \
+	echo "  bin/tfk8s list    # and: bin/tfk8s local down  to stop it"
 
 .PHONY: clean
 clean:

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -36,7 +37,7 @@ func DefaultEnv() Env {
 	return Env{
 		IOStreams:  genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		Getenv:     os.Getenv,
-		ConfigFile: storage.DefaultConfigFile(),
+		ConfigFile: configFile(),
 	}
 }
 
@@ -97,8 +98,17 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
+		localcluster.NewCommand(env.IOStreams),
 	)
 	return cmd
+}
+
+// configFile is $TFK8S_CONFIG, else ~/.tfk8s/config.
+func configFile() string {
+	if f := os.Getenv("TFK8S_CONFIG"); f != "" {
+		return f
+	}
+	return storage.DefaultConfigFile()
 }
 
 // Main runs the tfk8s command with args (without the program name) and returns its

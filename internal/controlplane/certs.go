@@ -32,41 +32,20 @@ type credentials struct {
 }
 
 // writeCredentials generates a fresh CA, serving certificate, service-account key pair
-// and admin token under dir.
+// and admin token under dir, the certificates valid for a day: a test's lifetime.
 func writeCredentials(dir string) (*credentials, error) {
-	c := &credentials{
-		caCert:        filepath.Join(dir, "ca.crt"),
-		caKey:         filepath.Join(dir, "ca.key"),
-		servingCert:   filepath.Join(dir, "apiserver.crt"),
-		servingKey:    filepath.Join(dir, "apiserver.key"),
-		saKey:         filepath.Join(dir, "sa.key"),
-		saPub:         filepath.Join(dir, "sa.pub"),
-		tokenFile:     filepath.Join(dir, "tokens.csv"),
-		servingHostIP: net.ParseIP("127.0.0.1"),
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
+	return writeCredentialsValidFor(dir, 24*time.Hour)
+}
+
+// writeCredentialsValidFor is writeCredentials with certificates valid for validity.
+func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials, error) {
+	c := credentialPaths(dir)
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "tfk8s-test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating CA certificate: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
+	caCert, caKey, err := newCA("tfk8s-test-ca", now, validity)
 	if err != nil {
 		return nil, err
 	}
-	c.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	c.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw})
 
 	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -76,7 +55,7 @@ func writeCredentials(dir string) (*credentials, error) {
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "kube-apiserver"},
 		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
+		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
@@ -120,6 +99,46 @@ func writeCredentials(dir string) (*credentials, error) {
 		}
 	}
 	return c, nil
+}
+
+// newCA generates a self-signed CA, valid from an hour before now for validity.
+func newCA(commonName string, now time.Time, validity time.Duration) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating CA certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+// credentialPaths names the credential files under dir.
+func credentialPaths(dir string) *credentials {
+	return &credentials{
+		caCert:        filepath.Join(dir, "ca.crt"),
+		caKey:         filepath.Join(dir, "ca.key"),
+		servingCert:   filepath.Join(dir, "apiserver.crt"),
+		servingKey:    filepath.Join(dir, "apiserver.key"),
+		saKey:         filepath.Join(dir, "sa.key"),
+		saPub:         filepath.Join(dir, "sa.pub"),
+		tokenFile:     filepath.Join(dir, "tokens.csv"),
+		servingHostIP: net.ParseIP("127.0.0.1"),
+	}
 }
 
 func pemECKey(k *ecdsa.PrivateKey) []byte {

@@ -5,6 +5,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -52,6 +54,17 @@ type Options struct {
 	ExtraAPIServerArgs []string
 	// Logf receives progress messages; nil discards them.
 	Logf func(format string, args ...any)
+
+	// Detach starts the processes so that they outlive the caller, as local mode needs
+	// (see StartDetached): Dir is then required and kept, credentials already in Dir
+	// are reused, and a component whose pid file in Dir names a live process is
+	// adopted rather than started again. The ports must be fixed (APIServerPort,
+	// EtcdPort, EtcdPeerPort), so that a restarted component finds the others.
+	Detach bool
+	// EtcdPort and EtcdPeerPort are etcd's client and peer ports on 127.0.0.1;
+	// ControllerManagerPort and SchedulerPort the secure ports of
+	// kube-controller-manager and kube-scheduler. 0 picks a free one.
+	EtcdPort, EtcdPeerPort, ControllerManagerPort, SchedulerPort int
 }
 
 // ControlPlane is a running control plane.
@@ -67,6 +80,8 @@ type ControlPlane struct {
 	kubeconfig string
 	procs      []*process
 	removeDir  bool
+	detach     bool
+	adopted    map[*process]bool // detached processes found running, not started
 }
 
 // Start starts a control plane and waits until it serves, with the CRDs installed and
@@ -101,7 +116,10 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}
 
-	cp = &ControlPlane{Dir: opts.Dir}
+	if opts.Detach && (opts.Dir == "" || opts.APIServerPort == 0 || opts.EtcdPort == 0 || opts.EtcdPeerPort == 0) {
+		return nil, errors.New("a detached control plane needs Dir, APIServerPort, EtcdPort and EtcdPeerPort")
+	}
+	cp = &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "tfk8s-controlplane-"); err != nil {
 			return nil, err
@@ -112,22 +130,30 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	defer func() {
 		if err != nil {
-			cp.Stop()
+			if cp.detach {
+				cp.stopStarted()
+			} else {
+				cp.Stop()
+			}
 			cp = nil
 		}
 	}()
 
-	if cp.creds, err = writeCredentials(cp.Dir); err != nil {
+	if opts.Detach {
+		if cp.creds, err = loadOrWriteCredentials(cp.Dir); err != nil {
+			return cp, fmt.Errorf("loading credentials: %w", err)
+		}
+	} else if cp.creds, err = writeCredentials(cp.Dir); err != nil {
 		return cp, fmt.Errorf("writing credentials: %w", err)
 	}
 	ports, err := freePorts(5)
 	if err != nil {
 		return cp, fmt.Errorf("finding free ports: %w", err)
 	}
-	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	if opts.APIServerPort != 0 {
-		apiPort = opts.APIServerPort
-	}
+	// A fixed port wins over the free one.
+	etcdPort, peerPort := cmp.Or(opts.EtcdPort, ports[0]), cmp.Or(opts.EtcdPeerPort, ports[1])
+	apiPort := cmp.Or(opts.APIServerPort, ports[2])
+	kcmPort, schedPort := cmp.Or(opts.ControllerManagerPort, ports[3]), cmp.Or(opts.SchedulerPort, ports[4])
 
 	// etcd.
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
@@ -146,7 +172,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return cp, err
 	}
-	logf("etcd started on %s", etcdURL)
+	logf("etcd %s on %s", cp.startedOrRunning(etcd), etcdURL)
 	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil); err != nil {
 		return cp, err
 	}
@@ -283,6 +309,9 @@ func (cp *ControlPlane) Check() error {
 }
 
 func (cp *ControlPlane) start(name, binDir string, args []string) (*process, error) {
+	if cp.detach {
+		return cp.startDetached(name, binDir, args)
+	}
 	p, err := startProcess(name, filepath.Join(binDir, name), args, cp.Dir)
 	if err != nil {
 		return nil, err
@@ -355,7 +384,12 @@ func (cp *ControlPlane) installCRDs(ctx context.Context, dir string) error {
 		return err
 	}
 	for _, crd := range crds {
-		if err := c.Create(ctx, crd); err != nil {
+		err := c.Create(ctx, crd)
+		if apierrors.IsAlreadyExists(err) {
+			// A detached control plane restarted on its own etcd: bring the CRD up to date.
+			err = updateCRD(ctx, c, crd)
+		}
+		if err != nil {
 			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 		}
 	}
@@ -377,6 +411,16 @@ func (cp *ControlPlane) installCRDs(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
+}
+
+// updateCRD replaces the stored CRD of the same name with crd.
+func updateCRD(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	stored := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(crd), stored); err != nil {
+		return err
+	}
+	crd.ResourceVersion = stored.ResourceVersion
+	return c.Update(ctx, crd)
 }
 
 // ReadCRDs reads every CustomResourceDefinition in the YAML files of dir.

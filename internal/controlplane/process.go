@@ -20,6 +20,12 @@ type process struct {
 	logPath string
 	done    chan struct{}
 	err     error // the exit error, valid once done is closed
+
+	// Detached processes (see detach.go) are known by pid; one found through its pid
+	// file, not started by this process, has no cmd and no done channel.
+	pid      int
+	exe      string
+	detached bool
 }
 
 // startProcess starts bin with args, writing its output to dir/<name>.log. The process
@@ -51,6 +57,9 @@ func startProcess(name, bin string, args []string, dir string) (*process, error)
 
 // exited reports whether the process has ended.
 func (p *process) exited() bool {
+	if p.done == nil {
+		return !pidAlive(p.pid, p.exe)
+	}
 	select {
 	case <-p.done:
 		return true
@@ -61,6 +70,9 @@ func (p *process) exited() bool {
 
 // stop sends SIGTERM to the process group, waits up to grace, then kills it.
 func (p *process) stop(grace time.Duration) error {
+	if p.detached {
+		return p.stopDetached(grace)
+	}
 	if p.exited() {
 		return nil
 	}

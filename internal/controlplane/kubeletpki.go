@@ -1,0 +1,87 @@
+package controlplane
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// KubeletClientPKI are the files through which kube-apiserver authenticates to a
+// node's kubelet API (for kubectl logs): a CA the node trusts (its --client-ca-file)
+// and the client certificate that CA signs, which kube-apiserver presents.
+type KubeletClientPKI struct {
+	CACert, CAKey, ClientCert, ClientKey string
+}
+
+// KubeletClientPKIIn names the kubelet client PKI files in dir.
+func KubeletClientPKIIn(dir string) KubeletClientPKI {
+	return KubeletClientPKI{
+		CACert:     filepath.Join(dir, "kubelet-client-ca.crt"),
+		CAKey:      filepath.Join(dir, "kubelet-client-ca.key"),
+		ClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		ClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
+	}
+}
+
+// APIServerArgs are kube-apiserver's flags that make it present the client
+// certificate to kubelets.
+func (k KubeletClientPKI) APIServerArgs() []string {
+	return []string{"--kubelet-client-certificate=" + k.ClientCert, "--kubelet-client-key=" + k.ClientKey}
+}
+
+// Ensure writes the CA and the client certificate, valid for validity, unless the four
+// files all exist already.
+func (k KubeletClientPKI) Ensure(validity time.Duration) error {
+	for _, path := range []string{k.CACert, k.CAKey, k.ClientCert, k.ClientKey} {
+		if _, err := os.Stat(path); err != nil {
+			return k.write(time.Now(), validity)
+		}
+	}
+	return nil
+}
+
+// write generates the CA and the client certificate it signs.
+func (k KubeletClientPKI) write(now time.Time, validity time.Duration) error {
+	ca, caKey, err := newCA("tfk8s-kubelet-client-ca", now, validity)
+	if err != nil {
+		return fmt.Errorf("writing the kubelet client CA: %w", err)
+	}
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &clientKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("signing the kubelet client certificate: %w", err)
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{
+		{k.CAKey, pemECKey(caKey)},
+		{k.ClientKey, pemECKey(clientKey)},
+		{k.CACert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})},
+		{k.ClientCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+	} {
+		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+			return fmt.Errorf("writing the kubelet client PKI: %w", err)
+		}
+	}
+	return nil
+}

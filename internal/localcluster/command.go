@@ -1,0 +1,130 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewCommand returns `tfk8s local` and its subcommands up, down, status and
+// kubeconfig. Progress goes to streams.ErrOut, results to streams.Out.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run a one-machine Kubernetes cluster with tfk8s (needs root and Linux)",
+		Long: `tfk8s local runs a real Kubernetes control plane and a node that runs pods as
+processes on this machine (with runc; the container image is ignored: the host's file
+system is the image), with cluster DNS, an S3 server and the tfk8s controller. It all
+comes from bin/ (make build tools) and keeps running after the command returns.
+State, logs and pid files are kept in ~/.tfk8s/local (--dir to change).`,
+	}
+	cmd.PersistentFlags().StringVar(&opts.Dir, "dir", "", "state directory of the cluster (default ~/.tfk8s/local)")
+	cmd.AddCommand(newUpCommand(opts, streams), newDownCommand(opts, streams),
+		newStatusCommand(opts, streams), newKubeconfigCommand(opts, streams))
+	return cmd
+}
+
+// newUpCommand returns `tfk8s local up`.
+func newUpCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local cluster, or what is missing of it",
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, tfk8s-node,
+CoreDNS, versitygw (S3, bucket tfk8s) and tfk8s-controller, each once the one before
+is ready, and writes the kubeconfig and the S3 settings. What already runs is kept, so
+up on a running cluster only prints its status. The S3 settings are also written to
+~/.tfk8s/config if that file does not exist.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Progress = streams.ErrOut
+			st, err := Up(cmd.Context(), *opts)
+			if err != nil {
+				return err
+			}
+			st.Print(streams.Out)
+			st.PrintUsage(streams.Out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Ports.APIServer, "apiserver-port", 0, "kube-apiserver's port on 127.0.0.1 (default 6443)")
+	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "pod network; DNS, S3 and the kubelet API listen on its first address (default "+DefaultPodCIDR+")")
+	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+DefaultBridge+")")
+	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+DefaultNodeName+")")
+	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu the node advertises")
+	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
+	return cmd
+}
+
+// newDownCommand returns `tfk8s local down`.
+func newDownCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local cluster and remove its network, mounts and containers",
+		Long: `Stops every component of the local cluster (the node first stops its pods),
+removes what a crashed node left (containers, mounts, network namespaces, veths, the
+bridge), and fails naming anything that is still left. The state directory stays:
+up starts the same cluster again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Progress = streams.ErrOut
+			return Down(cmd.Context(), *opts)
+		},
+	}
+}
+
+// newStatusCommand returns `tfk8s local status`.
+func newStatusCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show which components of the local cluster run",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			st, err := StatusOf(*opts)
+			if err != nil {
+				return err
+			}
+			st.Print(streams.Out)
+			return nil
+		},
+	}
+}
+
+// newKubeconfigCommand returns `tfk8s local kubeconfig`.
+func newKubeconfigCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the local cluster's kubeconfig (--raw: its content)",
+		Example: `  export KUBECONFIG=$(tfk8s local kubeconfig)
+  tfk8s local kubeconfig --raw > ~/.kube/tfk8s-local`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			resolved, err := resolve(*opts)
+			if err != nil {
+				return err
+			}
+			path := pathsIn(resolved.Dir).kubeconfig
+			data, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("no kubeconfig in %s: run tfk8s local up%s", resolved.Dir, dirFlag(resolved.Dir))
+			}
+			if err != nil {
+				return fmt.Errorf("reading the kubeconfig: %w", err)
+			}
+			if raw {
+				_, err = streams.Out.Write(data)
+				return err
+			}
+			fmt.Fprintln(streams.Out, path)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the kubeconfig itself")
+	return cmd
+}

@@ -1,0 +1,175 @@
+package localcluster
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"text/template"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+)
+
+// Names of the components: of their binaries in bin/, pid files and logs.
+const (
+	compEtcd              = "etcd"
+	compAPIServer         = "kube-apiserver"
+	compControllerManager = "kube-controller-manager"
+	compScheduler         = "kube-scheduler"
+	compNode              = "tfk8s-node"
+	compDNS               = "coredns"
+	compS3                = "versitygw"
+	compController        = "tfk8s-controller"
+)
+
+// allComponents are every component's name, in start order.
+var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compNode, compDNS, compS3, compController}
+
+// controlPlaneComponents are the components package controlplane starts.
+var controlPlaneComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler}
+
+// component is one process of the cluster and the endpoints it listens on.
+type component struct {
+	name      string
+	endpoints []endpoint
+}
+
+// components lists the cluster's components in the order Up starts them; Down stops
+// them in the reverse order.
+func components(opts Options) []component {
+	lo := netip.MustParseAddr("127.0.0.1")
+	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
+	tcp := func(a netip.Addr, port int) endpoint { return endpoint{"tcp", netip.AddrPortFrom(a, uint16(port))} }
+	udp := func(a netip.Addr, port int) endpoint { return endpoint{"udp", netip.AddrPortFrom(a, uint16(port))} }
+	p := opts.Ports
+	cs := []component{
+		{compEtcd, []endpoint{tcp(lo, p.Etcd), tcp(lo, p.EtcdPeer)}},
+		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}},
+		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}},
+		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}},
+		{compNode, []endpoint{tcp(br, p.Kubelet)}},
+		{compDNS, []endpoint{udp(br, p.DNS), tcp(br, p.DNS), tcp(lo, p.DNSReady)}},
+		{compS3, []endpoint{tcp(br, p.S3)}},
+		{compController, []endpoint{tcp(lo, p.ControllerMetrics), tcp(lo, p.ControllerHealth)}},
+	}
+	if opts.WithoutNode {
+		cs = slices.DeleteFunc(cs, func(c component) bool { return c.name == compNode })
+	}
+	return cs
+}
+
+// componentNamed returns the component called name.
+func componentNamed(opts Options, name string) component {
+	for _, c := range components(opts) {
+		if c.name == name {
+			return c
+		}
+	}
+	panic("unknown component " + name)
+}
+
+// nodeArgs are tfk8s-node's flags.
+func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string {
+	br, _ := bridgeIP(opts.PodCIDR)
+	return []string{
+		"--kubeconfig=" + p.kubeconfig,
+		"--node-name=" + opts.NodeName,
+		"--state-dir=" + p.nodeState,
+		"--pod-cidr=" + opts.PodCIDR,
+		"--bridge=" + opts.Bridge,
+		"--cluster-dns=" + br.String(),
+		"--cluster-domain=" + opts.ClusterDomain,
+		"--port=" + strconv.Itoa(opts.Ports.Kubelet),
+		"--client-ca-file=" + pki.CACert,
+		"--gpus=" + strconv.Itoa(opts.GPUs),
+	}
+}
+
+// apiServerArgs are kube-apiserver's extra flags: it reaches the node's kubelet API at
+// its InternalIP with a client certificate, since that API listens on the bridge,
+// where every pod can reach it.
+func apiServerArgs(pki controlplane.KubeletClientPKI) []string {
+	return append(pki.APIServerArgs(), "--kubelet-preferred-address-types=InternalIP")
+}
+
+// nodeCleanupArgs are the flags of `tfk8s-node --cleanup` for the cluster's node.
+func nodeCleanupArgs(opts Options, p paths) []string {
+	return []string{
+		"--cleanup",
+		"--node-name=" + opts.NodeName,
+		"--state-dir=" + p.nodeState,
+		"--pod-cidr=" + opts.PodCIDR,
+		"--bridge=" + opts.Bridge,
+	}
+}
+
+// s3Args are versitygw's flags; its root credentials go in its environment, where
+// other users cannot read them in ps.
+func s3Args(opts Options, p paths) []string {
+	br, _ := bridgeIP(opts.PodCIDR)
+	return []string{"--port", netip.AddrPortFrom(br, uint16(opts.Ports.S3)).String(), "--quiet", "posix", p.s3Data}
+}
+
+// controllerArgs are tfk8s-controller's flags.
+func controllerArgs(opts Options, p paths) []string {
+	return []string{
+		"--kubeconfig=" + p.kubeconfig,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(opts.Ports.ControllerMetrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(opts.Ports.ControllerHealth),
+		"--leader-elect=false",
+		"--cluster-domain=" + opts.ClusterDomain,
+	}
+}
+
+// corefileTemplate is the cluster DNS configuration: the cluster domain (and reverse
+// lookups of pod and service addresses) from the API server, every other name from the
+// host's resolvers. It listens on the bridge only, beside whatever DNS the host runs.
+var corefileTemplate = template.Must(template.New("Corefile").Parse(`.:{{.Port}} {
+    bind {{.Address}}
+    errors
+    ready 127.0.0.1:{{.ReadyPort}}
+    kubernetes {{.Domain}} in-addr.arpa ip6.arpa {
+        kubeconfig "{{.Kubeconfig}}" {{.Context}}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    forward . {{.ResolvConf}}
+    cache 30
+    loop
+}
+`))
+
+// corefileParams fill corefileTemplate.
+type corefileParams struct {
+	Address    string
+	Port       int
+	ReadyPort  int
+	Domain     string
+	Kubeconfig string
+	Context    string
+	ResolvConf string
+}
+
+// renderCorefile returns the Corefile of the cluster.
+func renderCorefile(opts Options, kubeconfig string) ([]byte, error) {
+	br, err := bridgeIP(opts.PodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	err = corefileTemplate.Execute(&buf, corefileParams{
+		Address:    br.String(),
+		Port:       opts.Ports.DNS,
+		ReadyPort:  opts.Ports.DNSReady,
+		Domain:     opts.ClusterDomain,
+		Kubeconfig: kubeconfig,
+		Context:    ContextName,
+		ResolvConf: "/etc/resolv.conf",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rendering the Corefile: %w", err)
+	}
+	return buf.Bytes(), nil
+}

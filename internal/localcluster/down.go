@@ -1,0 +1,191 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/node"
+)
+
+// Timeouts of Down.
+const (
+	// nodeStopGrace leaves tfk8s-node time to stop its pods (each within its grace
+	// period, the agent's last upload included) and tear down their network.
+	nodeStopGrace = 2 * time.Minute
+	// stopGraceDefault is every other component's.
+	stopGraceDefault = 15 * time.Second
+	// cleanupTimeout bounds `tfk8s-node --cleanup`.
+	cleanupTimeout = 2 * time.Minute
+)
+
+// stopGrace is how long a component has to stop after SIGTERM, before SIGKILL.
+func stopGrace(name string) time.Duration {
+	if name == compNode {
+		return nodeStopGrace
+	}
+	return stopGraceDefault
+}
+
+// Down stops the local cluster: every component, newest first (the node stops its pods
+// first), then removes whatever a node that crashed may have left (runc containers,
+// mounts, network namespaces, veths, the bridge), and checks that nothing is left: no
+// process of the cluster or of its pods, no network namespace or veth of its pods, no
+// mount under the state directory, no bridge. What is left is the error. The state
+// directory (etcd's data, certificates, S3 data, logs) stays, so that Up starts the
+// same cluster again.
+func Down(ctx context.Context, opts Options) error {
+	if err := checkHost(); err != nil {
+		return err
+	}
+	opts, err := resolve(opts)
+	if err != nil {
+		return err
+	}
+	p := pathsIn(opts.Dir)
+	pods := podUIDs(p.nodeState)
+	var errs []error
+	for i := len(allComponents) - 1; i >= 0; i-- {
+		name := allComponents[i]
+		if proc := controlplane.FindDetached(p.run, name); proc != nil {
+			fmt.Fprintf(opts.Progress, "stopping %s (pid %d)\n", name, proc.Pid())
+		}
+		if err := controlplane.StopDetached(p.run, name, stopGrace(name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, cleanUpNode(ctx, opts, p), deleteBridge(opts.Bridge))
+	if left := leftovers(opts, p, pods); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping the local cluster in %s: %w", opts.Dir, err)
+	}
+	fmt.Fprintf(opts.Progress, "local cluster in %s stopped; its state stays there for the next tfk8s local up\n", opts.Dir)
+	return nil
+}
+
+// cleanUpNode runs `tfk8s-node --cleanup`, which removes what a node that did not stop
+// cleanly leaves: runc containers, mounts, network namespaces, veths, cgroups and the
+// bridge. It does nothing when neither the node's state nor its bridge is there.
+func cleanUpNode(ctx context.Context, opts Options, p paths) error {
+	bin := filepath.Join(opts.BinDir, compNode)
+	if _, err := os.Stat(bin); err != nil || opts.BinDir == "" || opts.WithoutNode {
+		return nil // no node ran from here; the bridge goes with deleteBridge
+	}
+	if _, err := os.Stat(p.nodeState); err != nil && !linkExists(opts.Bridge) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, nodeCleanupArgs(opts, p)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cleaning up the node: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// podUIDs lists the pods the node has state for: their network namespaces and veths
+// are named after their UIDs.
+func podUIDs(nodeState string) []string {
+	entries, err := os.ReadDir(filepath.Join(nodeState, "pods"))
+	if err != nil {
+		return nil
+	}
+	var uids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			uids = append(uids, e.Name())
+		}
+	}
+	return uids
+}
+
+// leftovers lists what remains of the cluster on the host.
+func leftovers(opts Options, p paths, pods []string) []string {
+	left := leftoverProcesses("/proc", p.dir, pods, os.Getpid())
+	for _, uid := range pods {
+		if ns := filepath.Join("/var/run/netns", netnsName(uid)); exists(ns) {
+			left = append(left, "network namespace "+netnsName(uid))
+		}
+		if linkExists(vethName(uid)) {
+			left = append(left, "veth "+vethName(uid))
+		}
+	}
+	if linkExists(opts.Bridge) {
+		left = append(left, "bridge "+opts.Bridge)
+	}
+	mounts, err := node.MountsUnder(p.dir)
+	if err != nil {
+		left = append(left, "unknown mounts: "+err.Error())
+	}
+	for _, m := range mounts {
+		left = append(left, "mount "+m)
+	}
+	return left
+}
+
+// netnsName and vethName are the names tfk8s-node gives a pod's network namespace and
+// the host end of its veth.
+func netnsName(podUID string) string { return "tfk8s-" + shortUID(podUID, 12) }
+func vethName(podUID string) string  { return "veth" + shortUID(podUID, 11) }
+
+// shortUID is the first n hexadecimal digits of a UID.
+func shortUID(uid string, n int) string {
+	s := strings.ReplaceAll(uid, "-", "")
+	return s[:min(n, len(s))]
+}
+
+// clusterBinaries are the programs whose processes belong to a cluster when they name
+// its state directory in their arguments: every component, and runc for the pods.
+var clusterBinaries = append(slices.Clone(allComponents), "runc")
+
+// leftoverProcesses lists, from the proc file system at procDir, the processes of the
+// cluster in stateDir (a cluster binary with stateDir in its arguments) and the
+// processes of its pods (in their cgroups), except self.
+func leftoverProcesses(procDir, stateDir string, pods []string, self int) []string {
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return []string{fmt.Sprintf("unknown processes: reading %s: %v", procDir, err)}
+	}
+	var left []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(procDir, e.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 { // gone, or a kernel thread
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		name := filepath.Base(args[0])
+		if slices.Contains(clusterBinaries, name) && slices.ContainsFunc(args[1:], func(a string) bool { return strings.Contains(a, stateDir) }) {
+			left = append(left, fmt.Sprintf("process %d (%s)", pid, name))
+			continue
+		}
+		cgroup, _ := os.ReadFile(filepath.Join(procDir, e.Name(), "cgroup"))
+		for _, uid := range pods {
+			if bytes.Contains(cgroup, []byte("/tfk8s/"+uid)) {
+				left = append(left, fmt.Sprintf("process %d (%s) of pod %s", pid, name, uid))
+				break
+			}
+		}
+	}
+	return left
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

@@ -1,0 +1,242 @@
+// Package localcluster runs tfk8s's local mode: a one-machine Kubernetes cluster made
+// of the upstream control plane (etcd, kube-apiserver with gang scheduling,
+// kube-controller-manager, kube-scheduler), tfk8s-node (a kubelet that runs pods as
+// runc containers on the host's file system), CoreDNS, an S3 server (versitygw) and
+// tfk8s-controller, all from bin/. Each runs as a detached process with its pid file
+// and log in the state directory, so that the cluster outlives `tfk8s local up` and
+// `tfk8s local down`, run later, can stop it.
+//
+// The state directory (default ~/.tfk8s/local) holds:
+//
+//	kubeconfig      the cluster administrator's kubeconfig, context tfk8s-local
+//	s3.yaml         the S3 settings, in the format of ~/.tfk8s/config
+//	cluster.yaml    the network settings the cluster was created with
+//	cluster/        certificates, etcd's data, the Corefile, and <component>.pid and .log
+//	node/           tfk8s-node's state: pod sandboxes, volumes, container logs
+//	s3/             versitygw's buckets
+package localcluster
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Defaults of Options.
+const (
+	DefaultPodCIDR       = "10.244.0.0/24"
+	DefaultBridge        = "tfk8s0"
+	DefaultClusterDomain = "cluster.local"
+	DefaultNodeName      = "tfk8s-local"
+	// Bucket is the bucket created in the cluster's S3 server.
+	Bucket = "tfk8s"
+	// ContextName is the kubeconfig context of the local cluster.
+	ContextName = "tfk8s-local"
+)
+
+// Ports are the TCP (and, for DNS, UDP) ports of the components. The control plane's
+// and the controller's listen on 127.0.0.1; the kubelet API, DNS and S3 on the bridge's
+// address, where both the host and the pods reach them.
+type Ports struct {
+	APIServer         int `json:"apiServer"`
+	Etcd              int `json:"etcd"`
+	EtcdPeer          int `json:"etcdPeer"`
+	ControllerManager int `json:"controllerManager"`
+	Scheduler         int `json:"scheduler"`
+	Kubelet           int `json:"kubelet"`
+	// DNS must stay 53 for pods: resolv.conf cannot name another port.
+	DNS int `json:"dns"`
+	// DNSReady serves CoreDNS's readiness endpoint.
+	DNSReady          int `json:"dnsReady"`
+	S3                int `json:"s3"`
+	ControllerMetrics int `json:"controllerMetrics"`
+	ControllerHealth  int `json:"controllerHealth"`
+}
+
+// DefaultPorts are the ports of a local cluster whose Options leave them unset.
+var DefaultPorts = Ports{
+	APIServer:         6443,
+	Etcd:              2379,
+	EtcdPeer:          2380,
+	ControllerManager: 10257,
+	Scheduler:         10259,
+	Kubelet:           10250,
+	DNS:               53,
+	DNSReady:          10282,
+	S3:                7070,
+	ControllerMetrics: 10280,
+	ControllerHealth:  10281,
+}
+
+// Options configure a local cluster. The zero value is the default cluster.
+type Options struct {
+	// Dir is the state directory. Default: ~/.tfk8s/local.
+	Dir string
+	// BinDir holds the binaries. Default: $TFK8S_BIN, else the directory of the
+	// running executable if it holds etcd (the tfk8s command in bin/), else bin/ of
+	// the tfk8s source tree around the working directory.
+	BinDir string
+	// UserConfigFile is written with the cluster's S3 settings if it does not exist
+	// yet. Default: ~/.tfk8s/config.
+	UserConfigFile string
+	// NodeName is the name of the Node. Default: DefaultNodeName.
+	NodeName string
+	// PodCIDR is the pod network; the bridge takes its first address, where DNS, S3
+	// and the kubelet API listen. Default: DefaultPodCIDR.
+	PodCIDR string
+	// Bridge is the Linux bridge of the pod network. Default: DefaultBridge.
+	Bridge string
+	// ClusterDomain is the cluster's DNS domain. Default: DefaultClusterDomain.
+	ClusterDomain string
+	// GPUs is how many nvidia.com/gpu the node advertises.
+	GPUs int
+	// Ports are the components' ports; a zero field takes DefaultPorts' value.
+	Ports Ports
+	// WithoutNode runs no tfk8s-node: Up creates the bridge itself and the cluster
+	// runs no pods. It lets the rest be tested before tfk8s-node exists.
+	WithoutNode bool
+	// Timeout bounds each wait for a component to become ready. Default: 2 minutes.
+	Timeout time.Duration
+	// Progress receives a line per step; nil discards them.
+	Progress io.Writer
+}
+
+// DefaultDir is ~/.tfk8s/local.
+func DefaultDir() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the home directory for the state directory: %w", err)
+	}
+	return filepath.Join(home, ".tfk8s", "local"), nil
+}
+
+// withDefaults returns opts with every unset field defaulted, and checks them.
+func (opts Options) withDefaults() (Options, error) {
+	var err error
+	if opts.Dir == "" {
+		if opts.Dir, err = DefaultDir(); err != nil {
+			return opts, err
+		}
+	}
+	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
+		return opts, fmt.Errorf("resolving the state directory: %w", err)
+	}
+	if opts.BinDir == "" {
+		// Not found, it stays empty: only Up needs it, and checkBinaries says so.
+		opts.BinDir, _ = defaultBinDir()
+	}
+	if opts.BinDir != "" {
+		if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+			return opts, fmt.Errorf("resolving the binary directory: %w", err)
+		}
+	}
+	if opts.UserConfigFile == "" {
+		opts.UserConfigFile = storage.DefaultConfigFile()
+	}
+	opts.NodeName = cmp.Or(opts.NodeName, DefaultNodeName)
+	opts.PodCIDR = cmp.Or(opts.PodCIDR, DefaultPodCIDR)
+	opts.Bridge = cmp.Or(opts.Bridge, DefaultBridge)
+	opts.ClusterDomain = cmp.Or(opts.ClusterDomain, DefaultClusterDomain)
+	opts.Ports = opts.Ports.withDefaults()
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if len(opts.Bridge) > 15 {
+		return opts, fmt.Errorf("bridge name %q is longer than 15 characters", opts.Bridge)
+	}
+	if opts.GPUs < 0 {
+		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)
+	}
+	if _, err := bridgeIP(opts.PodCIDR); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+// withDefaults fills the zero ports from DefaultPorts.
+func (p Ports) withDefaults() Ports { return p.or(DefaultPorts) }
+
+// or fills the zero ports of p from d.
+func (p Ports) or(d Ports) Ports {
+	return Ports{
+		APIServer:         cmp.Or(p.APIServer, d.APIServer),
+		Etcd:              cmp.Or(p.Etcd, d.Etcd),
+		EtcdPeer:          cmp.Or(p.EtcdPeer, d.EtcdPeer),
+		ControllerManager: cmp.Or(p.ControllerManager, d.ControllerManager),
+		Scheduler:         cmp.Or(p.Scheduler, d.Scheduler),
+		Kubelet:           cmp.Or(p.Kubelet, d.Kubelet),
+		DNS:               cmp.Or(p.DNS, d.DNS),
+		DNSReady:          cmp.Or(p.DNSReady, d.DNSReady),
+		S3:                cmp.Or(p.S3, d.S3),
+		ControllerMetrics: cmp.Or(p.ControllerMetrics, d.ControllerMetrics),
+		ControllerHealth:  cmp.Or(p.ControllerHealth, d.ControllerHealth),
+	}
+}
+
+// bridgeIP is the first address of cidr: the bridge's, where the node-side services
+// listen.
+func bridgeIP(cidr string) (netip.Addr, error) {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("parsing pod CIDR %q: %w", cidr, err)
+	}
+	if !prefix.Addr().Is4() || prefix.Bits() > 30 {
+		return netip.Addr{}, fmt.Errorf("pod CIDR %q: want an IPv4 network of at least 4 addresses", cidr)
+	}
+	return prefix.Masked().Addr().Next(), nil
+}
+
+// defaultBinDir finds the binaries: $TFK8S_BIN, the running executable's directory if
+// it holds etcd, else bin/ of the source tree.
+func defaultBinDir() (string, error) {
+	if dir := os.Getenv("TFK8S_BIN"); dir != "" {
+		return dir, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "etcd")); err == nil {
+			return dir, nil
+		}
+	}
+	dir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		return "", errBinDirNotFound
+	}
+	return dir, nil
+}
+
+// errBinDirNotFound says where the binaries are looked for.
+var errBinDirNotFound = errors.New("cannot find the binaries: run tfk8s from bin/ of the tfk8s source tree, or set TFK8S_BIN")
+
+// paths are the files and directories of a state directory.
+type paths struct {
+	dir, run, nodeState, s3Data string
+	kubeconfig, s3Config        string
+	clusterState, corefile      string
+}
+
+// pathsIn lays out the state directory dir.
+func pathsIn(dir string) paths {
+	run := filepath.Join(dir, "cluster")
+	return paths{
+		dir:          dir,
+		run:          run,
+		nodeState:    filepath.Join(dir, "node"),
+		s3Data:       filepath.Join(dir, "s3"),
+		kubeconfig:   filepath.Join(dir, "kubeconfig"),
+		s3Config:     filepath.Join(dir, "s3.yaml"),
+		clusterState: filepath.Join(dir, "cluster.yaml"),
+		corefile:     filepath.Join(run, "Corefile"),
+	}
+}

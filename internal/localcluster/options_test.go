@@ -1,0 +1,108 @@
+package localcluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWithDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		want    Options
+		wantErr string
+	}{
+		{
+			name: "zero value",
+			opts: Options{Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config"},
+			want: Options{
+				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config",
+				NodeName: DefaultNodeName, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge,
+				ClusterDomain: DefaultClusterDomain, Ports: DefaultPorts, Timeout: 2 * time.Minute,
+			},
+		},
+		{
+			name: "given values are kept, unset ports defaulted",
+			opts: Options{
+				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config", NodeName: "n1", PodCIDR: "10.9.8.0/24",
+				Bridge: "br-test", ClusterDomain: "test.local", GPUs: 4, Ports: Ports{APIServer: 16443}, Timeout: time.Second,
+			},
+			want: Options{
+				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config", NodeName: "n1", PodCIDR: "10.9.8.0/24",
+				Bridge: "br-test", ClusterDomain: "test.local", GPUs: 4, Timeout: time.Second,
+				Ports: func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
+			},
+		},
+		{
+			name:    "bridge name too long",
+			opts:    Options{Dir: "/state", BinDir: "/bin", Bridge: "a-very-long-bridge"},
+			wantErr: "longer than 15 characters",
+		},
+		{
+			name:    "negative GPUs",
+			opts:    Options{Dir: "/state", BinDir: "/bin", GPUs: -1},
+			wantErr: "--gpus -1 is negative",
+		},
+		{
+			name:    "malformed CIDR",
+			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "10.0.0.0"},
+			wantErr: `parsing pod CIDR "10.0.0.0"`,
+		},
+		{
+			name:    "IPv6 CIDR",
+			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "fd00::/64"},
+			wantErr: "want an IPv4 network",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.opts.withDefaults()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Progress = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBridgeIP(t *testing.T) {
+	tests := []struct {
+		cidr, want string
+	}{
+		{"10.244.0.0/24", "10.244.0.1"},
+		{"10.244.0.77/24", "10.244.0.1"}, // an address inside the network names the network
+		{"192.168.4.0/30", "192.168.4.1"},
+		{"172.16.0.0/12", "172.16.0.1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cidr, func(t *testing.T) {
+			got, err := bridgeIP(tc.cidr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != tc.want {
+				t.Errorf("bridgeIP(%s) = %s, want %s", tc.cidr, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultBinDir(t *testing.T) {
+	t.Setenv("TFK8S_BIN", "/opt/tfk8s/bin")
+	got, err := defaultBinDir()
+	if err != nil || got != "/opt/tfk8s/bin" {
+		t.Errorf("defaultBinDir() = %q, %v; want $TFK8S_BIN", got, err)
+	}
+}

@@ -1,0 +1,165 @@
+package localcluster
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// Status is what runs of a local cluster, and how to reach it.
+type Status struct {
+	// Dir is the state directory.
+	Dir string
+	// Kubeconfig is the administrator's kubeconfig; empty until Up has written it.
+	Kubeconfig string
+	// S3ConfigFile holds S3; empty until Up has written it.
+	S3ConfigFile string
+	// S3 are the settings of the cluster's S3 server.
+	S3 storage.Config
+	// Components are the cluster's processes, in start order.
+	Components []ComponentStatus
+	// UserConfig is the user's tfk8s config file, and UserConfigWritten says whether
+	// Up wrote the S3 settings there (it never replaces an existing file). Only Up
+	// sets them.
+	UserConfig        string
+	UserConfigWritten bool
+}
+
+// ComponentStatus is one process of the cluster.
+type ComponentStatus struct {
+	Name string
+	// PID is the process's id while it runs, else 0.
+	PID int
+	// Address is where it listens first.
+	Address string
+	// Log is its log file.
+	Log string
+}
+
+// Running reports whether the process runs.
+func (c ComponentStatus) Running() bool { return c.PID != 0 }
+
+// Running reports whether every component runs.
+func (s *Status) Running() bool {
+	for _, c := range s.Components {
+		if !c.Running() {
+			return false
+		}
+	}
+	return true
+}
+
+// Stopped reports whether no component runs.
+func (s *Status) Stopped() bool {
+	for _, c := range s.Components {
+		if c.Running() {
+			return false
+		}
+	}
+	return true
+}
+
+// StatusOf reports which components of the cluster in opts.Dir run, from their pid
+// files. It needs no privileges and changes nothing.
+func StatusOf(opts Options) (*Status, error) {
+	opts, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	return statusOf(opts), nil
+}
+
+// statusOf is StatusOf with opts resolved.
+func statusOf(opts Options) *Status {
+	p := pathsIn(opts.Dir)
+	s := &Status{Dir: opts.Dir}
+	if _, err := os.Stat(p.kubeconfig); err == nil {
+		s.Kubeconfig = p.kubeconfig
+	}
+	if cfg, err := readS3Config(p.s3Config); err == nil {
+		s.S3, s.S3ConfigFile = cfg, p.s3Config
+	}
+	for _, c := range components(opts) {
+		cs := ComponentStatus{Name: c.name, Address: c.endpoints[0].addr.String(), Log: filepath.Join(p.run, c.name+".log")}
+		if proc := controlplane.FindDetached(p.run, c.name); proc != nil {
+			cs.PID = proc.Pid()
+		}
+		s.Components = append(s.Components, cs)
+	}
+	return s
+}
+
+// anyRunning reports whether a component of the cluster in dir runs.
+func anyRunning(dir string) bool {
+	run := pathsIn(dir).run
+	for _, name := range allComponents {
+		if controlplane.FindDetached(run, name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Print writes the status as a table, followed by how to reach the cluster.
+func (s *Status) Print(w io.Writer) {
+	state := "running"
+	switch {
+	case s.Stopped():
+		state = "stopped"
+	case !s.Running():
+		state = "partly running (tfk8s local up restarts what is missing)"
+	}
+	fmt.Fprintf(w, "Local cluster in %s: %s\n", s.Dir, state)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tPID\tSTATUS\tADDRESS\tLOG")
+	for _, c := range s.Components {
+		pid, st := "-", "stopped"
+		if c.Running() {
+			pid, st = strconv.Itoa(c.PID), "running"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, pid, st, c.Address, c.Log)
+	}
+	_ = tw.Flush()
+	if s.Stopped() {
+		return
+	}
+	if s.Kubeconfig != "" {
+		fmt.Fprintf(w, "Kubeconfig: %s (context %s)\n", s.Kubeconfig, ContextName)
+	}
+	if s.S3ConfigFile != "" {
+		fmt.Fprintf(w, "S3: http://%s, bucket %s (settings in %s)\n", s.S3.Endpoint, s.S3.Bucket, s.S3ConfigFile)
+	}
+}
+
+// PrintUsage writes how to use and stop the cluster.
+func (s *Status) PrintUsage(w io.Writer) {
+	fmt.Fprintf(w, "\nUse it:\n")
+	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", s.Kubeconfig)
+	fmt.Fprintf(w, "  kubectl get nodes\n")
+	fmt.Fprintf(w, "  tfk8s submit examples/trainer --name demo --image python:3.11-slim \\\n"+
+		"      --ps 2 --workers 3 --chief --artifacts checkpoints --follow \\\n"+
+		"      -- python3 trainer.py --steps 1000 --model-dir /workspace/checkpoints\n")
+	switch {
+	case s.UserConfigWritten:
+		fmt.Fprintf(w, "The S3 settings were written to %s: tfk8s uses the cluster's S3 server.\n", s.UserConfig)
+	case s.UserConfig != "":
+		fmt.Fprintf(w, "%s exists and was left as it is; to use the cluster's S3 server, copy %s over it\n"+
+			"or export its settings (TFK8S_S3_ENDPOINT, TFK8S_S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, TFK8S_S3_INSECURE=true).\n",
+			s.UserConfig, s.S3ConfigFile)
+	}
+	fmt.Fprintf(w, "Stop it:\n  tfk8s local down%s\n", dirFlag(s.Dir))
+}
+
+// dirFlag is " --dir DIR" unless dir is the default state directory.
+func dirFlag(dir string) string {
+	if def, err := DefaultDir(); err == nil && def == dir {
+		return ""
+	}
+	return " --dir " + dir
+}

@@ -1,0 +1,99 @@
+package localcluster
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+)
+
+func TestStatusOf(t *testing.T) {
+	dir := t.TempDir()
+	p := pathsIn(dir)
+	if err := os.MkdirAll(p.run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := controlplane.StartDetached(compDNS, "/bin/sleep", []string{"60"}, nil, p.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Stop(0) })
+
+	st, err := StatusOf(Options{Dir: dir, BinDir: "/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running []string
+	for _, c := range st.Components {
+		if c.Running() {
+			running = append(running, c.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{compDNS}, running); diff != "" {
+		t.Errorf("running components (-want +got):\n%s", diff)
+	}
+	if st.Running() || st.Stopped() {
+		t.Errorf("Running() = %v, Stopped() = %v; want a partly running cluster", st.Running(), st.Stopped())
+	}
+	var out bytes.Buffer
+	st.Print(&out)
+	for _, want := range []string{"partly running", "coredns", "10.244.0.1:53", "stopped"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	if err := sleep.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = StatusOf(Options{Dir: dir, BinDir: "/bin"}); err != nil || !st.Stopped() {
+		t.Errorf("after stopping: Stopped() = %v, %v; want true", st.Stopped(), err)
+	}
+	if _, err := os.Stat(filepath.Join(p.run, compDNS+".pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file after stopping: %v, want it removed", err)
+	}
+}
+
+func TestKubeconfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd.SetArgs(append([]string{"kubeconfig", "--dir", dir}, args...))
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	if _, err := run(); err == nil || !strings.Contains(err.Error(), "run tfk8s local up --dir "+dir) {
+		t.Errorf("before up: error = %v, want one saying to run up", err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte("apiVersion: v1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"path", nil, path + "\n"},
+		{"raw", []string{"--raw"}, "apiVersion: v1\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := run(tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("output %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,413 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// certValidity is how long the kubelet client certificate lasts: as long as the
+// cluster is kept.
+const certValidity = 10 * 365 * 24 * time.Hour
+
+// Up starts the local cluster, or what is missing of it, and waits until every
+// component is ready: the API server answers /readyz, the node is Ready, DNS resolves
+// the kubernetes Service, the S3 bucket exists and the controller is ready. Components
+// found running are kept. It writes the kubeconfig and the S3 settings, and the user's
+// ~/.tfk8s/config if there is none. On error, the processes this call started are
+// stopped again and those it found running are left alone.
+func Up(ctx context.Context, opts Options) (st *Status, err error) {
+	if err := checkHost(); err != nil {
+		return nil, err
+	}
+	if opts, err = resolve(opts); err != nil {
+		return nil, err
+	}
+	if err := checkBinaries(opts); err != nil {
+		return nil, err
+	}
+	p := pathsIn(opts.Dir)
+	for _, d := range []string{p.dir, p.run, p.s3Data} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the state directory: %w", err)
+		}
+	}
+	if err := saveSettings(p.clusterState, settingsOf(opts)); err != nil {
+		return nil, err
+	}
+	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run)}
+	defer func() {
+		if err != nil {
+			u.stopStarted()
+		}
+	}()
+	for _, step := range []func(context.Context) error{
+		u.startControlPlane, u.startNode, u.startDNS, u.startS3, u.startController,
+	} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st = statusOf(opts)
+	st.UserConfig = opts.UserConfigFile
+	if st.UserConfigWritten, err = u.writeUserConfig(); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// starter brings up the components of one Up call.
+type starter struct {
+	opts  Options
+	paths paths
+	pki   controlplane.KubeletClientPKI
+	// cfg reaches the API server as the administrator.
+	cfg *rest.Config
+	// s3 are the S3 server's settings.
+	s3 storage.Config
+	// started are the components this call started, in order.
+	started []string
+	// networkReset says the bridge was (re)created by this call, so the components
+	// listening on its address must be restarted to be sure to serve on it.
+	networkReset bool
+	// createdBridge says this call created the bridge itself (without a node).
+	createdBridge bool
+}
+
+// logf reports progress.
+func (u *starter) logf(format string, args ...any) {
+	fmt.Fprintf(u.opts.Progress, format+"\n", args...)
+}
+
+// startControlPlane starts etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler (those not running), installs the CRDs and writes the kubeconfig.
+func (u *starter) startControlPlane(ctx context.Context) error {
+	for _, name := range controlPlaneComponents {
+		if controlplane.FindDetached(u.paths.run, name) == nil {
+			if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
+				return err
+			}
+		}
+	}
+	if err := u.pki.Ensure(certValidity); err != nil {
+		return err
+	}
+	root := filepath.Dir(u.opts.BinDir)
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		BinDir:                u.opts.BinDir,
+		Dir:                   u.paths.run,
+		CRDDir:                existingDir(filepath.Join(root, "config", "crd", "bases")),
+		PolicyDir:             existingDir(filepath.Join(root, "config", "policy")),
+		Detach:                true,
+		APIServerPort:         u.opts.Ports.APIServer,
+		EtcdPort:              u.opts.Ports.Etcd,
+		EtcdPeerPort:          u.opts.Ports.EtcdPeer,
+		ControllerManagerPort: u.opts.Ports.ControllerManager,
+		SchedulerPort:         u.opts.Ports.Scheduler,
+		Scheduler:             true,
+		GangScheduling:        true,
+		ExtraAPIServerArgs:    apiServerArgs(u.pki),
+		Logf:                  u.logf,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	for _, name := range controlPlaneComponents {
+		if !cp.Adopted(name) {
+			u.started = append(u.started, name)
+		}
+	}
+	for _, name := range []string{compControllerManager, compScheduler} {
+		if proc := controlplane.FindDetached(u.paths.run, name); proc != nil {
+			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), proc.Pid())
+		}
+	}
+	u.cfg = cp.Config
+	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
+}
+
+// startNode starts tfk8s-node and waits until its Node is Ready; without a node, it
+// creates the bridge instead.
+func (u *starter) startNode(ctx context.Context) error {
+	if u.opts.WithoutNode {
+		created, err := ensureBridge(u.opts.Bridge, u.opts.PodCIDR)
+		if created {
+			u.logf("bridge %s created for %s (no node)", u.opts.Bridge, u.opts.PodCIDR)
+		}
+		u.networkReset, u.createdBridge = created, created
+		return err
+	}
+	proc, started, err := u.ensureRunning(compNode, nodeArgs(u.opts, u.paths, u.pki), nil, false)
+	if err != nil {
+		return err
+	}
+	// The node removes and re-creates the bridge when it starts.
+	u.networkReset = started
+	var since time.Time
+	if started {
+		since = time.Now().Truncate(time.Second)
+	}
+	c, err := client.New(u.cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	return u.waitReady(ctx, proc, "node "+u.opts.NodeName+" to be Ready", func(ctx context.Context) error {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: u.opts.NodeName}, node); err != nil {
+			return err
+		}
+		if !nodeReady(node, since) {
+			return errors.New("not Ready")
+		}
+		return bridgeServes(u.opts.Bridge, u.opts.PodCIDR)
+	})
+}
+
+// startDNS starts CoreDNS on the bridge and waits until it resolves the kubernetes
+// Service.
+func (u *starter) startDNS(ctx context.Context) error {
+	corefile, err := renderCorefile(u.opts, u.paths.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(u.paths.corefile, corefile, 0o644); err != nil {
+		return err
+	}
+	proc, _, err := u.ensureRunning(compDNS, []string{"-conf", u.paths.corefile}, nil, u.networkReset)
+	if err != nil {
+		return err
+	}
+	br, _ := bridgeIP(u.opts.PodCIDR)
+	server := netip.AddrPortFrom(br, uint16(u.opts.Ports.DNS)).String()
+	name := "kubernetes.default.svc." + u.opts.ClusterDomain + "."
+	return u.waitReady(ctx, proc, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
+		_, err := LookupHost(ctx, server, name)
+		return err
+	})
+}
+
+// LookupHost resolves name through the DNS server at server (host:port) alone.
+func LookupHost(ctx context.Context, server, name string) ([]string, error) {
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server)
+	}}
+	return r.LookupHost(ctx, name)
+}
+
+// startS3 starts versitygw on the bridge and creates the bucket.
+func (u *starter) startS3(ctx context.Context) error {
+	br, _ := bridgeIP(u.opts.PodCIDR)
+	endpoint := netip.AddrPortFrom(br, uint16(u.opts.Ports.S3)).String()
+	cfg, err := loadOrCreateS3Config(u.paths.s3Config, endpoint)
+	if err != nil {
+		return err
+	}
+	data, err := encodeS3Config(cfg)
+	if err != nil {
+		return err
+	}
+	// Saved before versitygw starts, so that a later Up finds its credentials.
+	if err := writeFileAtomic(u.paths.s3Config, data, 0o600); err != nil {
+		return err
+	}
+	u.s3 = cfg
+	env := []string{"ROOT_ACCESS_KEY_ID=" + cfg.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
+	proc, _, err := u.ensureRunning(compS3, s3Args(u.opts, u.paths), env, u.networkReset)
+	if err != nil {
+		return err
+	}
+	mc, err := minio.New(cfg.Endpoint, &minio.Options{
+		Creds:      credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
+		Region:     cfg.Region,
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the S3 client: %w", err)
+	}
+	return u.waitReady(ctx, proc, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
+		ok, err := mc.BucketExists(ctx, cfg.Bucket)
+		if err != nil || ok {
+			return err
+		}
+		return mc.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region})
+	})
+}
+
+// startController starts tfk8s-controller and waits until it is ready.
+func (u *starter) startController(ctx context.Context) error {
+	proc, _, err := u.ensureRunning(compController, controllerArgs(u.opts, u.paths), nil, false)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", u.opts.Ports.ControllerHealth)
+	return u.waitReady(ctx, proc, "tfk8s-controller to be ready", func(ctx context.Context) error {
+		return httpOK(ctx, url)
+	})
+}
+
+// writeUserConfig writes the S3 settings to the user's config file unless it exists.
+func (u *starter) writeUserConfig() (bool, error) {
+	data, err := encodeS3Config(u.s3)
+	if err != nil {
+		return false, err
+	}
+	return writeUserConfig(u.opts.UserConfigFile, data)
+}
+
+// ensureRunning adopts the component if it runs, unless restart asks to restart it;
+// else it checks the component's ports and starts it. It reports whether it started it.
+func (u *starter) ensureRunning(name string, args, env []string, restart bool) (*controlplane.Process, bool, error) {
+	proc := controlplane.FindDetached(u.paths.run, name)
+	if proc != nil && !restart {
+		u.logf("%s running (pid %d)", name, proc.Pid())
+		return proc, false, nil
+	}
+	if proc != nil {
+		u.logf("restarting %s on the new bridge", name)
+		if err := proc.Stop(stopGrace(name)); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
+		return nil, false, err
+	}
+	proc, err := controlplane.StartDetached(name, filepath.Join(u.opts.BinDir, name), args, env, u.paths.run)
+	if err != nil {
+		return nil, false, err
+	}
+	u.started = append(u.started, name)
+	u.logf("%s started (pid %d), log %s", name, proc.Pid(), proc.LogPath())
+	return proc, true, nil
+}
+
+// waitReady polls check until it succeeds, the process exits, or the timeout passes.
+func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, u.opts.Timeout)
+	defer cancel()
+	for {
+		if proc.Exited() {
+			return fmt.Errorf("waiting for %s: %w", what, proc.ExitError())
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		err := check(cctx)
+		ccancel()
+		if err == nil {
+			u.logf("%s: ready", what)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v); last lines of %s:\n%s",
+				what, ctx.Err(), err, proc.LogPath(), proc.LogTail(20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stopStarted stops the components this call started, newest first, and deletes the
+// bridge if it created it.
+func (u *starter) stopStarted() {
+	for i := len(u.started) - 1; i >= 0; i-- {
+		_ = controlplane.StopDetached(u.paths.run, u.started[i], stopGrace(u.started[i]))
+	}
+	u.started = nil
+	if u.createdBridge {
+		_ = deleteBridge(u.opts.Bridge)
+	}
+}
+
+// startedOrRunning says, for progress messages, whether a component was started.
+func startedOrRunning(started bool) string {
+	if started {
+		return "started"
+	}
+	return "running"
+}
+
+// nodeReady reports whether the node's Ready condition is True and was last reported
+// at or after since: a Node left Ready by an earlier run does not count.
+func nodeReady(node *corev1.Node, since time.Time) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since)
+		}
+	}
+	return false
+}
+
+// httpOK gets url and wants 200 OK.
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
+}
+
+// checkHost refuses to run where local mode cannot: it needs Linux and root.
+func checkHost() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("tfk8s local needs Linux (network namespaces, bridges, runc); this is %s", runtime.GOOS)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("tfk8s local must run as root: its node creates a bridge, network namespaces, mounts and runc containers (try sudo)")
+	}
+	return nil
+}
+
+// checkBinaries wants every component's binary in BinDir, and runc for the node.
+func checkBinaries(opts Options) error {
+	if opts.BinDir == "" {
+		return errBinDirNotFound
+	}
+	var missing []string
+	for _, c := range components(opts) {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, c.name)); err != nil {
+			missing = append(missing, c.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing from %s: %s (run make build tools)", opts.BinDir, strings.Join(missing, ", "))
+	}
+	if !opts.WithoutNode {
+		if _, err := exec.LookPath("runc"); err != nil {
+			return errors.New("runc not found on PATH: tfk8s-node runs pods with it (apt-get install -y runc)")
+		}
+	}
+	return nil
+}
+
+// existingDir is dir if it exists, else "" (the default).
+func existingDir(dir string) string {
+	if _, err := os.Stat(dir); err != nil {
+		return ""
+	}
+	return dir
+}

@@ -1,0 +1,163 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+// finalCallTimeout bounds the API calls made while stopping, after the node's context
+// has ended.
+const finalCallTimeout = 10 * time.Second
+
+// Run runs the node until ctx ends: it registers the Node, keeps its Lease and status,
+// runs the pods bound to it and serves the kubelet API. When ctx ends it stops every
+// pod, marks the Node NotReady and removes its network, mounts and containers. Run
+// needs root and runc.
+func Run(ctx context.Context, opts Options) (err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	log := opts.Log.WithValues("node", opts.NodeName)
+	if os.Geteuid() != 0 {
+		return errors.New("tfk8s-node must run as root: it creates network namespaces, mounts and containers")
+	}
+	if opts.RuncPath, err = exec.LookPath(opts.RuncPath); err != nil {
+		return fmt.Errorf("finding runc (install it: apt-get install -y runc): %w", err)
+	}
+	client, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	cidr, err := parsePodCIDR(opts.PodCIDR)
+	if err != nil {
+		return err
+	}
+
+	// Whatever an earlier run left behind goes first.
+	if err := Cleanup(opts); err != nil {
+		return fmt.Errorf("cleaning up an earlier run: %w", err)
+	}
+	for _, d := range []string{"pods", "logs", "pv", "runc"} {
+		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+			return fmt.Errorf("creating the state directory: %w", err)
+		}
+	}
+	info, err := readHostInfo(opts.StateDir, opts.RuncPath)
+	if err != nil {
+		return err
+	}
+	ipam, err := newIPAM(cidr, filepath.Join(opts.StateDir, "ipam"))
+	if err != nil {
+		return err
+	}
+	hostsFile, _ := os.ReadFile("/etc/hosts")
+	resolvFile, _ := os.ReadFile("/etc/resolv.conf")
+	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer mcancel()
+	broadcaster := record.NewBroadcaster(record.WithContext(mctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	m := &manager{
+		opts:        opts,
+		client:      client,
+		log:         log,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfk8s-node", Host: opts.NodeName}),
+		runc:        runc{bin: opts.RuncPath, root: filepath.Join(opts.StateDir, "runc")},
+		net:         network{bridge: opts.Bridge, cidr: cidr},
+		ipam:        ipam,
+		gpus:        newGPUAllocator(opts.GPUs),
+		cgroups:     detectCgroups("/sys/fs/cgroup"),
+		host:        hostFiles{hosts: hostsFile, resolv: parseResolvConf(resolvFile)},
+		allocatable: nodeCapacity(info, opts.GPUs),
+		ctx:         mctx,
+		workers:     map[types.UID]*podWorker{},
+	}
+
+	// Everything set up from here is removed on the way out, whatever happens.
+	defer func() {
+		if cerr := Cleanup(opts); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cleaning up: %w", cerr))
+		}
+	}()
+	if err := m.net.setUp(); err != nil {
+		return err
+	}
+	if err := mountTmpfs(m.layersDir(), "mode=0700"); err != nil {
+		return err
+	}
+	server, err := listenKubeletAPI(m)
+	if err != nil {
+		return err
+	}
+	go server.serve()
+	defer server.shutdown()
+
+	node, err := registerNode(ctx, client, opts, cidr.String(), info)
+	if err != nil {
+		return err
+	}
+	log.Info("Node registered", "podCIDR", cidr.String(), "nodeIP", opts.NodeIP, "gpus", opts.GPUs)
+	leaseCtx, stopLease := context.WithCancel(mctx)
+	leaseDone := make(chan struct{})
+	go func() {
+		defer close(leaseDone)
+		every(leaseCtx, opts.LeaseRenewInterval, func(ctx context.Context) error {
+			return renewLease(ctx, client, node, opts.LeaseDuration)
+		}, func(err error) { log.Error(err, "Renewing the node lease") })
+	}()
+	go every(leaseCtx, opts.StatusInterval, func(ctx context.Context) error {
+		return updateNodeStatus(ctx, client, opts, info, true, "")
+	}, func(err error) { log.Error(err, "Updating the node status") })
+
+	// Once registered, the node leaves the same way whatever ends it: pods stopped,
+	// lease and status no longer renewed, the Node NotReady.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer func() {
+		log.Info("Stopping: terminating pods")
+		stopWatching()
+		m.shutdown()
+		stopLease()
+		<-leaseDone
+		fctx, cancel := context.WithTimeout(mctx, finalCallTimeout)
+		defer cancel()
+		if err := updateNodeStatus(fctx, client, opts, info, false, "tfk8s-node stopped"); err != nil {
+			log.Error(err, "Marking the node NotReady")
+		}
+		log.Info("Stopped")
+	}()
+	if opts.LocalProvisioner {
+		p := &provisioner{client: client, nodeName: opts.NodeName, dir: filepath.Join(opts.StateDir, "pv"), log: log.WithName("provisioner")}
+		if err := p.start(watchCtx); err != nil {
+			return stoppedOr(ctx, err)
+		}
+	}
+	if err := m.watch(watchCtx); err != nil {
+		return stoppedOr(ctx, err)
+	}
+	m.removeStaleLogs()
+	log.Info("Running pods")
+	<-ctx.Done()
+	return nil
+}
+
+// stoppedOr returns nil if ctx has ended (the node was asked to stop while starting),
+// else err.
+func stoppedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

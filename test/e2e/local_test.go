@@ -1,0 +1,364 @@
+// Package e2e tests tfk8s end to end on the local cluster of `tfk8s local up`: real
+// processes from bin/, a real bridge, real DNS and S3. It needs root and Linux.
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/node"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// The e2e cluster's network: not the default one, so that it runs beside a
+// developer's own local cluster and the node integration tests (10.250.0.0/24).
+const (
+	e2eBridge  = "tfk8se2e0"
+	e2ePodCIDR = "10.249.0.0/24"
+	e2eDNS     = "10.249.0.1:53"
+)
+
+// TestLocalCluster brings a local cluster up in a temporary directory on ports other
+// than the defaults, checks every component as a user would reach it, brings it up
+// again (nothing restarts), restarts a crashed component, brings it down and checks
+// that nothing is left on the host. Without tfk8s-node in bin/ it tests all the rest.
+func TestLocalCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withNode := fileExists(filepath.Join(binDir, "tfk8s-node"))
+	if !withNode {
+		t.Logf("no tfk8s-node in %s: testing the cluster without a node (the bridge is made by Up)", binDir)
+	}
+	dir := t.TempDir()
+	userConfig := filepath.Join(t.TempDir(), "config")
+	opts := localcluster.Options{
+		Dir:            dir,
+		BinDir:         binDir,
+		UserConfigFile: userConfig,
+		NodeName:       "e2e-node",
+		PodCIDR:        e2ePodCIDR,
+		Bridge:         e2eBridge,
+		Ports:          freePorts(t),
+		WithoutNode:    !withNode,
+		Timeout:        3 * time.Minute,
+		Progress:       testWriter{t},
+	}
+	var pods []string // UIDs of the pods the cluster ran
+	t.Cleanup(func() {
+		// Whatever happened, nothing stays running.
+		if err := localcluster.Down(context.Background(), opts); err != nil {
+			t.Errorf("down at cleanup: %v", err)
+		}
+		if t.Failed() {
+			keepLogs(t, dir)
+		}
+	})
+
+	start := time.Now()
+	st, err := localcluster.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("up took %v", time.Since(start).Round(time.Millisecond))
+	if !st.Running() {
+		t.Fatalf("after up, not every component runs: %+v", st.Components)
+	}
+	pids := pidsOf(st)
+
+	t.Run("API server", func(t *testing.T) { checkAPIServer(t, st.Kubeconfig) })
+	if withNode {
+		t.Run("node Ready", func(t *testing.T) { checkNodeReady(ctx, t, st.Kubeconfig, "e2e-node") })
+	}
+	t.Run("DNS", func(t *testing.T) { checkDNS(ctx, t) })
+	t.Run("S3", func(t *testing.T) {
+		if !st.UserConfigWritten {
+			t.Errorf("up did not write %s, which did not exist", userConfig)
+		}
+		checkS3(ctx, t, st, userConfig)
+	})
+	if withNode {
+		t.Run("a pod reaches DNS and S3, its log the API server", func(t *testing.T) {
+			pods = append(pods, checkPodReachesServices(ctx, t, st.Kubeconfig, st.S3.Endpoint))
+		})
+	}
+
+	t.Run("up again restarts nothing", func(t *testing.T) {
+		start := time.Now()
+		again, err := localcluster.Up(ctx, opts)
+		if err != nil {
+			t.Fatalf("up again: %v", err)
+		}
+		t.Logf("up again took %v", time.Since(start).Round(time.Millisecond))
+		if got := pidsOf(again); !equalMaps(pids, got) {
+			t.Errorf("pids changed: before %v, after %v", pids, got)
+		}
+	})
+
+	// A crashed component is restarted alone, except the node: it re-creates the bridge,
+	// so DNS and S3, which listen on the bridge, restart after it.
+	crashes := []struct {
+		component string
+		restarted []string
+	}{
+		{"coredns", []string{"coredns"}},
+	}
+	if withNode {
+		crashes = append(crashes, struct {
+			component string
+			restarted []string
+		}{"tfk8s-node", []string{"tfk8s-node", "coredns", "versitygw"}})
+	}
+	for _, crash := range crashes {
+		t.Run("up restarts a crashed "+crash.component, func(t *testing.T) {
+			crashed := pids[crash.component]
+			if err := syscall.Kill(crashed, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, crashed)
+			if st, err := localcluster.StatusOf(opts); err != nil || st.Running() {
+				t.Fatalf("status after a crash: running %v, %v; want %s stopped", st.Running(), err, crash.component)
+			}
+			again, err := localcluster.Up(ctx, opts)
+			if err != nil {
+				t.Fatalf("up after a crash: %v", err)
+			}
+			got := pidsOf(again)
+			for name, pid := range pids {
+				if restarted := got[name] != pid; restarted != slices.Contains(crash.restarted, name) {
+					t.Errorf("%s: pid %d before, %d after; want only %v restarted", name, pid, got[name], crash.restarted)
+				}
+			}
+			pids = got
+			checkDNS(ctx, t)
+			checkS3(ctx, t, again, userConfig)
+		})
+	}
+
+	t.Run("down leaves nothing", func(t *testing.T) {
+		if withNode {
+			startSleeper(ctx, t, st.Kubeconfig)
+			pods = append(pods, podUIDs(ctx, t, st.Kubeconfig)...)
+		}
+		if err := localcluster.Down(ctx, opts); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+		for name, pid := range pids {
+			if processRuns(pid) {
+				t.Errorf("%s (pid %d) still runs", name, pid)
+			}
+		}
+		st, err := localcluster.StatusOf(opts)
+		if err != nil || !st.Stopped() {
+			t.Errorf("status after down: stopped %v, %v", st.Stopped(), err)
+		}
+		if left := leftNetwork(pods); len(left) > 0 {
+			t.Errorf("left on the host: %v", left)
+		}
+		if mounts, err := node.MountsUnder(dir); err != nil || len(mounts) > 0 {
+			t.Errorf("mounts left under %s: %v %v", dir, mounts, err)
+		}
+	})
+
+	t.Run("a failed up stops what it started", func(t *testing.T) {
+		broken := opts
+		broken.Dir = t.TempDir()
+		broken.BinDir = binDirWithBrokenController(t, binDir)
+		broken.Timeout = 20 * time.Second
+		_, err := localcluster.Up(ctx, broken)
+		if err == nil || !strings.Contains(err.Error(), "tfk8s-controller exited") || !strings.Contains(err.Error(), "no controller today") {
+			t.Fatalf("up with a controller that exits: error = %v, want it to name the controller and quote its log", err)
+		}
+		st, err := localcluster.StatusOf(broken)
+		if err != nil || !st.Stopped() {
+			t.Errorf("after a failed up, something runs: %+v, %v", st, err)
+		}
+		if left := leftNetwork(nil); len(left) > 0 {
+			t.Errorf("left on the host: %v", left)
+		}
+		if err := localcluster.Down(ctx, broken); err != nil {
+			t.Errorf("down after a failed up: %v", err)
+		}
+	})
+
+	t.Run("up refuses a taken port", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		taken := opts
+		taken.Dir = t.TempDir() // a fresh cluster, not the one stopped above
+		taken.Ports.APIServer = l.Addr().(*net.TCPAddr).Port
+		_, err = localcluster.Up(ctx, taken)
+		if err == nil || !strings.Contains(err.Error(), "needed by kube-apiserver, is in use") {
+			t.Errorf("up with the API server's port taken: error = %v, want one naming the port and kube-apiserver", err)
+		}
+		if st, err := localcluster.StatusOf(taken); err != nil || !st.Stopped() {
+			t.Errorf("after a refused up, something runs: %v %v", st, err)
+		}
+	})
+}
+
+// checkAPIServer reaches kube-apiserver through the written kubeconfig and wants the
+// gang-scheduling API and the TFJob API served.
+func checkAPIServer(t *testing.T, kubeconfig string) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v.GitVersion, "v1.") {
+		t.Errorf("server version %q", v.GitVersion)
+	}
+	t.Logf("kube-apiserver %s", v.GitVersion)
+	for _, gv := range []string{"scheduling.k8s.io/v1alpha2", "tfk8s.io/v1alpha1"} {
+		if _, err := dc.ServerResourcesForGroupVersion(gv); err != nil {
+			t.Errorf("%s not served: %v", gv, err)
+		}
+	}
+}
+
+// checkDNS resolves the kubernetes Service through the cluster DNS on the bridge.
+func checkDNS(ctx context.Context, t *testing.T) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := localcluster.LookupHost(ctx, e2eDNS, "kubernetes.default.svc.cluster.local.")
+	if err != nil {
+		t.Fatalf("resolving kubernetes.default.svc.cluster.local at %s: %v", e2eDNS, err)
+	}
+	if !slices.Contains(addrs, "10.96.0.1") {
+		t.Errorf("kubernetes.default.svc.cluster.local = %v, want 10.96.0.1", addrs)
+	}
+}
+
+// checkS3 reaches the bucket with the written settings, and wants the user's config
+// file to hold them.
+func checkS3(ctx context.Context, t *testing.T, st *localcluster.Status, userConfig string) {
+	cfg, err := storage.LoadConfig(storage.Config{}, func(string) string { return "" }, userConfig)
+	if err != nil {
+		t.Fatalf("reading %s: %v", userConfig, err)
+	}
+	if cfg != st.S3 {
+		t.Errorf("user config %+v, want the cluster's S3 settings %+v", cfg, st.S3)
+	}
+	if !strings.HasPrefix(cfg.Endpoint, "10.249.0.1:") || cfg.Bucket != localcluster.Bucket {
+		t.Errorf("S3 endpoint %s bucket %s, want the bridge address and bucket %s", cfg.Endpoint, cfg.Bucket, localcluster.Bucket)
+	}
+	mc, err := minio.New(cfg.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""), Region: cfg.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := mc.BucketExists(ctx, cfg.Bucket)
+	if err != nil || !ok {
+		t.Fatalf("bucket %s exists: %v, %v", cfg.Bucket, ok, err)
+	}
+	body := "hello from the e2e test"
+	if _, err := mc.PutObject(ctx, cfg.Bucket, "e2e/hello", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("putting an object: %v", err)
+	}
+}
+
+// freePorts picks free ports for every component listening on 127.0.0.1, and for the
+// ones on the bridge (whose address does not exist yet) ports free on every address.
+// DNS stays 53: pods cannot be told another port.
+func freePorts(t *testing.T) localcluster.Ports {
+	t.Helper()
+	var ports []int
+	for range 10 {
+		l, err := net.Listen("tcp", ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return localcluster.Ports{
+		APIServer: ports[0], Etcd: ports[1], EtcdPeer: ports[2], ControllerManager: ports[3], Scheduler: ports[4],
+		Kubelet: ports[5], DNS: 53, DNSReady: ports[6], S3: ports[7], ControllerMetrics: ports[8], ControllerHealth: ports[9],
+	}
+}
+
+// pidsOf maps each component to its pid.
+func pidsOf(st *localcluster.Status) map[string]int {
+	m := map[string]int{}
+	for _, c := range st.Components {
+		m[c.Name] = c.PID
+	}
+	return m
+}
+
+func equalMaps(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// processRuns reports whether pid is a live process (not a zombie).
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
+}
+
+// waitGone waits until pid has ended.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for processRuns(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs after SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// testWriter sends Up's and Down's progress to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
