@@ -1,6 +1,7 @@
 package node
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 )
@@ -107,5 +108,20 @@ func TestIPAMPersists(t *testing.T) {
 	c, _ := m2.allocate("pod-c")
 	if c == a || c == b {
 		t.Errorf("pod-c got %s, want neither %s (just released) nor %s", c, a, b)
+	}
+}
+
+func TestBridgeMAC(t *testing.T) {
+	a, b := bridgeMAC("tfk8s0"), bridgeMAC("tfk8s1")
+	if a.String() != bridgeMAC("tfk8s0").String() {
+		t.Errorf("bridgeMAC is not deterministic")
+	}
+	if a.String() == b.String() {
+		t.Errorf("two bridges got the same MAC %s", a)
+	}
+	for _, mac := range []net.HardwareAddr{a, b} {
+		if mac[0]&0x02 == 0 || mac[0]&0x01 != 0 {
+			t.Errorf("%s is not a locally administered unicast address", mac)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,13 @@ func (n network) setUp() error {
 	}
 	if _, ok := link.(*netlink.Bridge); !ok {
 		return fmt.Errorf("%s exists and is a %s, not a bridge", n.bridge, link.Type())
+	}
+	// A bridge without an address of its own takes the lowest of its ports', so deleting
+	// a pod's veth could change the gateway's MAC under the other pods' ARP caches and
+	// cut them off from the node (S3, DNS) for half a minute. Pin one, derived from the
+	// name so a restarted node keeps it.
+	if err := netlink.LinkSetHardwareAddr(link, bridgeMAC(n.bridge)); err != nil {
+		return fmt.Errorf("setting the address of bridge %s: %w", n.bridge, err)
 	}
 	addr := &netlink.Addr{IPNet: ipNet(n.cidr.gateway(), n.cidr.prefix.Bits())}
 	if err := netlink.AddrReplace(link, addr); err != nil {
@@ -210,4 +218,12 @@ func newNamedNetns(name string) (netns.NsHandle, error) {
 // ipNet is addr with a prefix length, as netlink wants it.
 func ipNet(addr netip.Addr, bits int) *net.IPNet {
 	return &net.IPNet{IP: net.IP(addr.AsSlice()), Mask: net.CIDRMask(bits, 32)}
+}
+
+// bridgeMAC is a locally administered unicast MAC address derived from a bridge's name.
+func bridgeMAC(name string) net.HardwareAddr {
+	sum := sha256.Sum256([]byte(name))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = (mac[0] | 0x02) &^ 0x01
+	return mac
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -65,8 +66,14 @@ func run(m *testing.M) int {
 // as far as the API server can tell) or the test ends.
 func startController(t *testing.T) (stop func()) {
 	t.Helper()
-	cfg := *cp.Config
+	return startControllerWith(t, *cp.Config, controller.Options{})
+}
+
+// startControllerWith runs a controller with the given client config and options.
+func startControllerWith(t *testing.T, cfg rest.Config, opts controller.Options) (stop func()) {
+	t.Helper()
 	mgr, err := controller.NewManager(&cfg, controller.ManagerOptions{
+		Options:                opts,
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
 		SkipNameValidation:     true,

@@ -21,28 +21,7 @@ func startSlowController(t *testing.T) (stop func()) {
 	t.Helper()
 	cfg := *cp.Config
 	cfg.QPS, cfg.Burst = 40, 1
-	mgr, err := controller.NewManager(&cfg, controller.ManagerOptions{
-		Options:                controller.Options{PodCreateConcurrency: 2},
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		SkipNameValidation:     true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return startControllerWith(t, cfg, controller.Options{PodCreateConcurrency: 2})
 }
 
 // TestControllerRestartMidCreation stops the controller while it creates the pods of a

@@ -1,0 +1,573 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/cli"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+)
+
+// The training jobs' cluster has its own network, apart from TestLocalCluster's.
+const (
+	jobsBridge  = "tfk8se2e1"
+	jobsPodCIDR = "10.248.0.0/24"
+	jobsImage   = "python:3.11-slim"
+	// jobsWait bounds every wait for a job or its pods.
+	jobsWait = 90 * time.Second
+)
+
+// TestTrainingJobs runs training jobs on a local cluster of its own, through the
+// tfk8s CLI run in-process: the demo, a worker killed and re-created, a worker that
+// fails the job, suspend and resume, and logs read through the API server.
+func TestTrainingJobs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fileExists(filepath.Join(binDir, "tfk8s-node")) {
+		t.Fatalf("no tfk8s-node in %s: training jobs need a node (make build)", binDir)
+	}
+	dir := t.TempDir()
+	userConfig := filepath.Join(t.TempDir(), "config")
+	opts := localcluster.Options{
+		Dir:            dir,
+		BinDir:         binDir,
+		UserConfigFile: userConfig,
+		NodeName:       "e2e-jobs-node",
+		PodCIDR:        jobsPodCIDR,
+		Bridge:         jobsBridge,
+		Ports:          freePorts(t),
+		Timeout:        3 * time.Minute,
+		Progress:       testWriter{t},
+	}
+	var pods []string // UIDs of the pods the jobs ran
+	t.Cleanup(func() {
+		if err := localcluster.Down(context.Background(), opts); err != nil {
+			t.Errorf("down at cleanup: %v", err)
+		}
+		if left := leftNetworkOn(jobsBridge, pods); len(left) > 0 {
+			t.Errorf("left on the host after down: %v", left)
+		}
+		if t.Failed() {
+			keepLogs(t, dir)
+		}
+	})
+	start := time.Now()
+	st, err := localcluster.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("up took %v", time.Since(start).Round(time.Millisecond))
+	c := newJobsCluster(t, st.Kubeconfig, userConfig)
+	defer func() { pods = c.allPodUIDs(ctx) }()
+
+	t.Run("demo job succeeds", func(t *testing.T) { testDemoJob(ctx, t, c) })
+	t.Run("killed worker is re-created", func(t *testing.T) { testKilledWorker(ctx, t, c) })
+	t.Run("failing worker fails the job", func(t *testing.T) { testFailingWorker(ctx, t, c) })
+	t.Run("suspend and resume", func(t *testing.T) { testSuspendResume(ctx, t, c) })
+	t.Run("logs through the API server", func(t *testing.T) { testLogs(ctx, t, c) })
+}
+
+func testDemoJob(ctx context.Context, t *testing.T, c *jobsCluster) {
+	start := time.Now()
+	var r cliResult
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r = c.tfk8s(ctx, "submit", "../../examples/trainer", "--name", "demo", "--image", jobsImage,
+			"--ps", "2", "--workers", "3", "--chief", "--artifacts", "checkpoints", "--follow",
+			"--", "python3", "trainer.py", "--steps", "300", "--model-dir", "/workspace/checkpoints")
+	}()
+	replicas := []string{"chief-0", "ps-0", "ps-1", "worker-0", "worker-1", "worker-2"}
+	if err := c.waitAllRunning(ctx, "demo", len(replicas), 50*time.Millisecond, done); err != nil {
+		<-done
+		t.Fatalf("%v; submit: %s", err, r)
+	}
+	t.Logf("submit → every replica Running: %.2f s", time.Since(start).Seconds())
+	select {
+	case <-done:
+	case <-time.After(jobsWait):
+		t.Fatalf("submit --follow did not return within %v", jobsWait)
+	}
+	if r.code != 0 {
+		t.Fatalf("submit --follow: %s", r)
+	}
+	t.Logf("demo done %.2f s after submit", time.Since(start).Seconds())
+	if job := c.job(ctx, t, "demo"); job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("demo state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	}
+	c.eventually(ctx, t, "no parameter server of demo left running", func() (bool, error) {
+		ps, err := c.pods(ctx, "demo")
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if p.Labels[tfv1.LabelReplicaType] == "ps" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	ls := c.mustTfk8s(ctx, t, "artifacts", "ls", "demo")
+	want := []string{"chief-0/artifacts/workspace/checkpoints/final.json"}
+	for _, rep := range replicas {
+		want = append(want, rep+"/logs/tensorflow.log")
+	}
+	for _, w := range want {
+		if !strings.Contains(ls.stdout, w) {
+			t.Errorf("artifacts ls demo lacks %s:\n%s", w, ls.stdout)
+		}
+	}
+}
+
+// restartManifest is a job whose workers are re-created after a retryable failure.
+const restartManifest = `apiVersion: tfk8s.io/v1alpha1
+kind: TFJob
+metadata:
+  name: restart
+spec:
+  tfReplicaSpecs:
+    Chief:
+      replicas: 1
+      template: {spec: {containers: [{name: tensorflow}]}}
+    PS:
+      replicas: 1
+      template: {spec: {containers: [{name: tensorflow}]}}
+    Worker:
+      replicas: 2
+      restartPolicy: ExitCode
+      template: {spec: {containers: [{name: tensorflow}]}}
+`
+
+func testKilledWorker(ctx context.Context, t *testing.T, c *jobsCluster) {
+	manifest := filepath.Join(t.TempDir(), "restart.yaml")
+	if err := os.WriteFile(manifest, []byte(restartManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustTfk8s(ctx, t, "submit", "../../examples/trainer", "-f", manifest, "--image", jobsImage,
+		"--artifacts", "checkpoints",
+		"--", "python3", "trainer.py", "--steps", "1000", "--step-delay", "0.05", "--model-dir", "/workspace/checkpoints")
+	defer c.tfk8s(ctx, "delete", "restart")
+	if err := c.waitAllRunning(ctx, "restart", 4, 100*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	chief := c.pod(ctx, t, "restart", "chief", 0)
+	c.eventually(ctx, t, "the chief logs training steps", func() (bool, error) {
+		logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return err == nil && strings.Contains(string(logs), " loss "), nil
+	})
+	worker := c.pod(ctx, t, "restart", "worker", 1)
+	pid, err := trainerPID(string(worker.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing the trainer of %s (pod %s), pid %d", worker.Name, worker.UID, pid)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(ctx, t, "a new worker-1 pod Running", func() (bool, error) {
+		ps, err := c.pods(ctx, "restart")
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if isReplica(p, "worker", 1) && p.UID != worker.UID && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("killed worker → replacement Running: %.2f s", time.Since(killed).Seconds())
+	job := c.waitFinished(ctx, t, "restart")
+	if took := time.Since(killed); took > 30*time.Second || job.Status.State != tfv1.JobSucceeded {
+		// Slow or failed: the replicas' logs (backed up to S3) say where the time went.
+		t.Logf("restart %s %.2f s after the kill; its logs:\n%s", job.Status.State, took.Seconds(), c.tfk8s(ctx, "logs", "restart"))
+	}
+	if job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("restart state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	}
+	if rs := job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker]; rs == nil || rs.Restarts != 1 {
+		t.Errorf("worker status %+v, want 1 restart", rs)
+	}
+	t.Logf("restart done %.2f s after the kill", time.Since(killed).Seconds())
+}
+
+// failScript fails worker 1 once it has run 3 seconds; every other replica sleeps
+// (and ends on SIGTERM, which a pid 1 would otherwise ignore).
+const failScript = `import json, os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+print("task", task, flush=True)
+if task["type"] == "worker" and task["index"] == 1:
+    time.sleep(3)
+    sys.exit(1)
+time.sleep(300)
+`
+
+func testFailingWorker(ctx context.Context, t *testing.T, c *jobsCluster) {
+	c.mustTfk8s(ctx, t, "submit", "--name", "failing", "--image", jobsImage, "--ps", "1", "--workers", "2",
+		"--", "python3", "-c", failScript)
+	defer c.tfk8s(ctx, "delete", "failing")
+	// Every replica runs before worker 1 fails, so that the job has running pods to clean.
+	if err := c.waitAllRunning(ctx, "failing", 3, 100*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	job := c.waitFinished(ctx, t, "failing")
+	cond := condition(job, tfv1.JobFailed)
+	if job.Status.State != tfv1.JobFailed || cond == nil {
+		t.Fatalf("failing state %s, want Failed: %+v", job.Status.State, job.Status.Conditions)
+	}
+	t.Logf("Failed condition: %s: %s", cond.Reason, cond.Message)
+	if cond.Reason != tfv1.ReasonFailed || !strings.Contains(cond.Message, "worker 1 ") || !strings.Contains(cond.Message, "exit code 1") {
+		t.Errorf("Failed condition %s: %q, want reason %s and a message naming worker 1 and exit code 1", cond.Reason, cond.Message, tfv1.ReasonFailed)
+	}
+	c.eventually(ctx, t, "the parameter server and worker 0 deleted", func() (bool, error) {
+		ps, err := c.pods(ctx, "failing")
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if !isReplica(p, "worker", 1) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func testSuspendResume(ctx context.Context, t *testing.T, c *jobsCluster) {
+	c.mustTfk8s(ctx, t, "submit", "../../examples/trainer", "--name", "pause", "--image", jobsImage,
+		"--workers", "1", "--chief", "--artifacts", "checkpoints",
+		"--", "python3", "trainer.py", "--steps", "300", "--step-delay", "0.05", "--model-dir", "/workspace/checkpoints")
+	defer c.tfk8s(ctx, "delete", "pause")
+	if err := c.waitAllRunning(ctx, "pause", 2, 100*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.mustTfk8s(ctx, t, "suspend", "pause")
+	suspended := time.Now()
+	c.eventually(ctx, t, "pause Suspended without pods", func() (bool, error) {
+		ps, err := c.pods(ctx, "pause")
+		if err != nil {
+			return false, err
+		}
+		return len(ps) == 0 && c.jobState(ctx, "pause") == tfv1.JobSuspended, nil
+	})
+	t.Logf("suspend → no pods: %.2f s", time.Since(suspended).Seconds())
+	c.mustTfk8s(ctx, t, "resume", "pause")
+	if err := c.waitAllRunning(ctx, "pause", 2, 100*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if job := c.waitFinished(ctx, t, "pause"); job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("pause state %s after resume, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	}
+}
+
+// logsScript prints lines, then waits to be stopped.
+const logsScript = `import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+for i in range(3):
+    print(f"e2e line {i}", flush=True)
+time.sleep(300)
+`
+
+func testLogs(ctx context.Context, t *testing.T, c *jobsCluster) {
+	c.mustTfk8s(ctx, t, "submit", "--name", "talk", "--image", jobsImage, "--workers", "0", "--chief",
+		"--", "python3", "-c", logsScript)
+	defer c.tfk8s(ctx, "delete", "talk", "--wait")
+	if err := c.waitAllRunning(ctx, "talk", 1, 100*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	chief := c.pod(ctx, t, "talk", "chief", 0)
+	var out string
+	c.eventually(ctx, t, "tfk8s logs talk chief-0 prints the chief's lines", func() (bool, error) {
+		r := c.tfk8s(ctx, "logs", "talk", "chief-0")
+		out = r.String()
+		return r.code == 0 && strings.Contains(r.stdout, "e2e line 2"), nil
+	})
+	for i := range 3 {
+		if want := fmt.Sprintf("[chief-0] e2e line %d", i); !strings.Contains(out, want) {
+			t.Errorf("tfk8s logs lacks %q: %s", want, out)
+		}
+	}
+	// The same through client-go, which only the API server (from the kubelet) answers.
+	logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(logs), "e2e line 0\ne2e line 1\ne2e line 2\n") {
+		t.Errorf("GetLogs of %s: %v\n%s", chief.Name, err, logs)
+	}
+	if p := c.pod(ctx, t, "talk", "chief", 0); p.UID != chief.UID || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("chief pod changed while its logs were read: %s %s", p.UID, p.Status.Phase)
+	}
+}
+
+// jobsCluster runs the CLI and reads jobs and pods on the test's cluster.
+type jobsCluster struct {
+	kubeconfig, config string
+	cs                 *kubernetes.Clientset
+	cl                 client.Client
+}
+
+func newJobsCluster(t *testing.T, kubeconfig, config string) *jobsCluster {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &jobsCluster{kubeconfig: kubeconfig, config: config, cs: clientset(t, kubeconfig), cl: cl}
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r cliResult) String() string {
+	return fmt.Sprintf("exit code %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the CLI's concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// tfk8s runs the CLI in-process in namespace default, with the cluster's S3 config
+// file and none of the process's environment.
+func (c *jobsCluster) tfk8s(ctx context.Context, args ...string) cliResult {
+	var stdout, stderr lockedBuffer
+	env := cli.Env{
+		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+		Getenv:     func(string) string { return "" },
+		ConfigFile: c.config,
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	code := cli.Main(ctx, append([]string{"--kubeconfig", c.kubeconfig, "-n", "default"}, args...), env)
+	return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func (c *jobsCluster) mustTfk8s(ctx context.Context, t *testing.T, args ...string) cliResult {
+	t.Helper()
+	r := c.tfk8s(ctx, args...)
+	if r.code != 0 {
+		t.Fatalf("tfk8s %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// pods lists the job's pods.
+func (c *jobsCluster) pods(ctx context.Context, job string) ([]corev1.Pod, error) {
+	list, err := c.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: tfv1.LabelJobName + "=" + job})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// pod returns the job's live pod of the replica.
+func (c *jobsCluster) pod(ctx context.Context, t *testing.T, job, typ string, index int) corev1.Pod {
+	t.Helper()
+	ps, err := c.pods(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if isReplica(p, typ, index) && p.DeletionTimestamp == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s has no %s-%d pod", job, typ, index)
+	return corev1.Pod{}
+}
+
+func isReplica(p corev1.Pod, typ string, index int) bool {
+	return p.Labels[tfv1.LabelReplicaType] == typ && p.Labels[tfv1.LabelReplicaIndex] == strconv.Itoa(index)
+}
+
+// waitAllRunning polls every interval until the job has n pods, all Running, or
+// stop closes.
+func (c *jobsCluster) waitAllRunning(ctx context.Context, job string, n int, interval time.Duration, stop <-chan struct{}) error {
+	deadline := time.Now().Add(jobsWait)
+	var last string
+	for {
+		ps, err := c.pods(ctx, job)
+		if err == nil {
+			running := 0
+			var phases []string
+			for _, p := range ps {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					running++
+				}
+				phases = append(phases, p.Name+"="+string(p.Status.Phase))
+			}
+			if running == n && len(ps) == n {
+				return nil
+			}
+			last = strings.Join(phases, " ")
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not %d pods Running within %v; last: %s", job, n, jobsWait, last)
+		}
+		select {
+		case <-stop:
+			return fmt.Errorf("%s: stopped before %d pods ran; last: %s", job, n, last)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (c *jobsCluster) job(ctx context.Context, t *testing.T, name string) *tfv1.TFJob {
+	t.Helper()
+	job := &tfv1.TFJob{}
+	if err := c.cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, job); err != nil {
+		t.Fatalf("reading tfjob %s: %v", name, err)
+	}
+	return job
+}
+
+func (c *jobsCluster) jobState(ctx context.Context, name string) tfv1.JobState {
+	job := &tfv1.TFJob{}
+	if err := c.cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, job); err != nil {
+		return ""
+	}
+	return job.Status.State
+}
+
+// waitFinished waits until the job has Succeeded or Failed and returns it.
+func (c *jobsCluster) waitFinished(ctx context.Context, t *testing.T, name string) *tfv1.TFJob {
+	t.Helper()
+	c.eventually(ctx, t, name+" finished", func() (bool, error) {
+		s := c.jobState(ctx, name)
+		return s == tfv1.JobSucceeded || s == tfv1.JobFailed, nil
+	})
+	return c.job(ctx, t, name)
+}
+
+// eventually polls cond every 100 ms for up to jobsWait.
+func (c *jobsCluster) eventually(ctx context.Context, t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(jobsWait)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("waiting %v for %s: last error %v", jobsWait, what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// allPodUIDs lists the UIDs of every pod left in the cluster, for the check that
+// down removes their network.
+func (c *jobsCluster) allPodUIDs(ctx context.Context) []string {
+	list, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var uids []string
+	for _, p := range list.Items {
+		uids = append(uids, string(p.UID))
+	}
+	return uids
+}
+
+func condition(job *tfv1.TFJob, typ tfv1.JobState) *metav1.Condition {
+	for i := range job.Status.Conditions {
+		if job.Status.Conditions[i].Type == string(typ) && job.Status.Conditions[i].Status == metav1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// trainerPID finds the trainer process of a pod on the host: a python3 running
+// trainer.py in the pod's cgroup.
+func trainerPID(podUID string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cgroup, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cgroup), podUID) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.HasPrefix(filepath.Base(args[0]), "python3") && strings.Contains(string(cmdline), "trainer.py") {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("want one trainer process in the cgroup of pod %s, found %v", podUID, found)
+	}
+	return found[0], nil
+}
+
+// leftNetworkOn is leftNetwork for the given bridge.
+func leftNetworkOn(bridge string, podUIDs []string) []string {
+	var left []string
+	for _, l := range leftNetwork(podUIDs) {
+		if !strings.HasPrefix(l, "bridge ") {
+			left = append(left, l)
+		}
+	}
+	if fileExists(filepath.Join("/sys/class/net", bridge)) {
+		left = append(left, "bridge "+bridge)
+	}
+	return left
+}
