@@ -159,6 +159,11 @@ func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, er
 	cfg.Mounts = append(sb.fileMounts(), specs.Mount{
 		Destination: termPath, Type: "bind", Source: paths.terminationLog, Options: []string{"bind", "rw"},
 	})
+	if dir := w.m.opts.BinDir; dir != "" {
+		// The tfk8s binaries lead the container's PATH; mounted at their own path, they
+		// stay visible when they live under /tmp, which the container gets fresh.
+		cfg.Mounts = append(cfg.Mounts, specs.Mount{Destination: dir, Type: "bind", Source: dir, Options: []string{"rbind", "ro"}})
+	}
 	cfg.Mounts = append(cfg.Mounts, volumes...)
 	var memLimit int64
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
