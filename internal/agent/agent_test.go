@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/agent"
+	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 func TestRunBacksUpCheckpointsOnSIGTERM(t *testing.T) {
@@ -147,7 +148,7 @@ func TestRunFailsBeforeTheCommand(t *testing.T) {
 			if command == nil {
 				command = []string{"python3", "-c", "open(" + quote(marker) + ", 'w')"}
 			}
-			j.stderr = lockedBuffer{}
+			j.stderr = testutil.SyncBuffer{}
 			if code := j.run(t, tc.env, command...); code != tc.wantCode {
 				t.Errorf("agent exited %d, want %d; stderr:\n%s", code, tc.wantCode, j.stderr.String())
 			}

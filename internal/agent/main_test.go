@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
+	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 // agentBin is the agent built once for the package's tests, as the controller ships it.
@@ -85,8 +85,8 @@ type job struct {
 	codeURI  storage.URI
 	codeSHA  string
 	env      []string
-	stdout   lockedBuffer
-	stderr   lockedBuffer
+	stdout   testutil.SyncBuffer
+	stderr   testutil.SyncBuffer
 	cmd      *exec.Cmd
 	done     chan struct{}
 	exitCode int
@@ -190,24 +190,6 @@ func (j *job) run(t *testing.T, extraEnv []string, args ...string) int {
 	t.Helper()
 	j.start(t, extraEnv, args...)
 	return j.wait(t, time.Minute)
-}
-
-// lockedBuffer is a buffer that the test may read while the agent writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // eventually polls cond every 100ms until it holds or timeout passes.

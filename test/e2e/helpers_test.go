@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
 // leftNetwork lists the network namespaces and veths of the given pods that remain,
@@ -197,4 +199,39 @@ func clientset(t *testing.T, kubeconfig string) *kubernetes.Clientset {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// upForTest brings a local cluster up with opts in a temporary directory, on free ports,
+// and brings it down when the test ends, keeping the component logs of a failed test.
+// afterDown, if set, runs once the cluster is down, to check what it left. It returns
+// the options completed with the directory, ports and user config file.
+func upForTest(ctx context.Context, t *testing.T, opts localcluster.Options, afterDown func()) (localcluster.Options, *localcluster.Status) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
+	}
+	opts.Dir = t.TempDir()
+	opts.UserConfigFile = filepath.Join(t.TempDir(), "config")
+	opts.Ports = freePorts(t)
+	opts.Timeout = 3 * time.Minute
+	opts.Progress = testWriter{t}
+	t.Cleanup(func() {
+		// Whatever happened, nothing stays running.
+		if err := localcluster.Down(context.Background(), opts); err != nil {
+			t.Errorf("down at cleanup: %v", err)
+		}
+		if afterDown != nil {
+			afterDown()
+		}
+		if t.Failed() {
+			keepLogs(t, opts.Dir)
+		}
+	})
+	start := time.Now()
+	st, err := localcluster.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("up took %v", time.Since(start).Round(time.Millisecond))
+	return opts, st
 }

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 // The training jobs' cluster has its own network, apart from TestLocalCluster's.
@@ -40,9 +39,6 @@ const (
 // tfk8s CLI run in-process: the demo, a worker killed and re-created, a worker that
 // fails the job, suspend and resume, and logs read through the API server.
 func TestTrainingJobs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
@@ -52,38 +48,18 @@ func TestTrainingJobs(t *testing.T) {
 	if !fileExists(filepath.Join(binDir, "tfk8s-node")) {
 		t.Fatalf("no tfk8s-node in %s: training jobs need a node (make build)", binDir)
 	}
-	dir := t.TempDir()
-	userConfig := filepath.Join(t.TempDir(), "config")
-	opts := localcluster.Options{
-		Dir:            dir,
-		BinDir:         binDir,
-		UserConfigFile: userConfig,
-		NodeName:       "e2e-jobs-node",
-		PodCIDR:        jobsPodCIDR,
-		Bridge:         jobsBridge,
-		Ports:          freePorts(t),
-		Timeout:        3 * time.Minute,
-		Progress:       testWriter{t},
-	}
 	var pods []string // UIDs of the pods the jobs ran
-	t.Cleanup(func() {
-		if err := localcluster.Down(context.Background(), opts); err != nil {
-			t.Errorf("down at cleanup: %v", err)
-		}
+	opts, st := upForTest(ctx, t, localcluster.Options{
+		BinDir:   binDir,
+		NodeName: "e2e-jobs-node",
+		PodCIDR:  jobsPodCIDR,
+		Bridge:   jobsBridge,
+	}, func() {
 		if left := leftNetworkOn(jobsBridge, pods); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
 		}
-		if t.Failed() {
-			keepLogs(t, dir)
-		}
 	})
-	start := time.Now()
-	st, err := localcluster.Up(ctx, opts)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	t.Logf("up took %v", time.Since(start).Round(time.Millisecond))
-	c := newJobsCluster(t, st.Kubeconfig, userConfig)
+	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile)
 	defer func() { pods = c.allPodUIDs(ctx) }()
 
 	t.Run("demo job succeeds", func(t *testing.T) { testDemoJob(ctx, t, c) })
@@ -353,28 +329,10 @@ func (r cliResult) String() string {
 	return fmt.Sprintf("exit code %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// lockedBuffer is a bytes.Buffer safe for the CLI's concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // tfk8s runs the CLI in-process in namespace default, with the cluster's S3 config
 // file and none of the process's environment.
 func (c *jobsCluster) tfk8s(ctx context.Context, args ...string) cliResult {
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.SyncBuffer
 	env := cli.Env{
 		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
 		Getenv:     func(string) string { return "" },

@@ -38,9 +38,6 @@ const (
 // again (nothing restarts), restarts a crashed component, brings it down and checks
 // that nothing is left on the host. Without tfk8s-node in bin/ it tests all the rest.
 func TestLocalCluster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
@@ -51,37 +48,15 @@ func TestLocalCluster(t *testing.T) {
 	if !withNode {
 		t.Logf("no tfk8s-node in %s: testing the cluster without a node (the bridge is made by Up)", binDir)
 	}
-	dir := t.TempDir()
-	userConfig := filepath.Join(t.TempDir(), "config")
-	opts := localcluster.Options{
-		Dir:            dir,
-		BinDir:         binDir,
-		UserConfigFile: userConfig,
-		NodeName:       "e2e-node",
-		PodCIDR:        e2ePodCIDR,
-		Bridge:         e2eBridge,
-		Ports:          freePorts(t),
-		WithoutNode:    !withNode,
-		Timeout:        3 * time.Minute,
-		Progress:       testWriter{t},
-	}
 	var pods []string // UIDs of the pods the cluster ran
-	t.Cleanup(func() {
-		// Whatever happened, nothing stays running.
-		if err := localcluster.Down(context.Background(), opts); err != nil {
-			t.Errorf("down at cleanup: %v", err)
-		}
-		if t.Failed() {
-			keepLogs(t, dir)
-		}
-	})
-
-	start := time.Now()
-	st, err := localcluster.Up(ctx, opts)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	t.Logf("up took %v", time.Since(start).Round(time.Millisecond))
+	opts, st := upForTest(ctx, t, localcluster.Options{
+		BinDir:      binDir,
+		NodeName:    "e2e-node",
+		PodCIDR:     e2ePodCIDR,
+		Bridge:      e2eBridge,
+		WithoutNode: !withNode,
+	}, nil)
+	dir, userConfig := opts.Dir, opts.UserConfigFile
 	if !st.Running() {
 		t.Fatalf("after up, not every component runs: %+v", st.Components)
 	}

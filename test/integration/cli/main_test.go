@@ -6,14 +6,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,7 +143,7 @@ func (f *fixture) tfk8s(args ...string) result {
 
 // tfk8sContext is tfk8s with a context, for commands that wait.
 func (f *fixture) tfk8sContext(ctx context.Context, args ...string) result {
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	env := cli.Env{
 		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
 		Getenv:     func(k string) string { return f.env[k] },
@@ -235,22 +233,4 @@ func (f *fixture) waitCondition(name string, typ tfv1.JobState) {
 		}
 		return false, nil
 	})
-}
-
-// syncBuffer is a buffer safe for a command writing while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
