@@ -102,6 +102,14 @@ func startDetachedProcess(name, bin string, args, env []string, dir string) (*pr
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
+	// Start returns once the child's close-on-exec pipe closes, a moment before the
+	// kernel records the new program's arguments; until then /proc shows none, and
+	// FindDetached in another process would not recognise it.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if argv0, ok := pidArgv0(p.pid); !ok || argv0 != "" {
+			break
+		}
+	}
 	if err := writePidFile(dir, name, p.pid, bin); err != nil {
 		_ = p.stopDetached(time.Second)
 		return nil, err
