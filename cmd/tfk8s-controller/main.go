@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
+	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", `address serving Go profiles under /debug/pprof, e.g. "127.0.0.1:6060"; "0" turns them off`)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -57,6 +57,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		}
 		opts.HostPorts = ports
 	}
+	opts.tfConfigs = NewTFConfigs(job, opts.AddressOptions)
 	var missing []*corev1.Pod
 	for _, rt := range typesToStart(job, o) {
 		rs := o.status.ReplicaStatuses[rt]

@@ -24,6 +24,8 @@ type ManagerOptions struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0" turns it off.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles under /debug/pprof; "" or "0" turns it off.
+	PprofBindAddress string
 	// LeaderElection makes one of several replicas of the manager active at a time.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -50,6 +52,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Cache:                   CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "tfk8s-controller.tfk8s.io",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -31,6 +31,9 @@ type PodOptions struct {
 	AddressOptions
 	// Agent, when the job sets code, data or artifacts, wraps the command in the agent.
 	Agent AgentOptions
+
+	// tfConfigs, when set, is the job's TF_CONFIG builder, shared by its pods.
+	tfConfigs *TFConfigs
 }
 
 // ConstructPod builds the pod of one replica: the replica type's template with the job's
@@ -80,7 +83,11 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 		setHostPort(c, port)
 	}
-	tfConfig, err := GenTFConfig(job, rt, index, opts.AddressOptions)
+	tfConfigs := opts.tfConfigs
+	if tfConfigs == nil {
+		tfConfigs = NewTFConfigs(job, opts.AddressOptions)
+	}
+	tfConfig, err := tfConfigs.For(rt, index)
 	if err != nil {
 		return nil, err
 	}

@@ -51,30 +51,77 @@ func taskType(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }
 // The evaluator is not part of the cluster: TensorFlow's examples leave it out (its task
 // type alone says what it is), and other tasks waiting for it would wait forever.
 func GenTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) (string, error) {
-	if totalReplicas(job) <= 1 {
-		return "", nil
+	return NewTFConfigs(job, opts).For(rt, index)
+}
+
+// TFConfigs builds the TF_CONFIG of every replica of one job. The cluster, the same for
+// all replicas and as long as the job is large, is encoded once: a 1000-worker job's
+// pods together carry 40 MB of it.
+type TFConfigs struct {
+	job  *tfv1.TFJob
+	opts AddressOptions
+	// cluster is the encoded cluster, or "" for a single-replica job.
+	cluster string
+	err     error
+}
+
+// NewTFConfigs prepares the TF_CONFIGs of job's replicas.
+func NewTFConfigs(job *tfv1.TFJob, opts AddressOptions) *TFConfigs {
+	t := &TFConfigs{job: job, opts: opts}
+	if totalReplicas(job) > 1 {
+		t.cluster, t.err = t.encodeCluster(nil)
 	}
+	return t
+}
+
+// For returns the TF_CONFIG of one replica, as GenTFConfig does.
+func (t *TFConfigs) For(rt tfv1.ReplicaType, index int32) (string, error) {
+	if t.err != nil || t.cluster == "" {
+		return "", t.err
+	}
+	cluster := t.cluster
+	if t.job.Spec.EnableDynamicWorker && rt == tfv1.ReplicaTypeWorker {
+		// A dynamic worker knows only itself among the workers.
+		var err error
+		if cluster, err = t.encodeCluster(&ReplicaKey{rt, index}); err != nil {
+			return "", err
+		}
+	}
+	task, err := json.Marshal(TFTask{Type: taskType(rt), Index: index})
+	if err != nil {
+		return "", fmt.Errorf("encoding TF_CONFIG: %w", err)
+	}
+	// The bytes json.Marshal(TFConfig{...}) gives, without encoding the cluster again.
+	var b strings.Builder
+	b.Grow(len(cluster) + len(task) + 64)
+	b.WriteString(`{"cluster":`)
+	b.WriteString(cluster)
+	b.WriteString(`,"task":`)
+	b.Write(task)
+	b.WriteString(`,"environment":"cloud"}`)
+	return b.String(), nil
+}
+
+// encodeCluster encodes the cluster; with self, a dynamic worker's view of it, where
+// "worker" holds self alone, keyed by its index.
+func (t *TFConfigs) encodeCluster(self *ReplicaKey) (string, error) {
 	cluster := map[string]any{}
-	for _, t := range tfv1.ReplicaTypes {
-		spec := job.Spec.TFReplicaSpecs[t]
-		if spec == nil || t == tfv1.ReplicaTypeEvaluator || replicas(spec) == 0 {
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := t.job.Spec.TFReplicaSpecs[rt]
+		if spec == nil || rt == tfv1.ReplicaTypeEvaluator || replicas(spec) == 0 {
 			continue
 		}
-		if job.Spec.EnableDynamicWorker && rt == tfv1.ReplicaTypeWorker && t == tfv1.ReplicaTypeWorker {
-			cluster[taskType(t)] = map[string]string{strconv.Itoa(int(index)): replicaAddress(job, t, index, opts)}
+		if self != nil && rt == self.Type {
+			cluster[taskType(rt)] = map[string]string{strconv.Itoa(int(self.Index)): replicaAddress(t.job, rt, self.Index, t.opts)}
 			continue
 		}
 		addrs := make([]string, replicas(spec))
 		for i := range addrs {
-			addrs[i] = replicaAddress(job, t, int32(i), opts)
+			addrs[i] = replicaAddress(t.job, rt, int32(i), t.opts)
 		}
-		cluster[taskType(t)] = addrs
+		cluster[taskType(rt)] = addrs
 	}
-	data, err := json.Marshal(TFConfig{
-		Cluster:     cluster,
-		Task:        TFTask{Type: taskType(rt), Index: index},
-		Environment: "cloud",
-	})
+	data, err := json.Marshal(cluster)
 	if err != nil {
 		return "", fmt.Errorf("encoding TF_CONFIG: %w", err)
 	}
@@ -84,15 +131,15 @@ func GenTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts Address
 // replicaAddress is host:port of a replica: its stable DNS name under the job's headless
 // Service, and the replica's port.
 func replicaAddress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) string {
-	host := fmt.Sprintf("%s.%s.%s.svc", PodName(job.Name, rt, index), job.Name, job.Namespace)
-	if opts.ClusterDomain != "" {
-		host += "." + opts.ClusterDomain
-	}
 	port := replicaPort(job, rt)
 	if p, ok := opts.HostPorts[ReplicaKey{rt, index}]; ok {
 		port = p
 	}
-	return fmt.Sprintf("%s:%d", host, port)
+	addr := PodName(job.Name, rt, index) + "." + job.Name + "." + job.Namespace + ".svc"
+	if opts.ClusterDomain != "" {
+		addr += "." + opts.ClusterDomain
+	}
+	return addr + ":" + strconv.Itoa(int(port))
 }
 
 // replicaPort is the container port named tfjob-port of the replica type's TensorFlow
@@ -116,7 +163,7 @@ func replicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
 
 // PodName is the name of a replica's pod: <job>-<type>-<index>, type in lower case.
 func PodName(job string, rt tfv1.ReplicaType, index int32) string {
-	return fmt.Sprintf("%s-%s-%d", job, strings.ToLower(string(rt)), index)
+	return job + "-" + taskType(rt) + "-" + strconv.Itoa(int(index))
 }
 
 // replicas is the number of replicas a spec asks for (1 when unset, as defaulted).

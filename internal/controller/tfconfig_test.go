@@ -300,3 +300,52 @@ func TestPodName(t *testing.T) {
 		})
 	}
 }
+
+// TestTFConfigsEncodeLikeTheStruct checks that the cluster encoded once per job and
+// spliced into each replica's TF_CONFIG gives exactly what encoding TFConfig whole
+// gives, for every replica of dense, sparse and host-network jobs.
+func TestTFConfigsEncodeLikeTheStruct(t *testing.T) {
+	dynamic := testutil.MakeTFJob("dyn", "ml").PS(2).Workers(3).Obj()
+	dynamic.Spec.EnableDynamicWorker = true
+	jobs := map[string]struct {
+		job  *tfv1.TFJob
+		opts AddressOptions
+	}{
+		"chief, PS, workers, evaluator": {job: testutil.MakeTFJob("mnist", "ml").Chief().PS(2).Workers(3).Evaluator().Obj()},
+		"master and workers, FQDN":      {job: testutil.MakeTFJob("m", "ns").Master().Workers(2).Obj(), opts: AddressOptions{ClusterDomain: "cluster.local"}},
+		"dynamic workers":               {job: dynamic},
+		"host network": {job: testutil.MakeTFJob("h", "ns").PS(1).Workers(1).Obj(), opts: AddressOptions{HostPorts: map[ReplicaKey]int32{
+			{tfv1.ReplicaTypePS, 0}: 31000, {tfv1.ReplicaTypeWorker, 0}: 31001}}},
+	}
+	for name, tc := range jobs {
+		t.Run(name, func(t *testing.T) {
+			configs := NewTFConfigs(tc.job, tc.opts)
+			for _, rt := range tfv1.ReplicaTypes {
+				for i := range replicas(tc.job.Spec.TFReplicaSpecs[rt]) {
+					got, err := configs.For(rt, i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var whole struct {
+						Cluster     map[string]any `json:"cluster"`
+						Task        TFTask         `json:"task"`
+						Environment string         `json:"environment"`
+					}
+					if err := json.Unmarshal([]byte(got), &whole); err != nil {
+						t.Fatalf("%s %d: %v", rt, i, err)
+					}
+					want, err := json.Marshal(TFConfig{Cluster: whole.Cluster, Task: whole.Task, Environment: whole.Environment})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != string(want) {
+						t.Errorf("%s %d:\n got %s\nwant %s", rt, i, got, want)
+					}
+					if whole.Task != (TFTask{Type: taskType(rt), Index: i}) {
+						t.Errorf("%s %d: task %+v", rt, i, whole.Task)
+					}
+				}
+			}
+		})
+	}
+}

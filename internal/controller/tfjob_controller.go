@@ -76,6 +76,16 @@ func NewTFJobReconciler(c client.Client, recorder events.EventRecorder, opts Opt
 
 // Reconcile brings one TFJob's pods and status in line with its spec.
 func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		// The controller is stopping: what was cut short is done again when it (or
+		// another replica) starts, and is no error to report.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &tfv1.TFJob{}
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -123,9 +133,12 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case jobSuspended(job):
 		errs = append(errs, r.deletePods(ctx, job, activePods(pods)))
 	default:
-		errs = append(errs, r.ensureService(ctx, job))
+		// The Service and the pods do not wait for each other.
+		serviceErr := make(chan error, 1)
+		go func() { serviceErr <- r.ensureService(ctx, job) }()
 		errs = append(errs, r.deletePods(ctx, job, o.retry))
 		errs = append(errs, r.createMissingPods(ctx, job, o))
+		errs = append(errs, <-serviceErr)
 	}
 
 	// 7. Write the status once, if it changed; right after pods were created, routine

@@ -4,11 +4,16 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,45 +48,46 @@ const creators = 32
 // controller's peak RSS.
 func BenchmarkPodCreation(b *testing.B) {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	var opts controlplane.Options
+	if os.Getenv("TFK8S_BENCH_PPROF") != "" {
+		opts.ExtraAPIServerArgs = []string{"--profiling=true"} // the later flag wins
+	}
+	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cp.Stop()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
+	r := &rig{b: b, cp: cp, cfg: rest.CopyConfig(cp.Config)}
+	r.cfg.QPS, r.cfg.Burst = 5000, 5000
+	if r.c, err = client.New(r.cfg, client.Options{Scheme: controller.Scheme()}); err != nil {
 		b.Fatal(err)
 	}
-	ctl, err := startControllerProcess(cp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ctl.stop()
-	b.Logf("kube-apiserver %s; controller pid %d", cp.Version.GitVersion, ctl.cmd.Process.Pid)
+	r.startController()
+	defer func() { r.ctl.stop() }() // the controller restarted for (c') too
+	b.Logf("kube-apiserver %s; controller pid %d", cp.Version.GitVersion, r.ctl.cmd.Process.Pid)
+	c := r.c
 
 	// Warm the API server up (caches, connections, etcd) before anything is measured.
 	var warm []*corev1.Pod
 	for i := range 300 {
 		warm = append(warm, podsOf(b, testutil.MakeTFJob(fmt.Sprintf("warm-%d", i), "").Workers(2).Obj(), "")...)
 	}
-	measure(b, c, cfg, "warm-up", nil, func(ns string) error { return createRaw(ctx, c, ns, warm) }, len(warm))
+	r.measure("warm-up", nil, func(ns string) error { return createRaw(ctx, c, ns, warm) }, len(warm))
 
 	for range b.N {
-		// (a) The raw loop, creating exactly the pods the controller would.
+		// (a) The raw loop, creating exactly the pods the controller would, built
+		// before the clock starts.
 		bigJob := testutil.MakeTFJob("big", "").PS(1).Workers(1000).Obj()
-		rawBig := measure(b, c, cfg, "raw-1001", nil, func(ns string) error {
-			return createRaw(ctx, c, ns, podsOf(b, bigJob, ns))
-		}, 1001)
+		big1001 := podsOf(b, bigJob, "")
+		rawBig := r.measure("raw-1001", nil, func(ns string) error { return createRaw(ctx, c, ns, big1001) }, 1001)
 		var small []*corev1.Pod
 		for i := range 300 {
 			small = append(small, podsOf(b, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), "").PS(1).Workers(2).Obj(), "")...)
 		}
-		rawSmall := measure(b, c, cfg, "raw-900", nil, func(ns string) error { return createRaw(ctx, c, ns, small) }, 900)
+		rawSmall := r.measure("raw-900", nil, func(ns string) error { return createRaw(ctx, c, ns, small) }, 900)
 
 		// (b) One 1 PS + 1000 worker TFJob, until its 1001 pods and its Service exist.
-		big := measure(b, c, cfg, "tfjob-1001", nil, func(ns string) error {
+		big := r.measure("tfjob-1001", nil, func(ns string) error {
 			job := bigJob.DeepCopy()
 			job.Namespace = ns
 			if err := c.Create(ctx, job); err != nil {
@@ -89,32 +97,26 @@ func BenchmarkPodCreation(b *testing.B) {
 		}, 1001)
 
 		// (c) 300 TFJobs of 1 PS + 2 workers, created at once, until their 900 pods exist.
-		many := measure(b, c, cfg, "tfjob-300x3", nil, func(ns string) error {
+		smallJobs := func(ns string) error {
 			var jobs []client.Object
 			for i := range 300 {
 				jobs = append(jobs, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), ns).PS(1).Workers(2).Obj())
 			}
 			return createParallel(ctx, c, jobs)
-		}, 900)
-
-		rss := ctl.peakRSS()
+		}
+		many := r.measure("tfjob-300x3", nil, smallJobs, 900)
 
 		// (c') The same 300 jobs waiting while the controller is down (a backlog after an
 		// upgrade or a crash): the time from its start until their 900 pods exist is the
-		// controller's own cost, without the API server's cost of creating the jobs.
-		ctl.stop()
-		backlog := measure(b, c, cfg, "tfjob-backlog-300x3", func(ns string) error {
-			var jobs []client.Object
-			for i := range 300 {
-				jobs = append(jobs, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), ns).PS(1).Workers(2).Obj())
-			}
-			return createParallel(ctx, c, jobs)
-		}, func(string) error {
-			var err error
-			ctl, err = startControllerProcess(cp)
-			return err
-		}, 900)
-		rss = max(rss, ctl.peakRSS())
+		// controller's own cost, without the API server's cost of creating the jobs. It
+		// is stopped once it has recorded the earlier jobs, so that it starts with
+		// nothing else to do.
+		r.waitStatusWritten(ctx)
+		rss := r.ctl.peakRSS()
+		r.ctl.stop()
+		backlog := r.measure("tfjob-backlog-300x3", smallJobs, func(string) error { r.startController(); return nil }, 900)
+		rss = max(rss, r.ctl.peakRSS())
+
 		fmt.Printf("\n%-52s %8s %8s\n", "scenario", "seconds", "ratio")
 		fmt.Printf("%-52s %8.2f %8s\n", "(a) raw client-go, 32 creators, 1001 pods", rawBig.Seconds(), "1.00")
 		fmt.Printf("%-52s %8.2f %8.2f\n", "(b) TFJob 1 PS + 1000 workers: 1001 pods + Service", big.Seconds(), big.Seconds()/rawBig.Seconds())
@@ -129,10 +131,50 @@ func BenchmarkPodCreation(b *testing.B) {
 	}
 }
 
+// rig is the benchmark's control plane, client and controller process.
+type rig struct {
+	b   *testing.B
+	cp  *controlplane.ControlPlane
+	cfg *rest.Config
+	c   client.Client
+	ctl *controllerProcess
+}
+
+func (r *rig) startController() {
+	ctl, err := startControllerProcess(r.cp)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	r.ctl = ctl
+}
+
+// waitStatusWritten waits until every TFJob's status records its creation: the
+// controller has then nothing left to write.
+func (r *rig) waitStatusWritten(ctx context.Context) {
+	for range 600 {
+		var jobs tfv1.TFJobList
+		if err := r.c.List(ctx, &jobs); err != nil {
+			r.b.Fatal(err)
+		}
+		pending := 0
+		for _, job := range jobs.Items {
+			if job.Status.StartTime == nil {
+				pending++
+			}
+		}
+		if pending == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.b.Fatal("the controller did not write every TFJob's status within a minute")
+}
+
 // measure runs setup (if any), then create, in a fresh namespace and returns the time
 // from the start of create until the namespace holds want pods, as seen by a watch
 // started before create.
-func measure(b *testing.B, c client.Client, cfg *rest.Config, name string, setup, create func(ns string) error, want int) time.Duration {
+func (r *rig) measure(name string, setup, create func(ns string) error, want int) time.Duration {
+	b, c, cfg := r.b, r.c, r.cfg
 	b.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name}}
@@ -150,6 +192,9 @@ func measure(b *testing.B, c client.Client, cfg *rest.Config, name string, setup
 		b.Fatal(err)
 	}
 	cpuBefore := cpuSeconds()
+	requestsBefore := r.requestCounts()
+	stopProfile := profileAPIServer(b, cfg, r.ctl, name)
+	defer stopProfile()
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- create(ns.Name) }()
@@ -169,8 +214,113 @@ func measure(b *testing.B, c client.Client, cfg *rest.Config, name string, setup
 		}
 	}
 	elapsed := time.Since(start)
-	b.Logf("%s: %d pods in %.2fs; CPU seconds meanwhile: %s", name, want, elapsed.Seconds(), cpuDelta(cpuBefore, cpuSeconds()))
+	// Printed rather than logged: a benchmark's log keeps only its first lines.
+	fmt.Printf("%s: %d pods in %.2fs\n  CPU seconds meanwhile: %s\n  writes meanwhile: %s\n", name, want, elapsed.Seconds(),
+		cpuDelta(cpuBefore, cpuSeconds()), requestDelta(requestsBefore, r.requestCounts()))
 	return elapsed
+}
+
+// requestCounts reads kube-apiserver's count of write requests so far, by resource and
+// verb ("pods create", "tfjobs/status patch").
+func (r *rig) requestCounts() map[string]float64 {
+	hc, err := rest.HTTPClientFor(r.cfg)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	resp, err := hc.Get(r.cfg.Host + "/metrics")
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "create", "update", "patch", "delete":
+		default:
+			continue
+		}
+		key := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key+" "+strings.ToLower(labels["verb"])] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// requestDelta lists the counts that grew, largest first.
+func requestDelta(before, after map[string]float64) string {
+	type count struct {
+		key string
+		n   float64
+	}
+	var grew []count
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			grew = append(grew, count{k, d})
+		}
+	}
+	slices.SortFunc(grew, func(a, b count) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.key, b.key)) })
+	var parts []string
+	for _, c := range grew {
+		parts = append(parts, fmt.Sprintf("%s %.0f", c.key, c.n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// profileAPIServer, when TFK8S_BENCH_PPROF names a directory, records CPU profiles of
+// kube-apiserver and of the controller (if it serves them) from now for
+// TFK8S_BENCH_PPROF_SECONDS (default 5), into <dir>/<scenario>.pprof and
+// <dir>/<scenario>-controller.pprof, for `go tool pprof`. The returned function waits
+// for them.
+func profileAPIServer(b *testing.B, cfg *rest.Config, ctl *controllerProcess, scenario string) func() {
+	dir := os.Getenv("TFK8S_BENCH_PPROF")
+	if dir == "" {
+		return func() {}
+	}
+	query := "/debug/pprof/profile?seconds=" + cmp.Or(os.Getenv("TFK8S_BENCH_PPROF_SECONDS"), "5")
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	fetch := func(hc *http.Client, url, out string) {
+		defer wg.Done()
+		resp, err := hc.Get(url)
+		for i := 0; err != nil && i < 100; i++ { // a controller just started may not listen yet
+			time.Sleep(10 * time.Millisecond)
+			resp, err = hc.Get(url)
+		}
+		if err != nil {
+			b.Logf("profiling: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, out))
+		if err == nil {
+			_, err = io.Copy(f, resp.Body)
+			f.Close()
+		}
+		if err != nil {
+			b.Logf("profiling: %v", err)
+		}
+	}
+	wg.Add(1)
+	go fetch(hc, cfg.Host+query, scenario+".pprof")
+	if ctl != nil && ctl.pprofAddr != "" {
+		wg.Add(1)
+		go fetch(http.DefaultClient, "http://"+ctl.pprofAddr+query, scenario+"-controller.pprof")
+	}
+	return wg.Wait
 }
 
 // watchPodCount returns a channel closed once want pods exist in namespace ns, as seen
@@ -283,6 +433,8 @@ func waitDefaultServiceAccount(b *testing.B, c client.Client, ns string) {
 // controllerProcess is bin/tfk8s-controller running against the control plane.
 type controllerProcess struct {
 	cmd *exec.Cmd
+	// pprofAddr serves the controller's profiles, when TFK8S_BENCH_PPROF asks for them.
+	pprofAddr string
 }
 
 func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, error) {
@@ -295,12 +447,22 @@ func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, 
 		fmt.Sprintf("--pod-create-concurrency=%d", creators), "--zap-log-level=error")
 	// TFK8S_BENCH_CONTROLLER_ARGS adds flags, e.g. "--zap-log-level=2" to trace reconciles.
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("TFK8S_BENCH_CONTROLLER_ARGS"))...)
+	var pprofAddr string
+	if os.Getenv("TFK8S_BENCH_PPROF") != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		pprofAddr = l.Addr().String()
+		l.Close()
+		cmd.Args = append(cmd.Args, "--pprof-bind-address="+pprofAddr)
+	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting tfk8s-controller (run make build): %w", err)
 	}
-	return &controllerProcess{cmd: cmd}, nil
+	return &controllerProcess{cmd: cmd, pprofAddr: pprofAddr}, nil
 }
 
 // peakRSS is the controller's high-water mark of resident memory, in bytes.
