@@ -7,6 +7,7 @@ package pack
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
+	gzip "github.com/klauspost/pgzip"
 )
 
 // epoch is the modification time of every entry: archives must not depend on when the
@@ -27,6 +28,15 @@ var epoch = time.Unix(0, 0)
 // compression trades a little size for speed: code archives are small, and archives
 // that carry large files (models, vocabularies) are mostly incompressible.
 const compression = gzip.BestSpeed
+
+// Compression runs on every core: the archive is cut into blocks of compressBlock
+// bytes, each compressed with the end of the one before as its dictionary, so the
+// output depends on the block size and not on the number of cores. compressBlocks
+// blocks are in flight at once.
+const (
+	compressBlock  = 1 << 20
+	compressBlocks = 8
+)
 
 // Archive is a packed directory in a temporary file.
 type Archive struct {
@@ -84,29 +94,68 @@ func Pack(dir, tmpDir string) (Archive, error) {
 	return a, nil
 }
 
-// packTo writes the archive of dir to f and returns its size and digest. Compressing
-// and hashing run in two goroutines, so that packing a large file takes two cores.
+// packTo writes the archive of dir to f and returns its size and digest. Compression,
+// hashing and writing to f run in their own goroutines, so that packing a large
+// directory keeps every core busy: hashing, which cannot be split, sets the pace.
 func packTo(f *os.File, dir string) (Archive, error) {
 	pr, pw := io.Pipe()
 	go func() {
-		bw := bufio.NewWriterSize(pw, 1<<20)
+		bw := bufio.NewWriterSize(pw, chunkSize)
 		err := Write(bw, dir)
 		if err == nil {
 			err = bw.Flush()
 		}
 		pw.CloseWithError(err)
 	}()
+
+	// The file writer gets each chunk once it is hashed, and gives it back to be
+	// refilled; chunksInFlight bounds the memory used.
+	const chunksInFlight = 4
+	free := make(chan []byte, chunksInFlight)
+	for range chunksInFlight {
+		free <- make([]byte, chunkSize)
+	}
+	filled := make(chan []byte, chunksInFlight)
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		for chunk := range filled {
+			if err == nil {
+				_, err = f.Write(chunk)
+			}
+			free <- chunk[:cap(chunk)]
+		}
+		written <- err
+	}()
+
 	h := sha256.New()
-	if _, err := io.CopyBuffer(io.MultiWriter(f, h), pr, make([]byte, 1<<20)); err != nil {
+	var size int64
+	var readErr error
+	for readErr == nil {
+		chunk := <-free
+		var n int
+		n, readErr = io.ReadFull(pr, chunk)
+		if n > 0 {
+			h.Write(chunk[:n])
+			size += int64(n)
+			filled <- chunk[:n]
+		}
+	}
+	close(filled)
+	writeErr := <-written
+	if readErr == io.EOF || readErr == io.ErrUnexpectedEOF {
+		readErr = nil
+	}
+	if err := cmp.Or(readErr, writeErr); err != nil {
 		pr.CloseWithError(err) // stops the writer
 		return Archive{}, fmt.Errorf("packing %s: %w", dir, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		return Archive{}, fmt.Errorf("packing %s: %w", dir, err)
-	}
-	return Archive{Size: st.Size(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return Archive{Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
+
+// chunkSize is the unit in which an archive moves between compression, hashing and
+// writing.
+const chunkSize = 1 << 20
 
 // Write writes the deterministic tar.gz of dir to w: entries in name order, owned by
 // uid and gid 0 without names, with a fixed modification time and normalised
@@ -120,6 +169,9 @@ func Write(w io.Writer, dir string) error {
 	}
 	gz, err := gzip.NewWriterLevel(w, compression)
 	if err != nil {
+		return err
+	}
+	if err := gz.SetConcurrency(compressBlock, compressBlocks); err != nil {
 		return err
 	}
 	tw := tar.NewWriter(gz)
