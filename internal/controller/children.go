@@ -21,7 +21,7 @@ import (
 func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	err := r.List(ctx, list, client.InNamespace(job.Namespace),
-		client.MatchingLabels{tfv1.LabelJobName: job.Name}, client.UnsafeDisableDeepCopy)
+		client.MatchingFields{podOwnerIndex: string(job.UID)}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}

@@ -1,7 +1,11 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,12 +19,27 @@ import (
 // SetupWithManager registers the reconciler with a manager: it watches TFJobs and the
 // pods and Services they own.
 func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podOwnerIndex, podOwner); err != nil {
+		return fmt.Errorf("indexing pods by owner: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// podOwnerIndex indexes cached pods by the UID of the TFJob that controls them, so a
+// reconcile reads its job's pods without scanning the namespace's.
+const podOwnerIndex = "tfk8s.io/owner-uid"
+
+func podOwner(obj client.Object) []string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "TFJob" || ref.APIVersion != tfv1.GroupVersion.String() {
+		return nil
+	}
+	return []string{string(ref.UID)}
 }
 
 // CacheOptions make the manager's cache hold only what tfk8s reads: the pods and

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,12 +134,13 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case jobSuspended(job):
 		errs = append(errs, r.deletePods(ctx, job, activePods(pods)))
 	default:
-		// The Service and the pods do not wait for each other.
-		serviceErr := make(chan error, 1)
-		go func() { serviceErr <- r.ensureService(ctx, job) }()
 		errs = append(errs, r.deletePods(ctx, job, o.retry))
 		errs = append(errs, r.createMissingPods(ctx, job, o))
-		errs = append(errs, <-serviceErr)
+		if wait := r.serviceDeferral(job, pods); wait > 0 {
+			requeue = minPositive(requeue, wait)
+		} else {
+			errs = append(errs, r.ensureService(ctx, job))
+		}
 	}
 
 	// 7. Write the status once, if it changed; right after pods were created, routine
@@ -262,6 +264,34 @@ const (
 // Outcomes are never held back: a finished job, a failure, a restart, or a pod whose
 // finalizer waits on the status being written.
 func (r *TFJobReconciler) statusDeferral(job *tfv1.TFJob, o *observation) time.Duration {
+	wait := r.creationBurstLeft(job)
+	if wait <= 0 || jobFinished(o.status) || len(o.failures) > 0 || o.restarted > 0 || len(o.release) > 0 {
+		r.lastCreation.Delete(job.UID)
+		return 0
+	}
+	return wait
+}
+
+// serviceDeferral returns how long creating the job's Service may wait, or 0 to create
+// it now. Like the status, it waits while pods are being created: no replica can look
+// a name up before it is bound to a node, and for a burst of small jobs the Service
+// (with the EndpointSlice and Endpoints the cluster adds for it) costs the API server
+// as much as the pods the user waits for. Once a pod of the job is bound, it is
+// created at once.
+func (r *TFJobReconciler) serviceDeferral(job *tfv1.TFJob, pods []*corev1.Pod) time.Duration {
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			return 0
+		}
+	}
+	return r.creationBurstLeft(job)
+}
+
+// creationBurstLeft is how long the job's routine writes may still wait for pod
+// creation to pause (statusQuietPeriod without any pod created, across all jobs), at
+// most maxStatusDelay after the job's first pods; 0 when they are due or the job's pods
+// were not created in a burst.
+func (r *TFJobReconciler) creationBurstLeft(job *tfv1.TFJob) time.Duration {
 	v, ok := r.lastCreation.Load(job.UID)
 	if !ok {
 		return 0
@@ -269,11 +299,7 @@ func (r *TFJobReconciler) statusDeferral(job *tfv1.TFJob, o *observation) time.D
 	now := r.clock.Now()
 	jobLeft := v.(time.Time).Add(maxStatusDelay).Sub(now)
 	quietLeft := time.Unix(0, r.lastAnyCreation.Load()).Add(statusQuietPeriod).Sub(now)
-	if jobLeft <= 0 || quietLeft <= 0 || jobFinished(o.status) || len(o.failures) > 0 || o.restarted > 0 || len(o.release) > 0 {
-		r.lastCreation.Delete(job.UID)
-		return 0
-	}
-	return min(jobLeft, quietLeft)
+	return max(0, min(jobLeft, quietLeft))
 }
 
 // writeStatus patches the job's status if it changed, with an optimistic lock so that a

@@ -72,10 +72,11 @@ func TestDistributedJobGetsPodsServiceAndTFConfig(t *testing.T) {
 		}
 	}
 
+	// The Service follows the pods, once their creation pauses.
 	svc := &corev1.Service{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mnist"}, svc); err != nil {
-		t.Fatalf("reading the job's Service: %v", err)
-	}
+	testutil.Eventually(t, "the job's Service exists", func(ctx context.Context) (bool, error) {
+		return true, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mnist"}, svc)
+	})
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || !metav1.IsControlledBy(svc, job) {
 		t.Errorf("service is not a headless Service of the job publishing not-ready addresses: %+v", svc.Spec)
 	}
