@@ -17,26 +17,11 @@ import (
 	"path"
 	"regexp"
 	"time"
-
-	gzip "github.com/klauspost/pgzip"
 )
 
 // epoch is the modification time of every entry: archives must not depend on when the
 // files were touched.
 var epoch = time.Unix(0, 0)
-
-// compression trades a little size for speed: code archives are small, and archives
-// that carry large files (models, vocabularies) are mostly incompressible.
-const compression = gzip.BestSpeed
-
-// Compression runs on every core: the archive is cut into blocks of compressBlock
-// bytes, each compressed with the end of the one before as its dictionary, so the
-// output depends on the block size and not on the number of cores. compressBlocks
-// blocks are in flight at once.
-const (
-	compressBlock  = 1 << 20
-	compressBlocks = 8
-)
 
 // Archive is a packed directory in a temporary file.
 type Archive struct {
@@ -167,16 +152,14 @@ func Write(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	gz, err := gzip.NewWriterLevel(w, compression)
+	gz, err := newMemberWriter(w)
 	if err != nil {
 		return err
 	}
-	if err := gz.SetConcurrency(compressBlock, compressBlocks); err != nil {
-		return err
-	}
 	tw := tar.NewWriter(gz)
+	sample := make([]byte, sampleSize)
 	for _, e := range entries {
-		if err := writeEntry(tw, e); err != nil {
+		if err := writeEntry(tw, gz, e, sample); err != nil {
 			return fmt.Errorf("packing %s: %w", e.local, err)
 		}
 	}
@@ -189,8 +172,9 @@ func Write(w io.Writer, dir string) error {
 	return nil
 }
 
-// writeEntry writes one entry's header and, for a file, its content.
-func writeEntry(tw *tar.Writer, e entry) error {
+// writeEntry writes one entry's header and, for a file, its content, in a gzip member
+// suited to it; sample is a buffer for the start of the file.
+func writeEntry(tw *tar.Writer, gz *memberWriter, e entry, sample []byte) error {
 	hdr := &tar.Header{Name: e.name, ModTime: epoch, Format: tar.FormatPAX}
 	switch {
 	case e.info.IsDir():
@@ -203,20 +187,35 @@ func writeEntry(tw *tar.Writer, e entry) error {
 			hdr.Mode = 0o755
 		}
 	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
 	if hdr.Typeflag != tar.TypeReg {
-		return nil
+		return tw.WriteHeader(hdr)
 	}
 	f, err := os.Open(e.local)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	n, err := io.CopyN(tw, f, hdr.Size)
-	if err == io.EOF {
-		return fmt.Errorf("file shrank while packing: %d of %d bytes", n, hdr.Size)
+	n, err := io.ReadFull(f, sample[:min(int64(len(sample)), hdr.Size)])
+	if err != nil {
+		return shrank(err, int64(n), hdr.Size)
+	}
+	if err := gz.startFile(sample[:n], hdr.Size); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := tw.Write(sample[:n]); err != nil {
+		return err
+	}
+	rest, err := io.CopyN(tw, f, hdr.Size-int64(n))
+	return shrank(err, int64(n)+rest, hdr.Size)
+}
+
+// shrank explains a file that ended before the size it had when it was listed.
+func shrank(err error, got, want int64) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("file shrank while packing: %d of %d bytes", got, want)
 	}
 	return err
 }

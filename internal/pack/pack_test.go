@@ -1,12 +1,19 @@
 package pack
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"io/fs"
+	"maps"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +248,90 @@ func TestSHA256FromKey(t *testing.T) {
 	}
 	if got, want := Key("code/team/", hex64), "code/team/sha256-"+hex64+".tar.gz"; got != want {
 		t.Errorf("Key = %q, want %q", got, want)
+	}
+}
+
+// TestPackStoresWhatDoesNotCompress packs source files around model weights of random
+// bytes: the source is deflated, the weights are stored as they are, and the archive
+// (gzip members of both kinds) unpacks the same with tfk8s, GNU tar and Python.
+func TestPackStoresWhatDoesNotCompress(t *testing.T) {
+	src := t.TempDir()
+	code := strings.Repeat("def step(x):\n    return x * 2  # one training step\n", 2000) // 100 KB
+	weights := make([]byte, 1<<20)
+	_, _ = rand.NewChaCha8([32]byte{7}).Read(weights)
+	writeTree(t, src, map[string]string{
+		"a_train.py": code, "b_weights.bin": string(weights), "c_model.py": code, "d_small.bin": string(weights[:100]),
+	})
+	a := packOrFail(t, src)
+	// Deflate shrinks the two source files to a few KB; the weights stay 1 MiB.
+	if a.Size < 1<<20 || a.Size > 1<<20+64<<10 {
+		t.Errorf("archive of 1 MiB of random bytes and 200 KB of source is %d bytes", a.Size)
+	}
+	// Three members: the first source file deflated, the weights stored, the second
+	// source file deflated with the small file after it.
+	f, err := os.Open(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := 1
+	for ; ; members++ {
+		zr.Multistream(false)
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			t.Fatal(err)
+		}
+		if err := zr.Reset(br); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if members != 3 {
+		t.Errorf("%d gzip members, want 3", members)
+	}
+
+	want := map[string]string{"a_train.py": code, "b_weights.bin": string(weights), "c_model.py": code, "d_small.bin": string(weights[:100])}
+	readTree := func(dir string) map[string]string {
+		got := map[string]string{}
+		for name := range want {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[name] = string(b)
+		}
+		return got
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := Unpack(f, dst); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(want, readTree(dst)) {
+		t.Error("tfk8s unpacked other content")
+	}
+	for _, tool := range [][]string{
+		{"tar", "-xzf", a.Path, "-C"},
+		{"python3", "-c", "import sys, tarfile; tarfile.open(sys.argv[1], 'r:gz').extractall(sys.argv[2])", a.Path},
+	} {
+		if _, err := exec.LookPath(tool[0]); err != nil {
+			t.Errorf("%s is needed to check the archive: %v", tool[0], err)
+			continue
+		}
+		dst := t.TempDir()
+		if out, err := exec.Command(tool[0], append(tool[1:], dst)...).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", tool[0], err, out)
+			continue
+		}
+		if !maps.Equal(want, readTree(dst)) {
+			t.Errorf("%s unpacked other content", tool[0])
+		}
 	}
 }
