@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -29,15 +30,19 @@ type Env struct {
 	Getenv func(string) string
 	// ConfigFile is the tfk8s config file (~/.tfk8s/config); "" reads none.
 	ConfigFile string
+	// DigestCacheFile remembers the digests of code and data directories already
+	// stored, so that re-submitting them reads nothing; "" keeps no cache.
+	DigestCacheFile string
 }
 
 // DefaultEnv is the environment of the tfk8s binary: os.Stdin, os.Stdout, os.Stderr,
 // os.Getenv and ~/.tfk8s/config.
 func DefaultEnv() Env {
 	return Env{
-		IOStreams:  genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
-		Getenv:     os.Getenv,
-		ConfigFile: configFile(),
+		IOStreams:       genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Getenv:          os.Getenv,
+		ConfigFile:      configFile(),
+		DigestCacheFile: pack.DefaultDigestCacheFile(),
 	}
 }
 

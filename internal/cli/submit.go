@@ -124,11 +124,13 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		}
 	}
 
-	// Pack the code and scan the data: their digests name them in the job.
-	var archive pack.Archive
+	// Pack the code and scan the data: their digests name them in the job. A tree
+	// unchanged since it was last stored is known by its digest without reading it.
+	cache := pack.NewDigestCache(o.env.DigestCacheFile)
+	var archive codeArchive
 	if a.dir != "" {
-		if archive, err = pack.Pack(a.dir, ""); err != nil {
-			return fmt.Errorf("packing DIR: %w", err)
+		if archive, err = packCode(a.dir, cache); err != nil {
+			return err
 		}
 		defer archive.Remove()
 		p.Code = &tfv1.Code{
@@ -139,7 +141,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	}
 	var data dataSet
 	if localData {
-		if data, err = scanData(f.data); err != nil {
+		if data, err = scanDataCached(f.data, cache); err != nil {
 			return err
 		}
 		p.Data = []tfv1.DataSource{{Source: data.prefix(cfg.Bucket).String(), Path: defaultDataPath}}
@@ -172,14 +174,16 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		return fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 	}
 	if a.dir != "" {
-		if _, err := uploadCode(ctx, s3, archive, storage.MustParseURI(job.Spec.Code.Source), o.env.ErrOut); err != nil {
+		if _, err := uploadCode(ctx, s3, &archive, storage.MustParseURI(job.Spec.Code.Source), o.env.ErrOut); err != nil {
 			return err
 		}
+		archive.remember()
 	}
 	if localData {
 		if _, err := uploadData(ctx, s3, data, cfg.Bucket, o.env.ErrOut); err != nil {
 			return err
 		}
+		data.remember(cache)
 	}
 	if err := o.createJob(ctx, cs, job, cfg, f); err != nil {
 		return err

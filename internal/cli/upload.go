@@ -49,9 +49,51 @@ func checkDir(what, dir string) error {
 	return nil
 }
 
+// codeArchive is the code directory's archive: packed, or known by its digest from the
+// digest cache and packed only if the storage turns out not to have it.
+type codeArchive struct {
+	pack.Archive
+	dir string
+	// fingerprint is the directory's in the digest cache, "" if it changed too
+	// recently to have one.
+	fingerprint string
+	cache       pack.DigestCache
+}
+
+// packCode packs dir, unless the digest cache knows its archive's digest.
+func packCode(dir string, cache pack.DigestCache) (codeArchive, error) {
+	fp, err := pack.Fingerprint(dir)
+	if err != nil {
+		return codeArchive{}, fmt.Errorf("packing DIR: %w", err)
+	}
+	a := codeArchive{dir: dir, fingerprint: fp, cache: cache}
+	if d, ok := cache.Get(fp); ok && fp != "" {
+		a.SHA256, a.Size = d.Digest, d.Size
+		return a, nil
+	}
+	if a.Archive, err = pack.Pack(dir, ""); err != nil {
+		return codeArchive{}, fmt.Errorf("packing DIR: %w", err)
+	}
+	return a, nil
+}
+
+// Remove deletes the archive's file, if it was packed.
+func (a codeArchive) Remove() {
+	if a.Path != "" {
+		_ = a.Archive.Remove()
+	}
+}
+
+// remember records in the cache that the directory is stored under its digest.
+func (a codeArchive) remember() {
+	if a.fingerprint != "" {
+		a.cache.Put(a.fingerprint, pack.CachedDigest{Digest: a.SHA256, Size: a.Size})
+	}
+}
+
 // uploadCode uploads the code archive to dst unless the storage has it already (same
 // content, same key), and returns the bytes uploaded.
-func uploadCode(ctx context.Context, c *storage.Client, a pack.Archive, dst storage.URI, errOut io.Writer) (int64, error) {
+func uploadCode(ctx context.Context, c *storage.Client, a *codeArchive, dst storage.URI, errOut io.Writer) (int64, error) {
 	exists, err := c.Exists(ctx, dst)
 	if err != nil {
 		return 0, fmt.Errorf("checking for the code archive: %w", err)
@@ -59,6 +101,19 @@ func uploadCode(ctx context.Context, c *storage.Client, a pack.Archive, dst stor
 	if exists {
 		fmt.Fprintf(errOut, "code unchanged, 0 bytes uploaded (%s)\n", dst)
 		return 0, nil
+	}
+	if a.Path == "" {
+		// Known from the cache, but no longer stored: pack it after all.
+		packed, err := pack.Pack(a.dir, "")
+		if err != nil {
+			return 0, fmt.Errorf("packing DIR: %w", err)
+		}
+		if packed.SHA256 != a.SHA256 {
+			packed.Remove()
+			a.cache.Forget(a.fingerprint)
+			return 0, fmt.Errorf("packing DIR: %s changed while it was submitted: submit again", a.dir)
+		}
+		a.Archive = packed
 	}
 	bar := newProgressBar(errOut, "uploading code")
 	err = c.UploadFile(ctx, a.Path, dst, storage.UploadOptions{Progress: bar.update, SHA256: a.SHA256, ContentType: "application/gzip"})
@@ -79,6 +134,57 @@ type dataSet struct {
 	digest string
 	files  int
 	bytes  int64
+	// fingerprint is the directory's in the digest cache, "" if it changed too
+	// recently to have one.
+	fingerprint string
+}
+
+// scanDataCached scans dir, unless the digest cache knows its digest.
+func scanDataCached(dir string, cache pack.DigestCache) (dataSet, error) {
+	f := pack.NewFingerprinter("data")
+	err := walkData(dir, func(rel string, st fs.FileInfo) error {
+		f.Add(rel, st)
+		return nil
+	})
+	if err != nil {
+		return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
+	}
+	fp := f.Sum()
+	if d, ok := cache.Get(fp); ok && fp != "" {
+		return dataSet{dir: dir, digest: d.Digest, files: d.Files, bytes: d.Size, fingerprint: fp}, nil
+	}
+	d, err := scanData(dir)
+	d.fingerprint = fp
+	return d, err
+}
+
+// remember records in the cache that the directory is stored under its digest.
+func (d dataSet) remember(cache pack.DigestCache) {
+	if d.fingerprint != "" {
+		cache.Put(d.fingerprint, pack.CachedDigest{Digest: d.digest, Size: d.bytes, Files: d.files})
+	}
+}
+
+// walkData calls fn for every regular file under dir (following links to files, as
+// SyncDir does), with its slash-separated path relative to dir.
+func walkData(dir string, fn func(rel string, st fs.FileInfo) error) error {
+	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		return fn(filepath.ToSlash(rel), st)
+	})
 }
 
 // prefix is where the files go.
@@ -96,26 +202,12 @@ func (d dataSet) marker(bucket string) storage.URI {
 func scanData(dir string) (dataSet, error) {
 	d := dataSet{dir: dir}
 	tree := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	err := walkData(dir, func(rel string, st fs.FileInfo) error {
+		sum, err := storage.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
 		if err != nil {
 			return err
 		}
-		if e.IsDir() {
-			return nil
-		}
-		st, err := os.Stat(p) // follows a link to a file, as SyncDir does
-		if err != nil || !st.Mode().IsRegular() {
-			return nil
-		}
-		sum, err := storage.FileSHA256(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", filepath.ToSlash(rel), st.Size(), sum)
+		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", rel, st.Size(), sum)
 		d.files++
 		d.bytes += st.Size()
 		return nil

@@ -111,6 +111,8 @@ type fixture struct {
 	ns  string
 	srv *s3server.Server
 	env map[string]string
+	// digestCache is the CLI's digest cache file; "" keeps none.
+	digestCache string
 }
 
 // newFixture gives the test a namespace and a fresh S3 server with an empty bucket; the
@@ -145,9 +147,10 @@ func (f *fixture) tfk8s(args ...string) result {
 func (f *fixture) tfk8sContext(ctx context.Context, args ...string) result {
 	var stdout, stderr testutil.SyncBuffer
 	env := cli.Env{
-		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
-		Getenv:     func(k string) string { return f.env[k] },
-		ConfigFile: "",
+		IOStreams:       genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+		Getenv:          func(k string) string { return f.env[k] },
+		ConfigFile:      "",
+		DigestCacheFile: f.digestCache,
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

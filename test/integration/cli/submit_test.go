@@ -13,8 +13,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -420,5 +422,65 @@ func TestSubmitFailedUploadCreatesNoJob(t *testing.T) {
 	}
 	if got := f.objects(); !slices.Equal(got, []string{"code"}) {
 		t.Errorf("objects: %v", got)
+	}
+}
+
+// TestSubmitRemembersStoredTrees re-submits trees already stored: the digest cache
+// names them without reading them, and never hides a change, nor an archive gone from
+// the bucket.
+func TestSubmitRemembersStoredTrees(t *testing.T) {
+	f := newFixture(t)
+	f.digestCache = filepath.Join(t.TempDir(), "digests.json")
+	code := writeTree(t, map[string]string{"train.py": "print('v1')\n", "lib/model.py": "LAYERS = 3\n"})
+	data := writeTree(t, map[string]string{"part-0.csv": "1,2\n"})
+	// Edited an hour ago: a tree modified a moment ago is never cached.
+	hourAgo := time.Now().Add(-time.Hour)
+	for _, p := range []string{filepath.Join(code, "train.py"), filepath.Join(code, "lib/model.py"), filepath.Join(data, "part-0.csv")} {
+		if err := os.Chtimes(p, hourAgo, hourAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(name string) (result, *tfv1.TFJob) {
+		r := f.mustSucceed("submit", code, "--name", name, "--image", "tf:2.16", "--data", data, "--", "python3", "train.py")
+		return r, f.getJob(name)
+	}
+
+	r, first := submit("first")
+	if !strings.Contains(r.stderr, "code uploaded: ") || !strings.Contains(r.stderr, "data uploaded: ") {
+		t.Fatalf("the first submit did not upload:\n%s", r)
+	}
+	cached, err := os.ReadFile(f.digestCache)
+	if err != nil || !strings.Contains(string(cached), first.Spec.Code.SHA256) {
+		t.Fatalf("the digest cache does not hold the code's digest %s: %q, %v", first.Spec.Code.SHA256, cached, err)
+	}
+	r, second := submit("second")
+	if !strings.Contains(r.stderr, "code unchanged, 0 bytes uploaded") || !strings.Contains(r.stderr, "data unchanged, 0 bytes uploaded") {
+		t.Errorf("the second submit uploaded:\n%s", r)
+	}
+	if second.Spec.Code.Source != first.Spec.Code.Source || second.Spec.Data[0].Source != first.Spec.Data[0].Source {
+		t.Errorf("the second job does not name the stored trees: %v %v", second.Spec.Code, second.Spec.Data)
+	}
+
+	// The archive deleted from the bucket: the cache knows its digest, and it is packed
+	// and uploaded again under the same key.
+	src := storage.MustParseURI(first.Spec.Code.Source)
+	if err := f.srv.MinioClient().RemoveObject(context.Background(), src.Bucket, src.Key, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, third := submit("third")
+	if !strings.Contains(r.stderr, "code uploaded: ") || third.Spec.Code.Source != first.Spec.Code.Source {
+		t.Errorf("the deleted archive was not uploaded again under %s:\n%s", first.Spec.Code.Source, r)
+	}
+
+	// Rewritten with the same size, its old time restored: a new archive all the same.
+	if err := os.WriteFile(filepath.Join(code, "train.py"), []byte("print('v2')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(code, "train.py"), hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	r, fourth := submit("fourth")
+	if !strings.Contains(r.stderr, "code uploaded: ") || fourth.Spec.Code.Source == first.Spec.Code.Source {
+		t.Errorf("a changed file did not give a new archive (%s):\n%s", fourth.Spec.Code.Source, r)
 	}
 }
