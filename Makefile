@@ -82,9 +82,11 @@ generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
+# The agent runs in every pod, on whatever the image holds: static, without cgo.
 .PHONY: build
 build:
-	go build -o $(BIN)/ ./cmd/...
+	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-node
+	CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/tfk8s-agent
 
 .PHONY: verify
 verify: generate $(STATICCHECK_STAMP)
