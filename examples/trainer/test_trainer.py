@@ -162,9 +162,12 @@ class DistributedTest(TempDirTestCase):
 
         # The trainers waited for the parameter servers instead of failing.
         self.assertIn("reached ps 0", self.procs.output("chief 0"))
-        # Training converged: the chief's loss fell, and so did the held-out loss.
-        losses = logged_losses(self.procs.output("chief 0"))
-        self.assertGreaterEqual(len(losses), 2, self.procs.output("chief 0"))
+        # Training converged: the training loss fell, and so did the held-out loss. The
+        # losses of all training tasks together, by global step: on a busy machine the
+        # chief may reach the parameter servers when the workers are nearly done.
+        losses = sorted(loss for name in ("chief 0", "worker 0", "worker 1")
+                        for loss in logged_losses(self.procs.output(name)))
+        self.assertGreaterEqual(len(losses), 2, self.procs.all_output())
         self.assertLess(losses[-1][1], losses[0][1])
         final = self.read_json("final.json")
         self.assertGreaterEqual(final["step"], 300)
@@ -176,10 +179,11 @@ class DistributedTest(TempDirTestCase):
             self.assertIn(f"shard {index + 2}/3", output)
             self.assertIn("done at step", output)
         # Checkpoints: the pointer names the newest, which holds the final parameters;
-        # old ones were pruned to --max-to-keep (5).
+        # old ones were pruned to --max-to-keep (5). (A chief that reached the parameter
+        # servers late saved fewer.)
         names = sorted((f for f in os.listdir(self.model_dir) if f.startswith("ckpt-")),
                        key=lambda f: int(f[5:-5]))
-        self.assertTrue(3 <= len(names) <= 5, names)
+        self.assertTrue(1 <= len(names) <= 5, names)
         with open(os.path.join(self.model_dir, "checkpoint")) as f:
             self.assertIn(f'model_checkpoint_path: "{names[-1]}"', f.read())
         self.assertEqual(self.read_json(names[-1])["params"], final["params"])
