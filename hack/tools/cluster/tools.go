@@ -1,6 +1,7 @@
 //go:build tools
 
-// Package tools pins the upstream commands built by this module.
+// Package tools pins the Kubernetes commands this module builds; etcd/ and coredns/
+// are its other two.
 package tools
 
 import (
