@@ -91,6 +91,7 @@ $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdschema config/crd/bases/tfk8s.io_tfjobs.yaml
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 # The agent runs in every pod, on whatever the image holds: static, without cgo.

@@ -76,13 +76,14 @@ func BenchmarkPodCreation(b *testing.B) {
 
 	for range b.N {
 		// (a) The raw loop, creating exactly the pods the controller would, built
-		// before the clock starts.
+		// before the clock starts: their TF_CONFIG names the namespace of the TFJob
+		// scenario, so that both send the same bytes.
 		bigJob := testutil.MakeTFJob("big", "").PS(1).Workers(1000).Obj()
-		big1001 := podsOf(b, bigJob, "")
+		big1001 := podsOf(b, bigJob, namespace("tfjob-1001"))
 		rawBig := r.measure("raw-1001", nil, func(ns string) error { return createRaw(ctx, c, ns, big1001) }, 1001)
 		var small []*corev1.Pod
 		for i := range 300 {
-			small = append(small, podsOf(b, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), "").PS(1).Workers(2).Obj(), "")...)
+			small = append(small, podsOf(b, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), "").PS(1).Workers(2).Obj(), namespace("tfjob-300x3"))...)
 		}
 		rawSmall := r.measure("raw-900", nil, func(ns string) error { return createRaw(ctx, c, ns, small) }, 900)
 
@@ -170,6 +171,9 @@ func (r *rig) waitStatusWritten(ctx context.Context) {
 	r.b.Fatal("the controller did not write every TFJob's status within a minute")
 }
 
+// namespace is the namespace a scenario runs in.
+func namespace(scenario string) string { return "bench-" + scenario }
+
 // measure runs setup (if any), then create, in a fresh namespace and returns the time
 // from the start of create until the namespace holds want pods, as seen by a watch
 // started before create.
@@ -177,7 +181,7 @@ func (r *rig) measure(name string, setup, create func(ns string) error, want int
 	b, c, cfg := r.b, r.c, r.cfg
 	b.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace(name)}}
 	if err := c.Create(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
@@ -350,11 +354,13 @@ func watchPodCount(ctx context.Context, cfg *rest.Config, ns string, want int) (
 	return done, nil
 }
 
-// podsOf builds the pods the controller creates for job, minus what would tie them to
-// it (owner, finalizer, job label), so the raw loop sends the same bytes.
+// podsOf builds the pods the controller creates for job in namespace ns, minus what
+// would tie them to it (owner, finalizer, job label), so the raw loop sends the same
+// bytes.
 func podsOf(b testing.TB, job *tfv1.TFJob, ns string) []*corev1.Pod {
 	b.Helper()
 	job.UID = "00000000-0000-0000-0000-000000000000"
+	job.Namespace = ns
 	var pods []*corev1.Pod
 	for _, rt := range tfv1.ReplicaTypes {
 		spec := job.Spec.TFReplicaSpecs[rt]

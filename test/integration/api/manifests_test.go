@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,5 +143,24 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 		if len(obj.Object) > 0 {
 			objs = append(objs, obj)
 		}
+	}
+}
+
+// TestTemplateWithoutSpecIsRefused sends what only a manifest can say (a Go client
+// always writes the template's spec): a replica whose template has no spec.
+func TestTemplateWithoutSpecIsRefused(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	obj := &unstructured.Unstructured{}
+	manifest := `{"apiVersion": "tfk8s.io/v1alpha1", "kind": "TFJob", "metadata": {"name": "nospec", "namespace": "` + ns + `"},
+		"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {"metadata": {"labels": {"app": "mnist"}}}}}}}`
+	if err := obj.UnmarshalJSON([]byte(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	err := k8sClient.Create(context.Background(), obj)
+	if err == nil {
+		t.Fatal("TFJob without a pod spec was accepted")
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tfReplicaSpecs.Worker.template.spec: Required value") {
+		t.Errorf("error does not name spec.tfReplicaSpecs.Worker.template.spec as required: %v", err)
 	}
 }

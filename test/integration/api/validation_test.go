@@ -270,8 +270,8 @@ func TestInvalidTFJobsAreRefused(t *testing.T) {
 				j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers = []corev1.Container{}
 				return j
 			}(),
-			wantField: "spec.tfReplicaSpecs[Worker].template.spec.containers",
-			wantMsg:   "at least one container",
+			wantField: "spec.tfReplicaSpecs.Worker.template.spec.containers",
+			wantMsg:   "should have at least 1 items",
 		},
 		{
 			name: "zero-sized volume",
