@@ -128,12 +128,6 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	return errors.Join(errs...)
 }
 
-// typeOf is the replica type of a pod tfk8s built.
-func typeOf(pod *corev1.Pod) tfv1.ReplicaType {
-	key, _ := podKey(pod)
-	return key.Type
-}
-
 // deletePods deletes pods, expecting the cache to show each deletion before the job's
 // next pods are created.
 func (r *TFJobReconciler) deletePods(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) error {
