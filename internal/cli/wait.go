@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -90,10 +89,14 @@ for (Failed while waiting for Succeeded) ends the wait with an error at once.`,
 // succeeded or failed, a failure being an error that exits 1. A job that finished
 // without reaching want, or that is deleted, is an error; so is the timeout (0: none).
 func waitForJob(ctx context.Context, c client.Client, namespace, name string, want tfv1.JobState, timeout time.Duration) (*tfv1.TFJob, error) {
+	// The timeout is a timer, not a deadline on ctx: the client's rate limiter refuses a
+	// request whose wait for a token would pass the context's deadline, and the wait
+	// would then end in that error instead of in the timeout.
+	var expired <-chan time.Time
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
 	}
 	var job *tfv1.TFJob
 	for {
@@ -110,10 +113,9 @@ func waitForJob(ctx context.Context, c client.Client, namespace, name string, wa
 			return nil, err
 		}
 		select {
+		case <-expired:
+			return nil, &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be %s (now %s)", timeout, name, describeTarget(want), stateOf(job))}
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be %s (now %s)", timeout, name, describeTarget(want), stateOf(job))}
-			}
 			return nil, ctx.Err()
 		case <-time.After(pollInterval):
 		}
@@ -142,10 +144,11 @@ func waitDone(job *tfv1.TFJob, want tfv1.JobState) (bool, error) {
 
 // waitDeleted polls until the job is gone.
 func waitDeleted(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) error {
+	var expired <-chan time.Time // a timer, for the reason waitForJob gives
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
 	}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &tfv1.TFJob{})
@@ -153,8 +156,10 @@ func waitDeleted(ctx context.Context, c client.Client, namespace, name string, t
 			return nil
 		}
 		select {
-		case <-ctx.Done():
+		case <-expired:
 			return &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be deleted", timeout, name)}
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}
