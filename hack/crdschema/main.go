@@ -56,14 +56,9 @@ func complete(in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("no spec.versions")
 	}
 	for _, v := range versions {
-		template, ok := lookup(v, "schema", "openAPIV3Schema", "properties", "spec", "properties", "tfReplicaSpecs",
-			"additionalProperties", "properties", "template").(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("version %v: no schema for tfReplicaSpecs.*.template", lookup(v, "name"))
-		}
-		containers, ok := lookup(template, "properties", "spec", "properties", "containers").(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("version %v: no schema for template.spec.containers", lookup(v, "name"))
+		template, containers, err := podTemplate(v)
+		if err != nil {
+			return nil, err
 		}
 		template["required"] = []any{"spec"}
 		containers["minItems"] = 1
@@ -73,6 +68,21 @@ func complete(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte("---\n"), out...), nil
+}
+
+// podTemplate returns the schemas of the pod template and of its containers in one
+// version of the CRD.
+func podTemplate(version any) (template, containers map[string]any, err error) {
+	template, ok := lookup(version, "schema", "openAPIV3Schema", "properties", "spec", "properties", "tfReplicaSpecs",
+		"additionalProperties", "properties", "template").(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("version %v: no schema for tfReplicaSpecs.*.template", lookup(version, "name"))
+	}
+	containers, ok = lookup(template, "properties", "spec", "properties", "containers").(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("version %v: no schema for template.spec.containers", lookup(version, "name"))
+	}
+	return template, containers, nil
 }
 
 // lookup follows keys through nested maps; nil when one is missing.

@@ -24,9 +24,10 @@ func TestCompleteRestoresTheCommittedCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range lookup(crd, "spec", "versions").([]any) {
-		template := lookup(v, "schema", "openAPIV3Schema", "properties", "spec", "properties", "tfReplicaSpecs",
-			"additionalProperties", "properties", "template").(map[string]any)
-		containers := lookup(template, "properties", "spec", "properties", "containers").(map[string]any)
+		template, containers, err := podTemplate(v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if template["required"] == nil || containers["minItems"] == nil {
 			t.Fatalf("the committed CRD lacks template.required or containers.minItems: run make generate")
 		}

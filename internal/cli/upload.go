@@ -67,7 +67,7 @@ func packCode(dir string, cache pack.DigestCache) (codeArchive, error) {
 		return codeArchive{}, fmt.Errorf("packing DIR: %w", err)
 	}
 	a := codeArchive{dir: dir, fingerprint: fp, cache: cache}
-	if d, ok := cache.Get(fp); ok && fp != "" {
+	if d, ok := cache.Get(fp); ok {
 		a.SHA256, a.Size = d.Digest, d.Size
 		return a, nil
 	}
@@ -139,21 +139,22 @@ type dataSet struct {
 	fingerprint string
 }
 
-// scanDataCached scans dir, unless the digest cache knows its digest.
+// scanDataCached scans dir, unless the digest cache knows its digest. The tree is
+// walked once: the fingerprint and, on a miss, the digest come from the same listing.
 func scanDataCached(dir string, cache pack.DigestCache) (dataSet, error) {
-	f := pack.NewFingerprinter("data")
-	err := walkData(dir, func(rel string, st fs.FileInfo) error {
-		f.Add(rel, st)
-		return nil
-	})
+	files, err := listData(dir)
 	if err != nil {
-		return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
+		return dataSet{}, err
+	}
+	f := pack.NewFingerprinter("data")
+	for _, file := range files {
+		f.Add(file.rel, file.info)
 	}
 	fp := f.Sum()
-	if d, ok := cache.Get(fp); ok && fp != "" {
+	if d, ok := cache.Get(fp); ok {
 		return dataSet{dir: dir, digest: d.Digest, files: d.Files, bytes: d.Size, fingerprint: fp}, nil
 	}
-	d, err := scanData(dir)
+	d, err := digestData(dir, files)
 	d.fingerprint = fp
 	return d, err
 }
@@ -165,10 +166,18 @@ func (d dataSet) remember(cache pack.DigestCache) {
 	}
 }
 
-// walkData calls fn for every regular file under dir (following links to files, as
-// SyncDir does), with its slash-separated path relative to dir.
-func walkData(dir string, fn func(rel string, st fs.FileInfo) error) error {
-	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+// dataFile is a regular file of a data directory, by its slash-separated path relative
+// to the directory.
+type dataFile struct {
+	rel  string
+	info fs.FileInfo
+}
+
+// listData lists the regular files under dir (following links to files, as SyncDir
+// does), in path order.
+func listData(dir string) ([]dataFile, error) {
+	var files []dataFile
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -183,8 +192,13 @@ func walkData(dir string, fn func(rel string, st fs.FileInfo) error) error {
 		if err != nil {
 			return err
 		}
-		return fn(filepath.ToSlash(rel), st)
+		files = append(files, dataFile{rel: filepath.ToSlash(rel), info: st})
+		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("reading --data %s: %w", dir, err)
+	}
+	return files, nil
 }
 
 // prefix is where the files go.
@@ -200,20 +214,25 @@ func (d dataSet) marker(bucket string) storage.URI {
 // scanData computes the digest of a data directory: of every regular file's path,
 // size and SHA-256, in path order, the files SyncDir uploads.
 func scanData(dir string) (dataSet, error) {
+	files, err := listData(dir)
+	if err != nil {
+		return dataSet{}, err
+	}
+	return digestData(dir, files)
+}
+
+// digestData reads and hashes the listed files of dir.
+func digestData(dir string, files []dataFile) (dataSet, error) {
 	d := dataSet{dir: dir}
 	tree := sha256.New()
-	err := walkData(dir, func(rel string, st fs.FileInfo) error {
-		sum, err := storage.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+	for _, file := range files {
+		sum, err := storage.FileSHA256(filepath.Join(dir, filepath.FromSlash(file.rel)))
 		if err != nil {
-			return err
+			return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
 		}
-		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", rel, st.Size(), sum)
+		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", file.rel, file.info.Size(), sum)
 		d.files++
-		d.bytes += st.Size()
-		return nil
-	})
-	if err != nil {
-		return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
+		d.bytes += file.info.Size()
 	}
 	d.digest = hex.EncodeToString(tree.Sum(nil))
 	return d, nil

@@ -89,15 +89,8 @@ for (Failed while waiting for Succeeded) ends the wait with an error at once.`,
 // succeeded or failed, a failure being an error that exits 1. A job that finished
 // without reaching want, or that is deleted, is an error; so is the timeout (0: none).
 func waitForJob(ctx context.Context, c client.Client, namespace, name string, want tfv1.JobState, timeout time.Duration) (*tfv1.TFJob, error) {
-	// The timeout is a timer, not a deadline on ctx: the client's rate limiter refuses a
-	// request whose wait for a token would pass the context's deadline, and the wait
-	// would then end in that error instead of in the timeout.
-	var expired <-chan time.Time
-	if timeout > 0 {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := expiry(timeout)
+	defer stop()
 	var job *tfv1.TFJob
 	for {
 		got, err := getJob(ctx, c, namespace, name)
@@ -144,12 +137,8 @@ func waitDone(job *tfv1.TFJob, want tfv1.JobState) (bool, error) {
 
 // waitDeleted polls until the job is gone.
 func waitDeleted(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) error {
-	var expired <-chan time.Time // a timer, for the reason waitForJob gives
-	if timeout > 0 {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := expiry(timeout)
+	defer stop()
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &tfv1.TFJob{})
 		if apierrors.IsNotFound(err) {
@@ -217,4 +206,17 @@ func describeTarget(want tfv1.JobState) string {
 		return "Succeeded or Failed"
 	}
 	return string(want)
+}
+
+// expiry returns a channel that receives once timeout has passed (never for 0), and a
+// function that releases its timer. A wait's timeout is a timer, not a deadline on the
+// requests' context: the client's rate limiter refuses a request whose wait for a token
+// would pass the context's deadline, and the wait would then end in that error instead
+// of in the timeout.
+func expiry(timeout time.Duration) (<-chan time.Time, func()) {
+	if timeout <= 0 {
+		return nil, func() {}
+	}
+	timer := time.NewTimer(timeout)
+	return timer.C, func() { timer.Stop() }
 }

@@ -92,7 +92,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			pod, err := ConstructPod(job, key.Type, key.Index, opts)
 			if err != nil {
 				err = fmt.Errorf("building pod %s: %w", name, err)
-			} else if err = r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			} else if err = r.Create(ctx, pod); err != nil {
 				err = fmt.Errorf("creating pod %s: %w", name, err)
 			}
 			mu.Lock()

@@ -55,15 +55,18 @@ func DefaultDigestCacheFile() string {
 // NewDigestCache returns a cache kept in the file at path; "" remembers nothing.
 func NewDigestCache(path string) DigestCache { return DigestCache{path: path} }
 
-// Get returns what was stored for fingerprint.
+// Get returns what was stored for fingerprint; nothing for "", a tree that changed too
+// recently to have a fingerprint.
 func (c DigestCache) Get(fingerprint string) (CachedDigest, bool) {
+	if fingerprint == "" {
+		return CachedDigest{}, false
+	}
 	entries := c.load()
 	e, ok := entries[fingerprint]
 	return e, ok
 }
 
-// Put records what fingerprint was stored under. The cache is an optimisation: failing
-// to write it is not an error.
+// Put records what fingerprint was stored under.
 func (c DigestCache) Put(fingerprint string, d CachedDigest) {
 	if c.path == "" {
 		return
@@ -81,14 +84,7 @@ func (c DigestCache) Put(fingerprint string, d CachedDigest) {
 			delete(entries, k)
 		}
 	}
-	data, err := json.Marshal(entries)
-	if err != nil || os.MkdirAll(filepath.Dir(c.path), 0o700) != nil {
-		return
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", c.path, os.Getpid())
-	if os.WriteFile(tmp, data, 0o600) == nil {
-		_ = os.Rename(tmp, c.path)
-	}
+	c.save(entries)
 }
 
 // Forget drops fingerprint, when what it names is no longer stored.
@@ -101,8 +97,20 @@ func (c DigestCache) Forget(fingerprint string) {
 		return
 	}
 	delete(entries, fingerprint)
-	if data, err := json.Marshal(entries); err == nil {
-		_ = os.WriteFile(c.path, data, 0o600)
+	c.save(entries)
+}
+
+// save replaces the cache file with entries, through a rename, so that a concurrent
+// tfk8s never reads half a file. Failing to is not an error: the cache is an
+// optimisation.
+func (c DigestCache) save(entries map[string]CachedDigest) {
+	data, err := json.Marshal(entries)
+	if err != nil || os.MkdirAll(filepath.Dir(c.path), 0o700) != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", c.path, os.Getpid())
+	if os.WriteFile(tmp, data, 0o600) == nil {
+		_ = os.Rename(tmp, c.path)
 	}
 }
 
