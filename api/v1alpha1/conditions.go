@@ -34,6 +34,19 @@ const (
 	ReasonResumed = "TFJobResumed"
 	// ReasonEvaluatorFailed: the evaluator failed; training goes on without it.
 	ReasonEvaluatorFailed = "EvaluatorFailed"
+	// ReasonPodNameTaken: pods of an earlier job of the same name still hold the names
+	// of this job's pods; tfk8s deletes them, and creates this job's pods once they are gone.
+	ReasonPodNameTaken = "PodNameTaken"
+	// ReasonRetryBackoff: a failed replica is re-created after a delay that doubles with
+	// each failure in a row (10s up to 6m).
+	ReasonRetryBackoff = "RetryBackoff"
+)
+
+// Annotations tfk8s puts on pods.
+const (
+	// AnnotationFailuresInARow is how many times in a row the replica failed and was
+	// re-created before this pod; it sets the delay before the next re-creation.
+	AnnotationFailuresInARow = "tfk8s.io/failures-in-a-row"
 )
 
 // ControllerName is the value of runPolicy.managedBy that means tfk8s.

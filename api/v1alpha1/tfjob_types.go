@@ -153,6 +153,8 @@ type TFJobSpec struct {
 	TFReplicaSpecs map[ReplicaType]*ReplicaSpec `json:"tfReplicaSpecs"`
 
 	// RunPolicy says how the job runs: clean-up, deadlines, retries, suspension, gang scheduling.
+	// Its defaults are set at admission, so the stored job shows them.
+	// +kubebuilder:default={}
 	// +optional
 	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
 
@@ -202,7 +204,7 @@ type TFJobSpec struct {
 	// Artifacts says which paths (checkpoints, exported models) are backed up to S3
 	// while the job runs and when each container stops. Container logs go along.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.destination == oldSelf.destination && has(self.paths) == has(oldSelf.paths) && (!has(self.paths) || self.paths == oldSelf.paths) && has(self.interval) == has(oldSelf.interval) && (!has(self.interval) || duration(self.interval) == duration(oldSelf.interval))",message="spec.artifacts is immutable"
+	// +kubebuilder:validation:XValidation:rule="self.destination == oldSelf.destination && has(self.paths) == has(oldSelf.paths) && (!has(self.paths) || self.paths == oldSelf.paths) && has(self.interval) == has(oldSelf.interval) && (!has(self.interval) || duration(self.interval) == duration(oldSelf.interval)) && has(self.resumeFrom) == has(oldSelf.resumeFrom) && (!has(self.resumeFrom) || self.resumeFrom == oldSelf.resumeFrom)",message="spec.artifacts is immutable"
 	Artifacts *Artifacts `json:"artifacts,omitempty"`
 
 	// Volumes asks for per-job persistent volume claims, mounted in every replica.
@@ -260,7 +262,9 @@ type RunPolicy struct {
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
 	// BackoffLimit fails the job once its replicas restarted more than this many times in
-	// all, counting container restarts and pod re-creations alike. Unset: no limit.
+	// all, counting container restarts and pod re-creations alike. Default 6, as for a
+	// Kubernetes Job.
+	// +kubebuilder:default=6
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
@@ -320,6 +324,11 @@ type Storage struct {
 	// plain HTTP). Credentials never appear in the TFJob itself.
 	// +required
 	SecretRef corev1.LocalObjectReference `json:"secretRef"`
+	// ExposeCredentials passes the S3 settings and credentials (AWS_ACCESS_KEY_ID, ...)
+	// on to the user's command. Off by default: the agent alone uses them, so that a
+	// program printing its environment does not write them into its stored log.
+	// +optional
+	ExposeCredentials bool `json:"exposeCredentials,omitempty"`
 }
 
 // Code is an archive of the user's program.
@@ -372,6 +381,13 @@ type Artifacts struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="artifacts.interval must not be negative"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+	// ResumeFrom is the artifacts prefix of an earlier job, <destination>/<namespace>/<job>/:
+	// before a replica's first attempt, its artifact paths are restored from the same
+	// replica of that job (a retried attempt restores from its own predecessor), so
+	// that TensorFlow resumes from the latest checkpoint.
+	// +kubebuilder:validation:Pattern=`^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.*/$`
+	// +optional
+	ResumeFrom string `json:"resumeFrom,omitempty"`
 }
 
 // Volumes asks for per-job persistent volume claims.

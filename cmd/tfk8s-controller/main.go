@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&opts.ClusterDomain, "cluster-domain", "", "cluster DNS domain; when set, TF_CONFIG addresses are fully qualified (<pod>.<job>.<namespace>.svc.<domain>)")
 	flag.StringVar(&opts.Agent.Image, "agent-image", controller.DefaultAgentImage, "image holding the tfk8s-agent binary, injected into jobs that set code, data or artifacts")
 	flag.StringVar(&portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
+	flag.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)

@@ -115,6 +115,9 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 		fromSecret("AWS_SECRET_ACCESS_KEY", SecretKeySecretAccessKey, false)
 		fromSecret("AWS_REGION", SecretKeyRegion, true)
 		fromSecret("TFK8S_S3_INSECURE", SecretKeyInsecure, true)
+		if s.ExposeCredentials {
+			add("TFK8S_EXPOSE_STORAGE_CREDENTIALS", "true")
+		}
 	}
 	if code := job.Spec.Code; code != nil {
 		add("TFK8S_CODE_SOURCE", code.Source)
@@ -130,6 +133,9 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 		if a.Interval != nil {
 			add("TFK8S_ARTIFACTS_INTERVAL", a.Interval.Duration.String())
 		}
+		if a.ResumeFrom != "" {
+			add("TFK8S_ARTIFACTS_RESUME_FROM", a.ResumeFrom)
+		}
 	}
 	if c.WorkingDir != "" {
 		add("TFK8S_WORKDIR", c.WorkingDir)
@@ -139,6 +145,13 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	add("TFK8S_REPLICA", fmt.Sprintf("%s-%d", strings.ToLower(string(rt)), index))
 	add("TFK8S_CONTAINER_NAME", c.Name)
 	add("TFK8S_LOG_DIR", agentDir+"/logs")
+	fromField := func(name, path string) {
+		env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+		}})
+	}
+	fromField("TFK8S_POD_NAME", "metadata.name")
+	fromField("TFK8S_POD_UID", "metadata.uid")
 	return env
 }
 

@@ -30,6 +30,10 @@ func secretEnv(name, key string, optional bool) corev1.EnvVar {
 	}}}
 }
 
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+}
+
 // TestInjectAgent checks the pod of a job with code, data and artifacts: the agent is
 // installed by an init container into a shared volume, runs the user's command, reads
 // its settings from the environment and the S3 credentials from the Secret, and has
@@ -74,6 +78,8 @@ func TestInjectAgent(t *testing.T) {
 				{Name: "TFK8S_REPLICA", Value: "worker-1"},
 				{Name: "TFK8S_CONTAINER_NAME", Value: "tensorflow"},
 				{Name: "TFK8S_LOG_DIR", Value: "/tfk8s/logs"},
+				fieldEnv("TFK8S_POD_NAME", "metadata.name"),
+				fieldEnv("TFK8S_POD_UID", "metadata.uid"),
 			},
 		}},
 		Volumes: []corev1.Volume{
@@ -205,6 +211,18 @@ func TestInjectAgentVariants(t *testing.T) {
 				Command: []string{"/tfk8s/bin/tfk8s-agent", "run", "--", "python3", "train.py", "--epochs=3"},
 				Mounts:  defaultMounts, Env: baseEnv(map[string]string{"TFK8S_WORKDIR": "/workspace/src"}),
 				GracePeriod: ptr.To[int64](120)},
+		},
+		{
+			name: "exposed credentials and a job to resume from are passed on",
+			modify: func(job *tfv1.TFJob, _ *corev1.PodSpec) {
+				job.Spec.Storage.ExposeCredentials = true
+				job.Spec.Artifacts.ResumeFrom = "s3://bucket/runs/ml/mnist-1/"
+			},
+			want: agentView{InitContainers: []string{install},
+				Command: []string{"/tfk8s/bin/tfk8s-agent", "run", "--", "python3", "train.py", "--epochs=3"},
+				Mounts:  defaultMounts, GracePeriod: ptr.To[int64](120),
+				Env: baseEnv(map[string]string{"TFK8S_EXPOSE_STORAGE_CREDENTIALS": "true",
+					"TFK8S_ARTIFACTS_RESUME_FROM": "s3://bucket/runs/ml/mnist-1/"})},
 		},
 		{
 			name: "a user variable of the agent's is overridden, not duplicated",

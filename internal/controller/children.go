@@ -4,34 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
-// listPods returns the pods the job controls, from the cache. The cached objects are
-// shared, not copied: they are read, never changed in place.
-func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) ([]*corev1.Pod, error) {
+// listPods returns the pods the job controls, from the cache, and the foreign pods:
+// those of an earlier job of the same name, deleted or being deleted, whose pods still
+// hold the names this job's pods need. The cached objects are shared, not copied: they
+// are read, never changed in place.
+func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, foreign []*corev1.Pod, err error) {
 	list := &corev1.PodList{}
-	err := r.List(ctx, list, client.InNamespace(job.Namespace),
-		client.MatchingFields{podOwnerIndex: string(job.UID)}, client.UnsafeDisableDeepCopy)
+	err = r.List(ctx, list, client.InNamespace(job.Namespace),
+		client.MatchingFields{podOwnerIndex: job.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
+	own = make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
 		if metav1.IsControlledBy(&list.Items[i], job) {
-			pods = append(pods, &list.Items[i])
+			own = append(own, &list.Items[i])
+		} else {
+			foreign = append(foreign, &list.Items[i])
 		}
 	}
-	return pods, nil
+	return own, foreign, nil
 }
 
 // activePods are the pods pending or running and not being deleted.
@@ -48,7 +55,7 @@ func activePods(pods []*corev1.Pod) []*corev1.Pod {
 // createMissingPods creates the pod of every replica that has none and has not
 // finished, for the replica types the startup policy lets start, in parallel within
 // the reconciler's concurrency bound.
-func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, o *observation) error {
+func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, o *observation, taken sets.Set[string]) error {
 	opts := r.PodOptions
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
 		ports, err := allocateHostPorts(job, r.HostPortRange)
@@ -63,7 +70,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		rs := o.status.ReplicaStatuses[rt]
 		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
 		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
-			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil {
+			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(PodName(job.Name, rt, i)) {
 				continue
 			}
 			missing = append(missing, ReplicaKey{rt, i})
@@ -92,7 +99,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			pod, err := ConstructPod(job, key.Type, key.Index, opts)
 			if err != nil {
 				err = fmt.Errorf("building pod %s: %w", name, err)
-			} else if err = r.Create(ctx, pod); err != nil {
+			} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); err != nil {
 				err = fmt.Errorf("creating pod %s: %w", name, err)
 			}
 			mu.Lock()
@@ -102,7 +109,11 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 				created = append(created, key)
 				recordPodCreated()
 			case apierrors.IsAlreadyExists(err):
-				// Created by an earlier reconcile the cache has not shown yet.
+				// A pod the cache does not show yet holds the name: this job's, created
+				// before tfk8s restarted, or an earlier job's. Its arrival in the cache
+				// calls the next reconcile (either way its owner has the job's name),
+				// which sees which; nothing is expected of it meanwhile.
+				r.expectations.creationFailed(job.UID, name)
 			default:
 				r.expectations.creationFailed(job.UID, name)
 				errs = append(errs, err)
@@ -145,6 +156,18 @@ func (r *TFJobReconciler) deletePods(ctx context.Context, job *tfv1.TFJob, pods 
 	return errors.Join(errs...)
 }
 
+// withFailuresInARow notes on a pod replacing a failed one how many times in a row its
+// replica has failed, which sets the delay before the next re-creation.
+func withFailuresInARow(pod *corev1.Pod, n int32) *corev1.Pod {
+	if n > 0 {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[tfv1.AnnotationFailuresInARow] = strconv.Itoa(int(n))
+	}
+	return pod
+}
+
 // removeFinalizerPatch removes the tracking finalizer and leaves any other in place.
 var removeFinalizerPatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + TrackingFinalizer + `"]}}`)
 
@@ -166,17 +189,59 @@ func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) e
 // releaseOrphanedPods releases the pods of a job that no longer exists.
 func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, name string) error {
 	list := &corev1.PodList{}
-	err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: name}, client.UnsafeDisableDeepCopy)
+	err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{podOwnerIndex: name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	var orphans []*corev1.Pod
+	orphans := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "TFJob" && ref.Name == name {
-			orphans = append(orphans, &list.Items[i])
-		}
+		orphans[i] = &list.Items[i]
 	}
 	return r.releasePods(ctx, orphans)
+}
+
+// clearForeignPods releases and deletes the pods an earlier job of the same name left
+// behind (deleted, then submitted again at once, or while tfk8s was down): their
+// finalizers would otherwise keep them, and the names this job's pods need, forever.
+// Garbage collection would delete them in time; tfk8s does at once. It returns the
+// names they still hold, which this job's pods cannot take until they are gone.
+func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob, foreign []*corev1.Pod) (sets.Set[string], error) {
+	taken := sets.New[string]()
+	if len(foreign) == 0 {
+		return taken, nil
+	}
+	var acted []string
+	var errs []error
+	for _, pod := range foreign {
+		taken.Insert(pod.Name)
+		if hasFinalizer(pod) || pod.DeletionTimestamp == nil {
+			acted = append(acted, pod.Name)
+		}
+	}
+	errs = append(errs, r.releasePods(ctx, foreign))
+	for _, pod := range foreign {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %s of an earlier job: %w", pod.Name, err))
+		}
+	}
+	if len(acted) > 0 {
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
+			"%d pod(s) of an earlier TFJob named %s still hold this job's pod names (%s): deleting them; this job's pods follow once they are gone",
+			len(acted), job.Name, summarizeNames(acted))
+	}
+	return taken, errors.Join(errs...)
+}
+
+// summarizeNames lists at most three names, then how many more.
+func summarizeNames(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
 }
 
 // ensureService creates the job's headless Service unless it exists.
@@ -184,10 +249,20 @@ func (r *TFJobReconciler) ensureService(ctx context.Context, job *tfv1.TFJob) er
 	svc := &corev1.Service{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name}, svc)
 	if err == nil {
-		if !metav1.IsControlledBy(svc, job) {
-			return fmt.Errorf("service %s exists and does not belong to the job", job.Name)
+		if metav1.IsControlledBy(svc, job) {
+			return nil
 		}
-		return nil
+		if ref := metav1.GetControllerOf(svc); ref != nil && ref.Kind == "TFJob" && ref.Name == job.Name {
+			// An earlier job of this name left it: delete it now rather than wait for
+			// garbage collection; its deletion calls the next reconcile, which creates
+			// this job's.
+			err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("deleting service %s of an earlier job: %w", job.Name, err)
+			}
+			return nil
+		}
+		return fmt.Errorf("service %s exists and does not belong to the job", job.Name)
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading service: %w", err)

@@ -30,16 +30,17 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Complete(r)
 }
 
-// podOwnerIndex indexes cached pods by the UID of the TFJob that controls them, so a
-// reconcile reads its job's pods without scanning the namespace's.
-const podOwnerIndex = "tfk8s.io/owner-uid"
+// podOwnerIndex indexes cached pods by the name of the TFJob that controls them, so a
+// reconcile reads its job's pods without scanning the namespace's, and sees with them
+// the pods an earlier job of the same name left behind.
+const podOwnerIndex = "tfk8s.io/owner-name"
 
 func podOwner(obj client.Object) []string {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil || ref.Kind != "TFJob" || ref.APIVersion != tfv1.GroupVersion.String() {
 		return nil
 	}
-	return []string{string(ref.UID)}
+	return []string{ref.Name}
 }
 
 // CacheOptions make the manager's cache hold only what tfk8s reads: the pods and

@@ -31,6 +31,9 @@ type Options struct {
 	HostPortRange PortRange
 	// PodCreateConcurrency bounds the pod creations in flight, all jobs together.
 	PodCreateConcurrency int
+	// RetryBackoff is the delay before a failed replica is re-created, doubling with
+	// each failure in a row up to 6 minutes; DefaultRetryBackoff when 0.
+	RetryBackoff time.Duration
 }
 
 // TFJobReconciler reconciles TFJobs.
@@ -41,6 +44,7 @@ type TFJobReconciler struct {
 
 	clock        clock.Clock
 	expectations *expectations
+	retries      retryCounts
 	createSlots  chan struct{}
 	// lastCreation is when pods were first created for a job whose status has not been
 	// written since, by job UID; lastAnyCreation is when any pod was last created, in
@@ -53,6 +57,9 @@ type TFJobReconciler struct {
 func NewTFJobReconciler(c client.Client, recorder events.EventRecorder, opts Options) *TFJobReconciler {
 	if opts.PodCreateConcurrency <= 0 {
 		opts.PodCreateConcurrency = 32
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = DefaultRetryBackoff
 	}
 	if opts.HostPortRange == (PortRange{}) {
 		opts.HostPortRange = DefaultHostPortRange
@@ -71,7 +78,7 @@ func NewTFJobReconciler(c client.Client, recorder events.EventRecorder, opts Opt
 // +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
@@ -101,8 +108,8 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	logger := log.FromContext(ctx).WithValues("tfjob", klog.KObj(job))
 	ctx = log.IntoContext(ctx, logger)
 
-	// 1. List the job's pods.
-	pods, err := r.listPods(ctx, job)
+	// 1. List the job's pods, and those an earlier job of its name left behind.
+	pods, foreign, err := r.listPods(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -128,20 +135,9 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	requeue := r.updateConditions(ctx, job, o, now)
 
 	// 6. Carry out the decision on the pods.
-	switch {
-	case jobFinished(o.status):
-		errs = append(errs, r.deletePods(ctx, job, podsToClean(job, pods)))
-	case jobSuspended(job):
-		errs = append(errs, r.deletePods(ctx, job, activePods(pods)))
-	default:
-		errs = append(errs, r.deletePods(ctx, job, o.retry))
-		errs = append(errs, r.createMissingPods(ctx, job, o))
-		if wait := r.serviceDeferral(job, pods); wait > 0 {
-			requeue = minPositive(requeue, wait)
-		} else {
-			errs = append(errs, r.ensureService(ctx, job))
-		}
-	}
+	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
+	requeue = minPositive(requeue, wait)
+	errs = append(errs, err)
 
 	// 7. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
@@ -170,6 +166,66 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// act carries out on the job's pods what its status calls for: clean up a finished
+// job, stop a suspended one, else replace failed replicas once their delay is over and
+// create the missing pods and the Service. It returns when to look again, or 0.
+func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreign []*corev1.Pod, o *observation, now time.Time) (time.Duration, error) {
+	switch {
+	case jobFinished(o.status):
+		return 0, r.deletePods(ctx, job, podsToClean(job, pods))
+	case jobSuspended(job):
+		return 0, r.deletePods(ctx, job, activePods(pods))
+	}
+	taken, err := r.clearForeignPods(ctx, job, foreign)
+	errs := []error{err}
+	requeue, err := r.replaceFailedPods(ctx, job, o, now)
+	errs = append(errs, err)
+	errs = append(errs, r.createMissingPods(ctx, job, o, taken))
+	if wait := r.serviceDeferral(job, pods); wait > 0 {
+		requeue = minPositive(requeue, wait)
+	} else {
+		errs = append(errs, r.ensureService(ctx, job))
+	}
+	return requeue, errors.Join(errs...)
+}
+
+// replaceFailedPods deletes the failed pods whose retry delay is over, so that they are
+// created again, and returns when the next delay ends, or 0.
+func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob, o *observation, now time.Time) (time.Duration, error) {
+	var due []*corev1.Pod
+	var next time.Duration
+	for _, pod := range o.retry {
+		n := failuresInARow(pod)
+		ok, left := retryDue(pod, r.RetryBackoff, now)
+		if hasFinalizer(pod) {
+			// The failure is being counted: say once when the replica comes back.
+			r.event(job, corev1.EventTypeNormal, tfv1.ReasonRetryBackoff,
+				"pod %s failed (%s); re-creating it in %v (failure %d in a row)",
+				pod.Name, exitSummary(pod), left.Round(time.Second), n)
+		}
+		if !ok {
+			next = minPositive(next, left)
+			continue
+		}
+		if key, ok := podKey(pod); ok {
+			r.retries.remember(job.UID, key, n)
+		}
+		due = append(due, pod)
+	}
+	return next, r.deletePods(ctx, job, due)
+}
+
+// exitSummary says how a failed pod ended, for an event.
+func exitSummary(pod *corev1.Pod) string {
+	if t := terminatedState(pod); t != nil {
+		return fmt.Sprintf("exit code %d", t.ExitCode)
+	}
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason
+	}
+	return "no exit code"
 }
 
 // updateConditions sets the job's conditions from what observe counted and the job's
