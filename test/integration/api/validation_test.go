@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -302,12 +304,20 @@ func TestInvalidTFJobsAreRefused(t *testing.T) {
 	}
 }
 
+// TestValidTFJobGetsDefaults: a manifest that leaves out runPolicy altogether, as a
+// user's YAML does, is stored with the defaults written in, so `kubectl get -o yaml`
+// shows what the job runs with.
 func TestValidTFJobGetsDefaults(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	job := validJob(ns).Evaluator().Obj()
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Replicas = nil
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].RestartPolicy = ""
-	if err := k8sClient.Create(context.Background(), job); err != nil {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(raw, "spec", "runPolicy")
+	if err := k8sClient.Create(context.Background(), &unstructured.Unstructured{Object: raw}); err != nil {
 		t.Fatalf("creating a valid TFJob: %v", err)
 	}
 	got := &tfv1.TFJob{}
@@ -321,10 +331,12 @@ func TestValidTFJobGetsDefaults(t *testing.T) {
 		CleanPodPolicy tfv1.CleanPodPolicy
 		StartupPolicy  tfv1.StartupPolicy
 		Networking     tfv1.NetworkingMode
+		BackoffLimit   int32
 	}
-	want := defaults{1, tfv1.RestartPolicyNever, tfv1.CleanPodPolicyRunning, tfv1.StartupPolicyParallel, tfv1.NetworkingModeDNS}
+	want := defaults{1, tfv1.RestartPolicyNever, tfv1.CleanPodPolicyRunning, tfv1.StartupPolicyParallel, tfv1.NetworkingModeDNS, 6}
 	gotDefaults := defaults{ptr.Deref(worker.Replicas, -1), worker.RestartPolicy,
-		ptr.Deref(got.Spec.RunPolicy.CleanPodPolicy, ""), got.Spec.StartupPolicy, got.Spec.Networking.Mode}
+		ptr.Deref(got.Spec.RunPolicy.CleanPodPolicy, ""), got.Spec.StartupPolicy, got.Spec.Networking.Mode,
+		ptr.Deref(got.Spec.RunPolicy.BackoffLimit, -1)}
 	if diff := cmp.Diff(want, gotDefaults); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -63,10 +64,11 @@ func run(m *testing.M) int {
 }
 
 // startController runs the controller until the returned function is called (a crash,
-// as far as the API server can tell) or the test ends.
+// as far as the API server can tell) or the test ends. Failed replicas come back after
+// 200 ms rather than 10 s: TestRetryDelayDoubles checks the delay itself.
 func startController(t *testing.T) (stop func()) {
 	t.Helper()
-	return startControllerWith(t, *cp.Config, controller.Options{})
+	return startControllerWith(t, *cp.Config, controller.Options{RetryBackoff: 200 * time.Millisecond})
 }
 
 // startControllerWith runs a controller with the given client config and options.
