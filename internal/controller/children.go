@@ -210,13 +210,9 @@ func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob,
 	if len(foreign) == 0 {
 		return taken, nil
 	}
-	var acted []string
 	var errs []error
 	for _, pod := range foreign {
 		taken.Insert(pod.Name)
-		if hasFinalizer(pod) || pod.DeletionTimestamp == nil {
-			acted = append(acted, pod.Name)
-		}
 	}
 	errs = append(errs, r.releasePods(ctx, foreign))
 	for _, pod := range foreign {
@@ -228,11 +224,9 @@ func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob,
 			errs = append(errs, fmt.Errorf("deleting pod %s of an earlier job: %w", pod.Name, err))
 		}
 	}
-	if len(acted) > 0 {
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
-			"%d pod(s) of an earlier TFJob named %s still hold this job's pod names (%s): deleting them; this job's pods follow once they are gone",
-			len(acted), job.Name, summarizeNames(acted))
-	}
+	r.event(job, corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
+		"%d pod(s) of an earlier TFJob named %s still hold this job's pod names (%s): they are being deleted, and this job's pods follow once they are gone",
+		len(foreign), job.Name, summarizeNames(sets.List(taken)))
 	return taken, errors.Join(errs...)
 }
 

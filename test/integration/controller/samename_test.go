@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,9 +19,10 @@ import (
 
 // TestResubmitSameNameGetsPods: a job is deleted and at once submitted again under the
 // same name, with the controller running and with the controller down in between. The
-// old pods still hold the names, and their tracking finalizers would keep them forever;
-// the new job's pods must take the names over as soon as the old ones are gone, and
-// every pod and the Service end up owned by the new job.
+// old pods still hold the names while their node stops them (a finalizer of the test's
+// plays that node), and tfk8s's tracking finalizers would keep them forever; the new
+// job must release them, say why its pods wait, and take the names over as soon as the
+// old pods are gone, every pod and the Service then owned by the new job.
 func TestResubmitSameNameGetsPods(t *testing.T) {
 	for _, controllerDown := range []bool{false, true} {
 		name := "controller running"
@@ -39,6 +41,9 @@ func TestResubmitSameNameGetsPods(t *testing.T) {
 			waitPods(t, ns, "same", all...)
 			kubelet.SetRunning(t, ns, all...)
 			waitService(t, ns, "same", old.UID)
+			for _, name := range all {
+				setFinalizers(t, ns, name, append(finalizersOf(t, ns, name), stillStopping))
+			}
 			if controllerDown {
 				stop()
 			}
@@ -59,6 +64,16 @@ func TestResubmitSameNameGetsPods(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			if msg := eventMessage(t, ns, current.UID, tfv1.ReasonPodNameTaken); !strings.Contains(msg, "earlier TFJob named same") {
+				t.Errorf("%s event %q, want it to name the earlier job", tfv1.ReasonPodNameTaken, msg)
+			}
+			for _, name := range all {
+				testutil.Eventually(t, name+" released by tfk8s", func(ctx context.Context) (bool, error) {
+					return slices.Equal(finalizersOf(t, ns, name), []string{stillStopping}), nil
+				})
+				setFinalizers(t, ns, name, nil) // the node is done: the old pod goes
+			}
+
 			testutil.Eventually(t, "the new job's pods", func(ctx context.Context) (bool, error) {
 				pods, err := jobPods(ctx, ns, "same")
 				if err != nil || len(pods) != len(all) {
@@ -72,11 +87,37 @@ func TestResubmitSameNameGetsPods(t *testing.T) {
 				return true, nil
 			})
 			waitService(t, ns, "same", current.UID)
-			if msg := eventMessage(t, ns, current.UID, tfv1.ReasonPodNameTaken); !strings.Contains(msg, "earlier TFJob named same") {
-				t.Errorf("%s event %q, want it to name the earlier job", tfv1.ReasonPodNameTaken, msg)
-			}
 		})
 	}
+}
+
+// stillStopping is the finalizer by which the test plays a node still stopping a pod.
+const stillStopping = "test.tfk8s.io/still-stopping"
+
+// finalizersOf returns a pod's finalizers, none once it is gone.
+func finalizersOf(t *testing.T, ns, name string) []string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return pod.Finalizers
+}
+
+// setFinalizers sets a pod's finalizers.
+func setFinalizers(t *testing.T, ns, name string, finalizers []string) {
+	t.Helper()
+	testutil.Eventually(t, "the finalizers of "+name, func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+			return false, err
+		}
+		pod.Finalizers = finalizers
+		return true, k8sClient.Update(ctx, pod)
+	})
 }
 
 // waitService waits until the job's Service exists and belongs to the job with uid.
