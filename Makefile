@@ -5,6 +5,7 @@
 # make build      builds tfk8s's own commands into bin/
 # make verify     gofmt, go vet, staticcheck, and generated files up to date
 # make test       unit and integration tests against a real control plane
+# make chaos      the chaos suite in full, three runs in a row
 # make bench      benchmarks against a real control plane
 
 SHELL := /usr/bin/env bash -o pipefail
@@ -118,6 +119,15 @@ test:
 .PHONY: test-unit
 test-unit:
 	go test -count=1 $$(go list ./... | grep -v /test/)
+
+# The chaos suite in full, three runs in a row: 30 jobs while the controller is
+# SIGKILLed every 2 s for 60 s, the API server restarted, S3 down for 60 s. make test
+# runs a short one (8 jobs, 20 s, 10 s).
+.PHONY: chaos
+chaos:
+	@+$(call parallel,$(TEST_TOOLS) runc build)
+	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
+		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
 bench:
