@@ -71,6 +71,13 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	c.VolumeMounts = append(c.VolumeMounts, mount)
 	c.Command = append(append([]string{agentBin, "run", "--"}, c.Command...), c.Args...)
 	c.Args = nil
+	// A failed replica's last log lines become its termination message, and so the
+	// message of the job's failure: what the program printed last, or the agent's word
+	// on why it could not start it (storage refusing the credentials, a digest that
+	// does not match).
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	}
 
 	// Code and data land in emptyDirs unless the user mounted something there already.
 	var dirs []string

@@ -81,6 +81,7 @@ func TestInjectAgent(t *testing.T) {
 				fieldEnv("TFK8S_POD_NAME", "metadata.name"),
 				fieldEnv("TFK8S_POD_UID", "metadata.uid"),
 			},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}},
 		Volumes: []corev1.Volume{
 			{Name: "tfk8s-agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

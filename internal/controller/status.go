@@ -165,7 +165,7 @@ func failureOf(pod *corev1.Pod, key ReplicaKey, now metav1.Time) tfv1.ReplicaFai
 			f.Reason = t.Reason
 		}
 		if f.Message == "" {
-			f.Message = truncate(t.Message)
+			f.Message = lastLines(t.Message)
 		}
 		if !t.FinishedAt.IsZero() {
 			f.Time = t.FinishedAt
@@ -255,6 +255,21 @@ func describeFailure(rt tfv1.ReplicaType, f tfv1.ReplicaFailure) string {
 		msg += ": " + f.Message
 	}
 	return msg
+}
+
+// lastLines keeps the end of a termination message, where a log's last lines say
+// what went wrong, within maxMessageLength and starting at a line.
+func lastLines(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= maxMessageLength {
+		return s
+	}
+	cut := len(s) - maxMessageLength + 3
+	tail := s[cut:]
+	if i := strings.IndexByte(tail, '\n'); s[cut-1] != '\n' && i >= 0 && i < len(tail)-1 {
+		tail = tail[i+1:]
+	}
+	return "..." + tail
 }
 
 func truncate(s string) string {

@@ -390,7 +390,7 @@ func TestFailureOf(t *testing.T) {
 			want: tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: -1, Reason: "NodeLost", Time: now},
 		},
 		{
-			name: "finish time and a long message, truncated",
+			name: "finish time and a long message, its end kept",
 			pod: func() *corev1.Pod {
 				pod := worker(0).Phase(corev1.PodFailed).ExitCode(1).Obj()
 				pod.Status.ContainerStatuses[0].State.Terminated.FinishedAt = finished
@@ -398,7 +398,19 @@ func TestFailureOf(t *testing.T) {
 				return pod
 			}(),
 			want: tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: 1, Reason: "Error",
-				Message: long[:509] + "...", Time: finished},
+				Message: "..." + long[len(long)-509:], Time: finished},
+		},
+		{
+			name: "a log's last lines: the end kept from a line's start",
+			pod: func() *corev1.Pod {
+				pod := worker(0).Phase(corev1.PodFailed).ExitCode(77).Obj()
+				pod.Status.ContainerStatuses[0].State.Terminated.FinishedAt = finished
+				pod.Status.ContainerStatuses[0].State.Terminated.Message = strings.Repeat("step\n", 200) +
+					"tfk8s-agent: the storage refused the credentials\n"
+				return pod
+			}(),
+			want: tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: 77, Reason: "Error",
+				Message: "..." + strings.Repeat("step\n", 92) + "tfk8s-agent: the storage refused the credentials", Time: finished},
 		},
 		{
 			name: "the tensorflow container's termination, not a sidecar's",
