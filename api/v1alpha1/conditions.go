@@ -49,6 +49,25 @@ const (
 	AnnotationFailuresInARow = "tfk8s.io/failures-in-a-row"
 )
 
+// Messages of conditions, by reason; the %-verbs are filled in the order given.
+const (
+	// MessageCreated: namespace, name.
+	MessageCreated = "TFJob %s/%s is created"
+	// MessageRunning: namespace, name.
+	MessageRunning = "TFJob %s/%s is running"
+	// MessageRunningAgain ends Restarting.
+	MessageRunningAgain = "every replica is running again"
+	// MessageRestarting: namespace, name, the replicas restarting.
+	MessageRestarting = "TFJob %s/%s is restarting %d replica(s)"
+	// MessageSuspended and MessageResumed follow runPolicy.suspend.
+	MessageSuspended = "TFJob suspended: its pods are deleted"
+	MessageResumed   = "TFJob resumed"
+	// MessageDeadlineExceeded: activeDeadlineSeconds.
+	MessageDeadlineExceeded = "TFJob ran longer than activeDeadlineSeconds (%ds)"
+	// MessageBackoffLimitExceeded: the restarts, backoffLimit; the last failure follows.
+	MessageBackoffLimitExceeded = "replicas restarted %d times, more than backoffLimit %d"
+)
+
 // ControllerName is the value of runPolicy.managedBy that means tfk8s.
 const ControllerName = "tfk8s.io/tfjob-controller"
 

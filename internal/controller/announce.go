@@ -26,16 +26,16 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 	if became(tfv1.JobCreated) {
 		recordJobCreated(job.Namespace)
 	}
-	for i, rt := range o.failedTypes {
-		if rt == tfv1.ReplicaTypeEvaluator {
-			r.event(job, corev1.EventTypeWarning, tfv1.ReasonEvaluatorFailed, "%s; training goes on", describeFailure(rt, o.failures[i]))
+	for _, f := range o.failures {
+		if f.rt == tfv1.ReplicaTypeEvaluator {
+			r.event(job, corev1.EventTypeWarning, tfv1.ReasonEvaluatorFailed, "%s; training goes on", describeFailure(f.rt, *f.failure))
 		}
 	}
 	if became(tfv1.JobSuspended) {
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonSuspended, "TFJob suspended: its pods are deleted")
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonSuspended, tfv1.MessageSuspended)
 	}
 	if isConditionTrue(before, tfv1.JobSuspended) && !isConditionTrue(after, tfv1.JobSuspended) {
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonResumed, "TFJob resumed")
+		r.event(job, corev1.EventTypeNormal, tfv1.ReasonResumed, tfv1.MessageResumed)
 	}
 	if became(tfv1.JobRestarting) || (o.restarted > 0 && isConditionTrue(after, tfv1.JobRestarting)) {
 		_, msg := reasonOf(tfv1.JobRestarting)

@@ -84,19 +84,3 @@ func containerRestarts(pod *corev1.Pod) int32 {
 	}
 	return n
 }
-
-// totalRestarts is the number of restarts of the job's replicas, all types together.
-func totalRestarts(status *tfv1.TFJobStatus) int32 {
-	var n int32
-	for _, rs := range status.ReplicaStatuses {
-		n += rs.Restarts
-	}
-	return n
-}
-
-// backoffLimitExceeded reports whether the replicas restarted more often than
-// runPolicy.backoffLimit allows.
-func backoffLimitExceeded(job *tfv1.TFJob, status *tfv1.TFJobStatus) bool {
-	limit := job.Spec.RunPolicy.BackoffLimit
-	return limit != nil && totalRestarts(status) > *limit
-}

@@ -31,128 +31,163 @@ type observation struct {
 	// restarted counts the retryable failures counted by this observation.
 	restarted int32
 	// failures are the permanent failures counted by this observation.
-	failures []tfv1.ReplicaFailure
-	// failedTypes are the replica types of those failures, index by index.
-	failedTypes []tfv1.ReplicaType
+	failures []typedFailure
+
+	// The tallies the status is summed up from once every pod is recorded.
+	finished          bool
+	succeeded, failed map[tfv1.ReplicaType]sets.Set[int32]
+	recorded          sets.Set[types.UID]
+	stillTracked      sets.Set[types.UID]
+	active            map[tfv1.ReplicaType]int32
+	liveRestarts      map[tfv1.ReplicaType]int32
+}
+
+// outcome is what a pod says of its replica.
+type outcome int
+
+const (
+	// outcomeActive: pending or running.
+	outcomeActive outcome = iota
+	// outcomeSucceeded: the program exited 0.
+	outcomeSucceeded
+	// outcomeStopped: deleted to suspend the job; neither a failure nor a restart,
+	// whatever the program exited with on SIGTERM.
+	outcomeStopped
+	// outcomeRetry: failed, or deleted from outside while running, and its replica is
+	// run again.
+	outcomeRetry
+	// outcomeFailed: failed for good.
+	outcomeFailed
+)
+
+// classify tells a pod's outcome under its replica's restart policy, with the failure
+// that goes with a retry or a failure.
+func classify(spec *tfv1.ReplicaSpec, pod *corev1.Pod, key ReplicaKey, suspended bool, now metav1.Time) (outcome, *tfv1.ReplicaFailure) {
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded:
+		return outcomeSucceeded, nil
+	case pod.DeletionTimestamp != nil && suspended:
+		return outcomeStopped, nil
+	case pod.Status.Phase == corev1.PodFailed:
+		f := failureOf(pod, key, now)
+		if shouldRetry(spec.RestartPolicy, pod) {
+			return outcomeRetry, &f
+		}
+		return outcomeFailed, &f
+	case pod.DeletionTimestamp != nil:
+		// Deleted before it finished, and not by tfk8s (which deletes running pods
+		// only to suspend the job or clean up after it): a disruption.
+		if spec.RestartPolicy == tfv1.RestartPolicyNever {
+			return outcomeFailed, &tfv1.ReplicaFailure{Index: key.Index, Pod: pod.Name, ExitCode: -1, Reason: "PodDeleted",
+				Message: "the pod was deleted while running and restartPolicy is Never", Time: now}
+		}
+		return outcomeRetry, nil
+	default:
+		return outcomeActive, nil
+	}
 }
 
 // observe counts the outcome of every finished pod into a copy of the job's status. A
 // pod is counted once: only while it carries the tracking finalizer and its UID is not
 // yet in status.recordedPods. Once the job has finished, nothing more is counted.
 func observe(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation {
-	o := &observation{status: job.Status.DeepCopy(), pods: map[ReplicaKey]*corev1.Pod{}}
-	st := o.status
-	finished := jobFinished(st)
+	o := newObservation(job)
 	suspended := jobSuspended(job)
-	if st.ReplicaStatuses == nil {
-		st.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{}
-	}
-	succeeded := map[tfv1.ReplicaType]sets.Set[int32]{}
-	failed := map[tfv1.ReplicaType]sets.Set[int32]{}
-	for rt := range job.Spec.TFReplicaSpecs {
-		if st.ReplicaStatuses[rt] == nil {
-			st.ReplicaStatuses[rt] = &tfv1.ReplicaStatus{}
-		}
-		succeeded[rt] = parseIndexes(st.ReplicaStatuses[rt].SucceededIndexes)
-		failed[rt] = parseIndexes(st.ReplicaStatuses[rt].FailedIndexes)
-	}
-	recorded := sets.New(st.RecordedPods...)
-	stillTracked := sets.New[types.UID]()
-	active := map[tfv1.ReplicaType]int32{}
-	liveRestarts := map[tfv1.ReplicaType]int32{}
-
 	for _, pod := range pods {
-		tracked := hasFinalizer(pod)
-		if tracked {
-			stillTracked.Insert(pod.UID)
-		}
 		key, ok := podKey(pod)
 		spec := job.Spec.TFReplicaSpecs[key.Type]
 		if !ok || spec == nil || key.Index >= replicas(spec) {
 			// Not a replica of this job's spec: nothing to count.
-			if tracked {
+			if hasFinalizer(pod) {
 				o.release = append(o.release, pod)
 			}
 			continue
 		}
 		o.pods[key] = pod
-		rs := st.ReplicaStatuses[key.Type]
-		uncounted := tracked && !recorded.Has(pod.UID) && !finished
-
-		switch {
-		case pod.Status.Phase == corev1.PodSucceeded:
-			if uncounted {
-				succeeded[key.Type].Insert(key.Index)
-				rs.RestartsOfGonePods += containerRestarts(pod)
-			}
-		case pod.DeletionTimestamp != nil && suspended && pod.Status.Phase != corev1.PodSucceeded:
-			// Deleted to suspend the job: neither a failure nor a restart, whatever the
-			// program exited with on SIGTERM; its container restarts stay counted.
-			if uncounted {
-				rs.RestartsOfGonePods += containerRestarts(pod)
-			}
-		case pod.Status.Phase == corev1.PodFailed:
-			retry := !finished && shouldRetry(spec.RestartPolicy, pod)
-			if uncounted {
-				rs.RestartsOfGonePods += containerRestarts(pod)
-				failure := failureOf(pod, key, now)
-				rs.LastFailure = &failure
-				if retry {
-					rs.RestartsOfGonePods++
-					o.restarted++
-				} else {
-					failed[key.Type].Insert(key.Index)
-					o.failures = append(o.failures, failure)
-					o.failedTypes = append(o.failedTypes, key.Type)
-				}
-			}
-			if retry && !failed[key.Type].Has(key.Index) && pod.DeletionTimestamp == nil {
-				o.retry = append(o.retry, pod)
-			}
-		case pod.DeletionTimestamp != nil:
-			// Deleted before it finished, and not by tfk8s (which deletes running pods
-			// only to suspend the job or clean up after it): a disruption.
-			if uncounted {
-				rs.RestartsOfGonePods += containerRestarts(pod)
-				if spec.RestartPolicy == tfv1.RestartPolicyNever {
-					failure := tfv1.ReplicaFailure{Index: key.Index, Pod: pod.Name, ExitCode: -1, Reason: "PodDeleted",
-						Message: "the pod was deleted while running and restartPolicy is Never", Time: now}
-					rs.LastFailure = &failure
-					failed[key.Type].Insert(key.Index)
-					o.failures = append(o.failures, failure)
-					o.failedTypes = append(o.failedTypes, key.Type)
-				} else {
-					rs.RestartsOfGonePods++
-					o.restarted++
-				}
-			}
-		default:
-			active[key.Type]++
-			liveRestarts[key.Type] += containerRestarts(pod)
-			noteContainerFailure(rs, pod, key)
-		}
-		if uncounted && (isTerminal(pod) || pod.DeletionTimestamp != nil) {
-			recorded.Insert(pod.UID)
-		}
-		if tracked && (isTerminal(pod) || pod.DeletionTimestamp != nil) {
-			o.release = append(o.release, pod)
-		}
+		out, failure := classify(spec, pod, key, suspended, now)
+		o.record(pod, key, out, failure)
 	}
+	o.sum()
+	return o
+}
 
+// newObservation starts an observation from the job's current status.
+func newObservation(job *tfv1.TFJob) *observation {
+	st := job.Status.DeepCopy()
+	o := &observation{status: st, pods: map[ReplicaKey]*corev1.Pod{}, finished: jobFinished(st),
+		succeeded: map[tfv1.ReplicaType]sets.Set[int32]{}, failed: map[tfv1.ReplicaType]sets.Set[int32]{},
+		recorded: sets.New(st.RecordedPods...), stillTracked: sets.New[types.UID](),
+		active: map[tfv1.ReplicaType]int32{}, liveRestarts: map[tfv1.ReplicaType]int32{}}
+	if st.ReplicaStatuses == nil {
+		st.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{}
+	}
+	for rt := range job.Spec.TFReplicaSpecs {
+		if st.ReplicaStatuses[rt] == nil {
+			st.ReplicaStatuses[rt] = &tfv1.ReplicaStatus{}
+		}
+		o.succeeded[rt] = parseIndexes(st.ReplicaStatuses[rt].SucceededIndexes)
+		o.failed[rt] = parseIndexes(st.ReplicaStatuses[rt].FailedIndexes)
+	}
+	return o
+}
+
+// record counts one pod's outcome: a pod still active into the live tallies, a gone
+// pod's outcome once, and the pods to act on.
+func (o *observation) record(pod *corev1.Pod, key ReplicaKey, out outcome, failure *tfv1.ReplicaFailure) {
+	rs := o.status.ReplicaStatuses[key.Type]
+	tracked := hasFinalizer(pod)
+	if tracked {
+		o.stillTracked.Insert(pod.UID)
+	}
+	if out == outcomeActive {
+		o.active[key.Type]++
+		o.liveRestarts[key.Type] += containerRestarts(pod)
+		noteContainerFailure(rs, pod, key)
+		return
+	}
+	if tracked && !o.recorded.Has(pod.UID) && !o.finished {
+		// Counted now, once: the pod's UID is recorded with the status.
+		rs.RestartsOfGonePods += containerRestarts(pod)
+		if failure != nil {
+			rs.LastFailure = failure
+		}
+		switch out {
+		case outcomeSucceeded:
+			o.succeeded[key.Type].Insert(key.Index)
+		case outcomeRetry:
+			rs.RestartsOfGonePods++
+			o.restarted++
+		case outcomeFailed:
+			o.failed[key.Type].Insert(key.Index)
+			o.failures = append(o.failures, typedFailure{key.Type, failure})
+		}
+		o.recorded.Insert(pod.UID)
+	}
+	if out == outcomeRetry && !o.finished && pod.Status.Phase == corev1.PodFailed &&
+		pod.DeletionTimestamp == nil && !o.failed[key.Type].Has(key.Index) {
+		o.retry = append(o.retry, pod)
+	}
+	if tracked {
+		o.release = append(o.release, pod)
+	}
+}
+
+// sum writes the tallies into the status.
+func (o *observation) sum() {
+	st := o.status
 	for rt, rs := range st.ReplicaStatuses {
-		rs.Active = active[rt]
-		if finished {
+		rs.Active = o.active[rt]
+		if o.finished {
 			continue
 		}
-		rs.Succeeded = int32(succeeded[rt].Len())
-		rs.Failed = int32(failed[rt].Len())
-		rs.SucceededIndexes = formatIndexes(succeeded[rt])
-		rs.FailedIndexes = formatIndexes(failed[rt])
-		rs.Restarts = rs.RestartsOfGonePods + liveRestarts[rt]
+		rs.Succeeded = int32(o.succeeded[rt].Len())
+		rs.Failed = int32(o.failed[rt].Len())
+		rs.SucceededIndexes = formatIndexes(o.succeeded[rt])
+		rs.FailedIndexes = formatIndexes(o.failed[rt])
+		rs.Restarts = rs.RestartsOfGonePods + o.liveRestarts[rt]
 	}
 	// A recorded UID is dropped once no pod with it carries the finalizer any more.
-	st.RecordedPods = sets.List(recorded.Intersection(stillTracked))
-	return o
+	st.RecordedPods = sets.List(o.recorded.Intersection(o.stillTracked))
 }
 
 // failureOf describes the failure of a pod.

@@ -44,13 +44,17 @@ func summarize(o *observation) observed {
 		}
 		return out
 	}
+	var failures []tfv1.ReplicaFailure
+	for _, f := range o.failures {
+		failures = append(failures, *f.failure)
+	}
 	return observed{
 		Worker:       *o.status.ReplicaStatuses[tfv1.ReplicaTypeWorker],
 		RecordedPods: o.status.RecordedPods,
 		Retry:        names(o.retry),
 		Release:      names(o.release),
 		Restarted:    o.restarted,
-		Failures:     o.failures,
+		Failures:     failures,
 	}
 }
 

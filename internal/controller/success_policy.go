@@ -46,15 +46,3 @@ func successPolicyMet(job *tfv1.TFJob, st *tfv1.TFJobStatus) (bool, string) {
 	}
 	return false, ""
 }
-
-// permanentFailure reports whether a replica that training needs (chief, master, PS or
-// worker) failed for good, and describes the first such failure. A failed evaluator does
-// not fail the job.
-func permanentFailure(o *observation) (bool, string) {
-	for i, rt := range o.failedTypes {
-		if rt != tfv1.ReplicaTypeEvaluator {
-			return true, describeFailure(rt, o.failures[i])
-		}
-	}
-	return false, ""
-}

@@ -132,7 +132,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 	// 5. Decide where the job stands: started, suspended, failed, succeeded, running.
 	var errs []error
-	requeue := r.updateConditions(ctx, job, o, now)
+	requeue := updateConditions(job, o, now)
 
 	// 6. Carry out the decision on the pods.
 	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
@@ -226,84 +226,6 @@ func exitSummary(pod *corev1.Pod) string {
 		return pod.Status.Reason
 	}
 	return "no exit code"
-}
-
-// updateConditions sets the job's conditions from what observe counted and the job's
-// policies, and returns when to look again (for a deadline), or 0.
-func (r *TFJobReconciler) updateConditions(ctx context.Context, job *tfv1.TFJob, o *observation, now metav1.Time) time.Duration {
-	st := o.status
-	var requeue time.Duration
-	if !isConditionTrue(st, tfv1.JobCreated) {
-		setCondition(st, tfv1.JobCreated, metav1.ConditionTrue, tfv1.ReasonCreated,
-			fmt.Sprintf("TFJob %s/%s is created", job.Namespace, job.Name), now)
-	}
-	if jobFinished(st) {
-		return 0
-	}
-	if jobSuspended(job) {
-		if !isConditionTrue(st, tfv1.JobSuspended) {
-			setCondition(st, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonSuspended, "TFJob suspended: its pods are deleted", now)
-			setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonSuspended, "TFJob suspended", now)
-		}
-		// The deadline counts running time only: it starts again on resume.
-		st.StartTime = nil
-		return 0
-	}
-	if isConditionTrue(st, tfv1.JobSuspended) {
-		setCondition(st, tfv1.JobSuspended, metav1.ConditionFalse, tfv1.ReasonResumed, "TFJob resumed", now)
-	}
-	if st.StartTime == nil {
-		st.StartTime = &now
-	}
-
-	if exceeded, left := deadlineExceeded(job, st, now.Time); exceeded {
-		r.finish(st, tfv1.JobFailed, tfv1.ReasonDeadlineExceeded,
-			fmt.Sprintf("TFJob ran longer than activeDeadlineSeconds (%ds)", *job.Spec.RunPolicy.ActiveDeadlineSeconds), now)
-		return 0
-	} else {
-		requeue = left
-	}
-	if failed, msg := permanentFailure(o); failed {
-		r.finish(st, tfv1.JobFailed, tfv1.ReasonFailed, msg, now)
-		return 0
-	}
-	if backoffLimitExceeded(job, st) {
-		msg := fmt.Sprintf("replicas restarted %d times, more than backoffLimit %d", totalRestarts(st), *job.Spec.RunPolicy.BackoffLimit)
-		if f := lastFailure(st); f != nil {
-			msg += fmt.Sprintf("; last: %s", describeFailure(f.rt, *f.failure))
-		}
-		r.finish(st, tfv1.JobFailed, tfv1.ReasonBackoffLimitExceeded, msg, now)
-		return 0
-	}
-	if ok, msg := successPolicyMet(job, st); ok {
-		r.finish(st, tfv1.JobSucceeded, tfv1.ReasonSucceeded, msg, now)
-		return 0
-	}
-
-	if o.restarted > 0 {
-		msg := fmt.Sprintf("TFJob %s/%s is restarting %d replica(s)", job.Namespace, job.Name, o.restarted)
-		setCondition(st, tfv1.JobRestarting, metav1.ConditionTrue, tfv1.ReasonRestarting, msg, now)
-		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonRestarting, msg, now)
-	} else if allReplicasRunning(job, o, typesOf(job)) {
-		if !isConditionTrue(st, tfv1.JobRunning) {
-			setCondition(st, tfv1.JobRunning, metav1.ConditionTrue, tfv1.ReasonRunning,
-				fmt.Sprintf("TFJob %s/%s is running", job.Namespace, job.Name), now)
-		}
-		if isConditionTrue(st, tfv1.JobRestarting) {
-			setCondition(st, tfv1.JobRestarting, metav1.ConditionFalse, tfv1.ReasonRunning, "every replica is running again", now)
-		}
-	}
-	return requeue
-}
-
-// finish sets the job's final condition. It is never taken back.
-func (r *TFJobReconciler) finish(st *tfv1.TFJobStatus, typ tfv1.JobState, reason, msg string, now metav1.Time) {
-	setCondition(st, typ, metav1.ConditionTrue, reason, msg, now)
-	setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, reason, msg, now)
-	if isConditionTrue(st, tfv1.JobRestarting) {
-		setCondition(st, tfv1.JobRestarting, metav1.ConditionFalse, reason, msg, now)
-	}
-	st.CompletionTime = &now
 }
 
 // While pods are being created, routine status changes (the Created condition, counts of
