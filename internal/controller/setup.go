@@ -46,7 +46,7 @@ func podOwner(obj client.Object) []string {
 // CacheOptions make the manager's cache hold only what tfk8s reads: the pods and
 // Services of TFJobs (by their job-name label), without managed fields or container
 // environments (TF_CONFIG grows with the job: a 1000-worker job's pods would hold
-// 50 MB of it).
+// 47 MB of it).
 func CacheOptions() cache.Options {
 	hasJob, err := labels.NewRequirement(tfv1.LabelJobName, selection.Exists, nil)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -206,7 +205,8 @@ func TestSucceededWorkerIsNeverRerun(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
 	ctx := context.Background()
-	job := testutil.MakeTFJob("once", ns).Workers(2).SuccessPolicy(tfv1.SuccessPolicyAllWorkers).Obj()
+	job := testutil.MakeTFJob("once", ns).Workers(2).SuccessPolicy(tfv1.SuccessPolicyAllWorkers).
+		RestartPolicy(tfv1.ReplicaTypeWorker, tfv1.RestartPolicyExitCode).Obj()
 	if err := k8sClient.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -232,10 +232,15 @@ func TestSucceededWorkerIsNeverRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "once", "once-worker-1")
-	time.Sleep(time.Second) // give a wrong re-creation the time to happen
+	// Worker 1's pod is deleted from outside after worker 0's: the controller sees both
+	// deletions in that order, so by the time it has re-created worker 1 it had its
+	// chance to re-create worker 0 too.
+	worker1 := deletePod(t, ns, "once-worker-1")
+	waitReplacement(t, ns, "once-worker-1", worker1)
 	if pods, _ := jobPods(ctx, ns, "once"); pods["once-worker-0"] != nil {
 		t.Fatal("succeeded worker 0 was created again")
 	}
+	kubelet.SetRunning(t, ns, "once-worker-1")
 	kubelet.SetExited(t, ns, "once-worker-1", 0)
 	waitCondition(t, ns, "once", tfv1.JobSucceeded)
 }
@@ -338,13 +343,18 @@ func TestTTLDeletesJobAndPods(t *testing.T) {
 func TestPSFirstStartsWorkersOncePSRun(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
-	job := testutil.MakeTFJob("psfirst", ns).Chief().PS(2).Workers(2).StartupPolicy(tfv1.StartupPolicyPSFirst).Obj()
+	job := testutil.MakeTFJob("psfirst", ns).Chief().PS(2).Workers(2).StartupPolicy(tfv1.StartupPolicyPSFirst).
+		RestartPolicy(tfv1.ReplicaTypePS, tfv1.RestartPolicyExitCode).Obj()
 	if err := k8sClient.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	waitPods(t, ns, "psfirst", "psfirst-ps-0", "psfirst-ps-1")
 	kubelet.SetRunning(t, ns, "psfirst-ps-0")
-	time.Sleep(500 * time.Millisecond) // give a wrong early creation the time to happen
+	// PS 1's pending pod is deleted from outside after PS 0 runs: the controller sees
+	// both in that order, so by the time it has re-created PS 1 it had its chance to
+	// start the workers early.
+	ps1 := deletePod(t, ns, "psfirst-ps-1")
+	waitReplacement(t, ns, "psfirst-ps-1", ps1)
 	if pods, _ := jobPods(context.Background(), ns, "psfirst"); len(pods) != 2 {
 		t.Fatalf("%d pods with one PS of two running, want the 2 PS only", len(pods))
 	}
@@ -370,6 +380,19 @@ func TestJobManagedElsewhereIsLeftAlone(t *testing.T) {
 	if pods, _ := jobPods(context.Background(), ns, "other"); len(pods) != 0 {
 		t.Errorf("tfk8s created %d pods for a job managed by %s", len(pods), other)
 	}
+}
+
+// deletePod deletes a pod as someone other than tfk8s would, and returns its UID.
+func deletePod(t *testing.T, ns, name string) types.UID {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.UID
 }
 
 func setSuspend(t *testing.T, ns, name string, suspend bool) {
