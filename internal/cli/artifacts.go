@@ -18,8 +18,11 @@ func newArtifactsCommand(o *rootOptions) *cobra.Command {
 		Use:   "artifacts",
 		Short: "List or download what a job's replicas backed up to S3",
 		Long: `List or download what a job's replicas backed up to S3: for each replica,
-<replica>/artifacts/<path in the container>, <replica>/logs/<container>.log and
-<replica>/manifest.json. They outlive the job's pods and the job itself.`,
+<replica>/artifacts/<path in the container>, the log and record of each attempt,
+<replica>/attempts/<n>/logs/<container>.log and <replica>/attempts/<n>/attempt.json,
+and <replica>/manifest.json, which lists every file with its SHA-256. They outlive the
+job's pods and the job itself. get checks every file it downloads against the
+manifest, and names each one missing or different (exit code 1).`,
 	}
 	cmd.AddCommand(newArtifactsListCommand(o), newArtifactsGetCommand(o))
 	return cmd
@@ -118,7 +121,12 @@ func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
 			abs, _ := filepath.Abs(dir)
 			fmt.Fprintf(o.env.Out, "%d files (%s) downloaded to %s, %d already there\n",
 				stats.Transferred, formatBytes(stats.Bytes), abs, stats.Files-stats.Transferred)
-			return nil
+			v, err := files.verify(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			running := files.job != nil && !conditionTrue(files.job, tfv1.JobSucceeded) && !conditionTrue(files.job, tfv1.JobFailed)
+			return v.report(o.env.Out, o.env.ErrOut, running)
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "output", "o", "", "directory to download into (default ./JOB)")

@@ -12,6 +12,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // Defaults of the jobs submit builds.
@@ -51,6 +52,17 @@ type jobParams struct {
 	ArtifactsDestination string
 	// SecretName names the storage Secret.
 	SecretName string
+	// ExposeCredentials passes the storage credentials on to the user's command.
+	ExposeCredentials *bool
+	// ResumeFrom names an earlier job whose stored artifacts the replicas start from.
+	ResumeFrom string
+	// RestartPolicy applies to every replica type.
+	RestartPolicy *tfv1.RestartPolicy
+	// The run policy's fields, each left as it is when nil.
+	BackoffLimit            *int32
+	ActiveDeadlineSeconds   *int64
+	TTLSecondsAfterFinished *int32
+	CleanPodPolicy          *tfv1.CleanPodPolicy
 }
 
 // newTFJob is an empty TFJob, with the apiVersion and kind a manifest needs.
@@ -126,6 +138,18 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 	if p.SecretName != "" {
 		job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: p.SecretName}}
 	}
+	if p.ExposeCredentials != nil {
+		if job.Spec.Storage == nil {
+			return nil, errors.New("--expose-storage-credentials: the job uses no S3 storage")
+		}
+		job.Spec.Storage.ExposeCredentials = *p.ExposeCredentials
+	}
+	if p.ResumeFrom != "" {
+		if err := setResumeFrom(job, p.ResumeFrom); err != nil {
+			return nil, err
+		}
+	}
+	applyRunPolicy(job, p)
 	if job.Spec.Code != nil || job.Spec.Artifacts != nil {
 		for _, rt := range tfv1.ReplicaTypes {
 			if spec := specs[rt]; spec != nil && len(mainContainer(&spec.Template.Spec).Command) == 0 {
@@ -244,4 +268,19 @@ func artifactPaths(job *tfv1.TFJob, paths []string) []string {
 		}
 	}
 	return out
+}
+
+// setResumeFrom points the job's artifacts at those of the earlier job of the same
+// namespace stored under the same destination.
+func setResumeFrom(job *tfv1.TFJob, earlier string) error {
+	a := job.Spec.Artifacts
+	if a == nil || len(a.Paths) == 0 {
+		return fmt.Errorf("--resume-from %s needs --artifacts: the paths to restore, and to back up again", earlier)
+	}
+	dest, err := storage.ParseURI(a.Destination)
+	if err != nil {
+		return fmt.Errorf("--resume-from %s: spec.artifacts.destination: %w", earlier, err)
+	}
+	a.ResumeFrom = storage.JobPrefix(dest.Dir(), job.Namespace, earlier).String()
+	return nil
 }

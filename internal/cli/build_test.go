@@ -102,6 +102,27 @@ func TestBuildJob(t *testing.T) {
 			return j
 		}(),
 	}, {
+		name: "run policy, restart policy on every replica type, exposed credentials, resume from an earlier job",
+		p: jobParams{
+			Name: "v2", Namespace: "team", Image: "tf:2.16", Command: python, PS: ptr.To[int32](1),
+			ArtifactPaths: []string{"model"}, ArtifactsDestination: "s3://bkt/runs", SecretName: "v2-storage",
+			ExposeCredentials: ptr.To(true), ResumeFrom: "v1", RestartPolicy: ptr.To(tfv1.RestartPolicyExitCode),
+			BackoffLimit: ptr.To[int32](2), ActiveDeadlineSeconds: ptr.To[int64](3600), TTLSecondsAfterFinished: ptr.To[int32](60),
+			CleanPodPolicy: ptr.To(tfv1.CleanPodPolicyAll),
+		},
+		want: func() *tfv1.TFJob {
+			ps, worker := replica(1, tf), replica(1, tf)
+			ps.RestartPolicy, worker.RestartPolicy = tfv1.RestartPolicyExitCode, tfv1.RestartPolicyExitCode
+			j := tfJob("v2", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypePS: ps, tfv1.ReplicaTypeWorker: worker})
+			j.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bkt/runs", Paths: []string{"/workspace/model"}, ResumeFrom: "s3://bkt/runs/team/v1/"}
+			j.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "v2-storage"}, ExposeCredentials: true}
+			j.Spec.RunPolicy = tfv1.RunPolicy{
+				BackoffLimit: ptr.To[int32](2), ActiveDeadlineSeconds: ptr.To[int64](3600), TTLSecondsAfterFinished: ptr.To[int32](60),
+				CleanPodPolicy: ptr.To(tfv1.CleanPodPolicyAll),
+			}
+			return j
+		}(),
+	}, {
 		name: "a manifest stands where no flag is given",
 		base: base,
 		p:    jobParams{},
@@ -162,6 +183,14 @@ func TestBuildJobErrors(t *testing.T) {
 		base: tfJob("a", "", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeChief: replica(1, corev1.Container{Image: "tf"})}),
 		p:    jobParams{Chief: ptr.To(false)},
 		want: "the job has no chief and no worker: set --workers to 1 or more, or add --chief",
+	}, {
+		name: "resume without artifacts",
+		p:    jobParams{Name: "a", Image: "tf", Command: python, ArtifactsDestination: "s3://bkt/runs", ResumeFrom: "old"},
+		want: "--resume-from old needs --artifacts: the paths to restore, and to back up again",
+	}, {
+		name: "credentials exposed without storage",
+		p:    jobParams{Name: "a", Image: "tf", Command: python, ExposeCredentials: ptr.To(true)},
+		want: "--expose-storage-credentials: the job uses no S3 storage",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

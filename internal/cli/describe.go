@@ -52,15 +52,23 @@ and the TF_CONFIG of one replica (--replica, default the first), read from its p
 			if err != nil {
 				return err
 			}
-			return describeJob(o.env.Out, job, pods, events, replica, time.Now())
+			attempts, attemptsErr := o.readAttempts(ctx, cs, job)
+			return describeJob(o.env.Out, job, pods, events, jobAttempts{attempts, attemptsErr}, replica, time.Now())
 		},
 	}
 	cmd.Flags().StringVar(&replica, "replica", "", "replica whose TF_CONFIG to show, e.g. worker-0 (default: the first)")
 	return cmd
 }
 
-// describeJob writes the description of a job, its pods and its events.
-func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, replica string, now time.Time) error {
+// jobAttempts are the attempts of a job's replicas, as read from S3.
+type jobAttempts struct {
+	replicas []replicaAttempts
+	err      error
+}
+
+// describeJob writes the description of a job, its pods, its replicas' attempts and
+// its events.
+func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, attempts jobAttempts, replica string, now time.Time) error {
 	tw := newTabWriter(w)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
 	field("Name", job.Name)
@@ -86,7 +94,7 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		if a.Interval != nil {
 			field("  Interval", a.Interval.Duration.String())
 		}
-		field("Logs", base.String()+"<replica>/logs/")
+		field("Logs", base.String()+"<replica>/attempts/<n>/logs/")
 	}
 	if s := job.Spec.Storage; s != nil {
 		field("Storage Secret", s.SecretRef.Name)
@@ -110,20 +118,12 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%s\n", rt, desiredReplicas(job, rt), rs.Active, rs.Succeeded, rs.Failed, rs.Restarts, strings.TrimSpace(last))
 	}
 
-	fmt.Fprintln(tw, "Pods:")
-	if len(pods) == 0 {
-		fmt.Fprintln(tw, "  <none>")
-	} else {
-		fmt.Fprintln(tw, "  NAME\tREPLICA\tPHASE\tNODE\tRESTARTS\tLAST EXIT CODE\tAGE")
-		for i := range pods {
-			p := &pods[i]
-			phase := string(p.Status.Phase)
-			if p.DeletionTimestamp != nil {
-				phase += " (deleting)"
-			}
-			restarts, exit := containerSummary(p)
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, replicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
-		}
+	describePods(tw, pods, now)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := describeAttempts(w, attempts.replicas, attempts.err, now); err != nil {
+		return err
 	}
 
 	fmt.Fprintln(tw, "Conditions:")
@@ -149,6 +149,26 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		return err
 	}
 	return describeTFConfig(w, pods, replica)
+}
+
+// describePods writes a line per pod.
+func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
+	fmt.Fprintln(w, "Pods:")
+	if len(pods) == 0 {
+		fmt.Fprintln(w, "  <none>")
+	} else {
+		fmt.Fprintln(w, "  NAME\tREPLICA\tPHASE\tNODE\tRESTARTS\tLAST EXIT CODE\tAGE")
+		for i := range pods {
+			p := &pods[i]
+			phase := string(p.Status.Phase)
+			if p.DeletionTimestamp != nil {
+				phase += " (deleting)"
+			}
+			restarts, exit := containerSummary(p)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, replicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
+		}
+	}
+
 }
 
 // describeTFConfig writes the TF_CONFIG of a replica, read from its pod: the one named

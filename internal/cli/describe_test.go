@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 func TestDescribeJob(t *testing.T) {
@@ -49,8 +52,18 @@ func TestDescribeJob(t *testing.T) {
 	}
 	events := []eventsv1.Event{{Type: "Normal", Reason: tfv1.ReasonCreated, Note: "TFJob team/mnist is created", ReportingController: "tfk8s-controller", EventTime: metav1.NewMicroTime(now.Add(-time.Hour))}}
 
+	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
+	attempts := jobAttempts{replicas: []replicaAttempts{
+		{replica: "ps-0", err: errors.New("reading the manifest: access denied")},
+		{replica: "worker-0"},
+		{replica: "worker-1", attempts: []storage.Attempt{
+			{Number: 1, Pod: "mnist-worker-1", Start: *at(50 * time.Minute), End: at(21 * time.Minute), ExitCode: ptr.To(137), Reason: "Signaled", Message: "killed by SIGKILL"},
+			{Number: 2, Pod: "mnist-worker-1", Start: *at(20 * time.Minute)},
+		}},
+	}}
+
 	var buf bytes.Buffer
-	if err := describeJob(&buf, job, pods, events, "worker-1", now); err != nil {
+	if err := describeJob(&buf, job, pods, events, attempts, "worker-1", now); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -60,11 +73,16 @@ func TestDescribeJob(t *testing.T) {
 		"Code:             s3://bkt/code/sha256-ab.tar.gz -> /workspace\n",
 		"Artifacts:        s3://bkt/runs/team/mnist/<replica>/artifacts/\n",
 		"  Paths:          /workspace/model\n",
-		"Logs:             s3://bkt/runs/team/mnist/<replica>/logs/\n",
+		"Logs:             s3://bkt/runs/team/mnist/<replica>/attempts/<n>/logs/\n",
 		"Storage Secret:   tfk8s-s3-0123456789\n",
 		"  Worker   2         2        0           0        1          mnist-worker-1 exit code 137 OOMKilled\n",
 		"  mnist-ps-0       ps-0       Running   node-a   0          -                60m\n",
 		"  mnist-worker-1   worker-1   Running   node-c   1          137 OOMKilled    60m\n",
+		"Attempts:\n  REPLICA    ATTEMPT   POD              STARTED   ENDED       EXIT CODE   REASON\n",
+		"  ps-0       -         -                -         -           -           <unknown: reading the manifest: access denied>\n",
+		"  worker-0   -         -                -         -           -           <none stored yet>\n",
+		"  worker-1   1         mnist-worker-1   50m ago   21m ago     137         Signaled: killed by SIGKILL\n",
+		"  worker-1   2         mnist-worker-1   20m ago   <running>   -           <none>\n",
 		"  Running   True     TFJobRunning   10m   all replicas run\n",
 		"  Normal   TFJobCreated   60m   tfk8s-controller   TFJob team/mnist is created\n",
 		"TF_CONFIG (worker-1):\n  {\n    \"task\": {\n      \"type\": \"worker\",\n      \"index\": 1\n    }\n  }\n",
@@ -74,7 +92,7 @@ func TestDescribeJob(t *testing.T) {
 		}
 	}
 
-	if err := describeJob(&bytes.Buffer{}, job, pods, nil, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
+	if err := describeJob(&bytes.Buffer{}, job, pods, nil, jobAttempts{}, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
 		t.Errorf("describe --replica worker-7: error = %v", err)
 	}
 }

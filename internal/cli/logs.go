@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -28,16 +27,25 @@ const defaultArtifactsPrefix = "runs"
 
 func newLogsCommand(o *rootOptions) *cobra.Command {
 	var follow bool
+	var which attemptChoice
 	cmd := &cobra.Command{
-		Use:   "logs JOB [REPLICA] [-f]",
+		Use:   "logs JOB [REPLICA] [-f] [--previous | --attempt N]",
 		Short: "Print the logs of a job's replicas, each line prefixed with its replica",
 		Long: `Print the logs of a job's replicas (or of one, e.g. worker-0), interleaved, each line
 prefixed with its replica: "[worker-0] ...". Logs of running pods come from Kubernetes;
 once the pods are gone (or the job itself), from the copies the tfk8s agent backed up
-to S3. With -f, follow the logs until the job finishes.`,
-		Example: "  tfk8s logs mnist\n  tfk8s logs mnist worker-1 -f",
+to S3. With -f, follow the logs until the job finishes.
+
+A replica that failed and was retried keeps the log of every attempt: --previous
+prints the attempt before the current one (from the pod's previous container while
+the pod exists, else from S3), --attempt N prints attempt N from S3. tfk8s describe
+lists the attempts.`,
+		Example: "  tfk8s logs mnist\n  tfk8s logs mnist worker-1 -f\n  tfk8s logs mnist worker-1 --previous\n  tfk8s logs mnist chief-0 --attempt 1",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkAttemptFlags(cmd, which, follow); err != nil {
+				return err
+			}
 			cs, err := o.clients()
 			if err != nil {
 				return err
@@ -46,7 +54,7 @@ to S3. With -f, follow the logs until the job finishes.`,
 			if len(args) == 2 {
 				replica = strings.ToLower(args[1])
 			}
-			l := &jobLogs{root: o, cs: cs, name: args[0], replica: replica, out: &lineWriter{w: o.env.Out}, errOut: o.env.ErrOut}
+			l := &jobLogs{root: o, cs: cs, name: args[0], replica: replica, which: which, out: &lineWriter{w: o.env.Out}, errOut: o.env.ErrOut}
 			if follow {
 				return l.follow(cmd.Context())
 			}
@@ -54,7 +62,24 @@ to S3. With -f, follow the logs until the job finishes.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the logs until the job finishes")
+	cmd.Flags().BoolVarP(&which.previous, "previous", "p", false, "print the attempt before the current one of each replica")
+	cmd.Flags().IntVar(&which.number, "attempt", 0, "print attempt N (1, 2, ...) of each replica, from S3")
 	return cmd
+}
+
+// checkAttemptFlags refuses --previous and --attempt together, or with -f: an
+// earlier attempt has ended, there is nothing to follow.
+func checkAttemptFlags(cmd *cobra.Command, which attemptChoice, follow bool) error {
+	attempt := cmd.Flags().Changed("attempt")
+	switch {
+	case attempt && which.number < 1:
+		return fmt.Errorf("--attempt %d: attempts count from 1", which.number)
+	case attempt && which.previous:
+		return errors.New("--attempt and --previous: give one of them")
+	case follow && (attempt || which.previous):
+		return errors.New("--follow prints the current attempt: drop it with --previous or --attempt")
+	}
+	return nil
 }
 
 // jobLogs gathers the logs of one job.
@@ -63,17 +88,19 @@ type jobLogs struct {
 	cs      *clients
 	name    string
 	replica string // "" for all
+	which   attemptChoice
 	out     *lineWriter
 	errOut  io.Writer
 	job     *tfv1.TFJob // nil once the job is deleted
 
 	s3Once  sync.Once
 	s3      *storage.Client
-	s3Keys  map[string]storage.URI // replica → log object
+	stored  map[string]*storedLogs // replica → its logs in S3
 	s3Error error
 }
 
-// print prints the logs there are now: from each live pod, else from S3.
+// print prints the logs there are now: the chosen attempt of each replica, from its
+// live pod where Kubernetes has it, else from S3.
 func (l *jobLogs) print(ctx context.Context) error {
 	job, err := getJob(ctx, l.cs.client, l.cs.namespace, l.name)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -94,39 +121,74 @@ func (l *jobLogs) print(ctx context.Context) error {
 	}
 	expected := l.wanted(jobReplicas(job))
 	replicas := l.wanted(slices.Collect(maps.Keys(live)))
-	if job == nil || len(replicas) < len(expected) {
-		// Some replica has no live pod: see what S3 has.
-		keys, _, s3err := l.s3Logs(ctx)
-		replicas = l.wanted(append(replicas, slices.Collect(maps.Keys(keys))...))
+	if job == nil || len(replicas) < len(expected) || l.which != (attemptChoice{}) {
+		// Some replica has no live pod, or an earlier attempt is asked for: see what
+		// S3 has.
+		stored, _, s3err := l.s3Logs(ctx)
+		replicas = l.wanted(append(replicas, slices.Collect(maps.Keys(stored))...))
 		if len(replicas) == 0 {
 			return l.noLogs(err, s3err)
 		}
 		for _, r := range expected {
-			if _, ok := slices.BinarySearchFunc(replicas, r, compareReplicas); !ok {
+			if _, ok := slices.BinarySearchFunc(replicas, r, compareReplicas); !ok && l.which == (attemptChoice{}) {
 				fmt.Fprintf(l.errOut, "%s: no logs: its pod has not started, and S3 has none\n", r)
 			}
 		}
 	}
 
-	var wg sync.WaitGroup
 	errs := make([]error, len(replicas))
-	for i, r := range replicas {
-		wg.Go(func() {
-			if pod := live[r]; pod != nil {
-				if errs[i] = l.streamPod(ctx, pod, false); errs[i] == nil {
-					return
-				}
-			}
-			if s3err := l.streamS3(ctx, r); s3err != nil {
-				errs[i] = errors.Join(errs[i], s3err)
-			} else if errs[i] != nil {
-				fmt.Fprintf(l.errOut, "%s: no live log (%v): printed the copy in S3\n", r, errs[i])
-				errs[i] = nil
-			}
-		})
+	parallel(len(replicas), len(replicas), func(i int) {
+		errs[i] = l.printReplica(ctx, replicas[i], live[replicas[i]])
+	})
+	return l.reportMissing(replicas, errs)
+}
+
+// printReplica prints the chosen attempt of one replica: the current one from its live
+// pod (the previous one from the pod's previous container, if it restarted), else
+// from S3.
+func (l *jobLogs) printReplica(ctx context.Context, replica string, pod *corev1.Pod) error {
+	var liveErr error
+	switch {
+	case l.which.number > 0 || pod == nil:
+	case !l.which.previous:
+		liveErr = l.streamPod(ctx, pod, false, false)
+	case restarted(pod):
+		liveErr = l.streamPod(ctx, pod, false, true)
+	default:
+		// Not restarted: the previous attempt ran in an earlier pod, which S3 has.
+		return l.streamS3(ctx, replica)
 	}
-	wg.Wait()
+	if pod != nil && l.which.number == 0 && liveErr == nil {
+		return nil
+	}
+	if err := l.streamS3(ctx, replica); err != nil {
+		return errors.Join(liveErr, err)
+	}
+	if liveErr != nil {
+		fmt.Fprintf(l.errOut, "%s: no live log (%v): printed the copy in S3\n", replica, liveErr)
+	}
+	return nil
+}
+
+// reportMissing returns the errors of the replicas; a replica that lacks the attempt
+// asked for is only a note on the error stream when another replica had it.
+func (l *jobLogs) reportMissing(replicas []string, errs []error) error {
+	var missing *missingAttemptError
+	printed := slices.ContainsFunc(errs, func(err error) bool { return err == nil })
+	for i, err := range errs {
+		if printed && errors.As(err, &missing) {
+			fmt.Fprintf(l.errOut, "%s: %v\n", replicas[i], missing)
+			errs[i] = nil
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// restarted reports whether a pod's main container has run before, so that
+// Kubernetes keeps the log of its previous run.
+func restarted(pod *corev1.Pod) bool {
+	restarts, _ := containerSummary(pod)
+	return restarts > 0
 }
 
 // follow streams the logs of every replica of the job from its pod once it has
@@ -163,7 +225,7 @@ func (l *jobLogs) followReplica(ctx context.Context, replica string) error {
 		pod := &corev1.Pod{}
 		err := l.cs.client.Get(ctx, client.ObjectKey{Namespace: l.cs.namespace, Name: podName}, pod)
 		if err == nil && hasLogs(pod) {
-			liveErr := l.streamPod(ctx, pod, true)
+			liveErr := l.streamPod(ctx, pod, true, false)
 			if liveErr == nil {
 				return nil
 			}
@@ -195,14 +257,15 @@ func (l *jobLogs) wanted(replicas []string) []string {
 	return slices.Compact(replicas)
 }
 
-// streamPod copies the log of a pod's main container from Kubernetes.
-func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow bool) error {
+// streamPod copies the log of a pod's main container from Kubernetes: of its
+// previous run with previous, as kubectl logs --previous.
+func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow, previous bool) error {
 	c := controller.TensorFlowContainer(pod.Spec.Containers)
 	if c == nil {
 		return fmt.Errorf("pod %s has no container", pod.Name)
 	}
-	req := l.cs.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, Follow: follow})
-	stream, err := req.Stream(ctx)
+	opts := &corev1.PodLogOptions{Container: c.Name, Follow: follow, Previous: previous}
+	stream, err := l.cs.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s: %w", pod.Name, err)
 	}
@@ -210,15 +273,15 @@ func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow bool) e
 	return l.out.copyLines(replicaName(pod), stream)
 }
 
-// streamS3 copies the log of a replica from S3.
+// streamS3 copies the chosen attempt's log of a replica from S3.
 func (l *jobLogs) streamS3(ctx context.Context, replica string) error {
-	keys, c, err := l.s3Logs(ctx)
+	stored, c, err := l.s3Logs(ctx)
 	if err != nil {
 		return err
 	}
-	u, ok := keys[replica]
-	if !ok {
-		return fmt.Errorf("no log of replica %s in S3: %w", replica, storage.ErrNotFound)
+	u, err := stored[replica].pick(replica, l.which)
+	if err != nil {
+		return err
 	}
 	pr, pw := io.Pipe()
 	go func() {
@@ -230,12 +293,11 @@ func (l *jobLogs) streamS3(ctx context.Context, replica string) error {
 	return err
 }
 
-// s3Logs finds, once, the logs the agent backed up for the job:
-// <destination>/<namespace>/<job>/<replica>/logs/<container>.log. A job that is gone
-// is looked for under the default destination, s3://<bucket>/runs.
-func (l *jobLogs) s3Logs(ctx context.Context) (map[string]storage.URI, *storage.Client, error) {
+// s3Logs finds, once, the logs the agent backed up for the job (see indexLogs). A job
+// that is gone is looked for under the default destination, s3://<bucket>/runs.
+func (l *jobLogs) s3Logs(ctx context.Context) (map[string]*storedLogs, *storage.Client, error) {
 	l.s3Once.Do(func() {
-		l.s3Keys = map[string]storage.URI{}
+		l.stored = map[string]*storedLogs{}
 		_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
 		if err != nil {
 			l.s3Error = err
@@ -246,16 +308,10 @@ func (l *jobLogs) s3Logs(ctx context.Context) (map[string]storage.URI, *storage.
 			l.s3Error = fmt.Errorf("looking for logs in S3: %w", err)
 			return
 		}
-		for _, obj := range objs {
-			rel := strings.TrimPrefix(obj.URI.Key, base.Key)
-			replica, rest, _ := strings.Cut(rel, "/")
-			if dir, file := path.Split(rest); dir == "logs/" && strings.HasSuffix(file, ".log") {
-				l.s3Keys[replica] = obj.URI
-			}
-		}
+		l.stored = indexLogs(base, objs)
 		l.s3 = c
 	})
-	return l.s3Keys, l.s3, l.s3Error
+	return l.stored, l.s3, l.s3Error
 }
 
 // noLogs explains why there is nothing to print.

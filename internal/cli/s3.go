@@ -45,6 +45,16 @@ func (o *rootOptions) storageConfig() (storage.Config, error) {
 	return cfg, nil
 }
 
+// localStorage returns a client for the S3 settings of the flags, the environment or
+// the tfk8s config file.
+func (o *rootOptions) localStorage() (*storage.Client, error) {
+	cfg, err := o.storageConfig()
+	if err != nil {
+		return nil, err
+	}
+	return storage.New(cfg)
+}
+
 // storageForJob returns a client for the storage of a job. The local settings (flags,
 // environment, config file) win, since the endpoint in the job's Secret may be one
 // only pods can reach; without a local endpoint, the job's Secret is used.

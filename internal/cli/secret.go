@@ -2,46 +2,37 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
-// Labels of the storage Secrets the CLI makes, so that it only ever rewrites its own.
+// Labels of the storage Secrets the CLI makes, so that it only ever replaces its own.
 const (
 	labelManagedBy = "app.kubernetes.io/managed-by"
 	managedByCLI   = "tfk8s"
 )
 
-// secretAction is what ensureSecret did.
-type secretAction string
-
-const (
-	secretCreated    secretAction = "created"
-	secretUnchanged  secretAction = "unchanged"
-	secretConfigured secretAction = "configured"
-)
-
-// storageSecretName names the Secret holding the credentials for an endpoint: one per
-// endpoint and access key, shared by every job of the namespace that uses them.
-func storageSecretName(endpoint, accessKeyID string) string {
-	sum := sha256.Sum256([]byte(endpoint + "\n" + accessKeyID))
-	return "tfk8s-s3-" + hex.EncodeToString(sum[:])[:10]
+// storageSecretName names the Secret that holds a job's S3 settings: one per job, so
+// that no two jobs share one, and none outlives its job (the job owns it).
+func storageSecretName(job string) string {
+	return job + "-storage"
 }
 
-// constructStorageSecret builds the Secret the agent reads its S3 settings from.
-// clusterEndpoint, when set, is the endpoint as pods reach it, if not as the CLI does.
-func constructStorageSecret(namespace string, cfg storage.Config, clusterEndpoint string) *corev1.Secret {
+// constructStorageSecret builds the Secret the agent of job reads its S3 settings
+// from. clusterEndpoint, when set, is the endpoint as pods reach it, if not as the CLI
+// does.
+func constructStorageSecret(namespace, job string, cfg storage.Config, clusterEndpoint string) *corev1.Secret {
 	endpoint, insecure := cfg.Endpoint, cfg.Insecure
 	if clusterEndpoint != "" {
 		endpoint, insecure = endpointScheme(clusterEndpoint, cfg.Insecure)
@@ -49,9 +40,9 @@ func constructStorageSecret(namespace string, cfg storage.Config, clusterEndpoin
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      storageSecretName(endpoint, cfg.AccessKeyID),
+			Name:      storageSecretName(job),
 			Namespace: namespace,
-			Labels:    map[string]string{labelManagedBy: managedByCLI},
+			Labels:    map[string]string{labelManagedBy: managedByCLI, tfv1.LabelJobName: job},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
@@ -64,28 +55,98 @@ func constructStorageSecret(namespace string, cfg storage.Config, clusterEndpoin
 	}
 }
 
-// ensureSecret creates the Secret, or reuses the one of the same name, updating its
-// data if the credentials changed (a rotated secret key). A Secret of that name that
-// tfk8s did not make is left alone, and is an error.
-func ensureSecret(ctx context.Context, c client.Client, want *corev1.Secret) (secretAction, error) {
+// createStorageSecret creates a job's Secret. One of the name already there is
+// replaced when it is stale: tfk8s's, and owned by no job that exists (left by a
+// deleted job of the same name that the garbage collector has not removed yet, or by a
+// submit interrupted before it created its job). Any other is an error.
+func createStorageSecret(ctx context.Context, c client.Client, want *corev1.Secret) (*corev1.Secret, error) {
+	created := want.DeepCopy()
+	err := c.Create(ctx, created)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return nil, fmt.Errorf("creating secret %s: %w", want.Name, err)
+		}
+		return created, nil
+	}
 	got := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+		return nil, fmt.Errorf("reading secret %s: %w", want.Name, err)
+	}
+	if err := checkStale(ctx, c, got); err != nil {
+		return nil, err
+	}
+	err = c.Delete(ctx, got, client.Preconditions{UID: &got.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting the stale secret %s: %w", got.Name, err)
+	}
+	created = want.DeepCopy()
+	if err := c.Create(ctx, created); err != nil {
+		return nil, fmt.Errorf("creating secret %s in place of a stale one: %w", want.Name, err)
+	}
+	return created, nil
+}
+
+// checkStale returns nil if the existing Secret may be replaced, else an error that
+// says why not.
+func checkStale(ctx context.Context, c client.Client, s *corev1.Secret) error {
+	if s.Labels[labelManagedBy] != managedByCLI {
+		return fmt.Errorf("secret %s/%s exists and was not made by tfk8s: delete or rename it", s.Namespace, s.Name)
+	}
+	job := &tfv1.TFJob{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Labels[tfv1.LabelJobName]}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, want); err != nil {
-			return "", fmt.Errorf("creating secret %s: %w", want.Name, err)
-		}
-		return secretCreated, nil
+		return nil
 	case err != nil:
-		return "", fmt.Errorf("reading secret %s: %w", want.Name, err)
-	case got.Labels[labelManagedBy] != managedByCLI:
-		return "", fmt.Errorf("secret %s/%s exists and was not made by tfk8s: delete or rename it", got.Namespace, got.Name)
-	case maps.EqualFunc(got.Data, want.Data, func(a, b []byte) bool { return string(a) == string(b) }):
-		return secretUnchanged, nil
+		return fmt.Errorf("reading the tfjob of secret %s: %w", s.Name, err)
+	case len(s.OwnerReferences) == 0 || ownedBy(s, job.UID):
+		// Unowned while its job exists: that job's submit is about to take it.
+		return fmt.Errorf("secret %s/%s belongs to the existing tfjob %s", s.Namespace, s.Name, job.Name)
 	}
-	got.Data = want.Data
-	if err := c.Update(ctx, got); err != nil {
-		return "", fmt.Errorf("updating secret %s: %w", want.Name, err)
+	return nil
+}
+
+// ownedBy reports whether obj has an owner reference to uid.
+func ownedBy(obj metav1.Object, uid types.UID) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
 	}
-	return secretConfigured, nil
+	return false
+}
+
+// ownSecret makes the job the owner of its Secret, so that the garbage collector
+// deletes the Secret with the job. A Secret gone meanwhile is created again, owned.
+func ownSecret(ctx context.Context, c client.Client, secret *corev1.Secret, job *tfv1.TFJob) error {
+	owner := metav1.OwnerReference{APIVersion: tfv1.GroupVersion.String(), Kind: "TFJob", Name: job.Name, UID: job.UID}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &corev1.Secret{}
+		err := c.Get(ctx, client.ObjectKeyFromObject(secret), got)
+		if apierrors.IsNotFound(err) {
+			got = secret.DeepCopy()
+			got.ResourceVersion, got.UID = "", ""
+			got.OwnerReferences = []metav1.OwnerReference{owner}
+			return c.Create(ctx, got)
+		}
+		if err != nil || ownedBy(got, job.UID) {
+			return err
+		}
+		got.OwnerReferences = []metav1.OwnerReference{owner}
+		return c.Update(ctx, got)
+	})
+	if err != nil {
+		return fmt.Errorf("making tfjob %s the owner of secret %s: %w", job.Name, secret.Name, err)
+	}
+	return nil
+}
+
+// deleteOwnSecret deletes the Secret this submit created, and only that one: not a
+// Secret of the same name that another submit made or took since.
+func deleteOwnSecret(ctx context.Context, c client.Client, created *corev1.Secret) error {
+	err := c.Delete(ctx, created, client.Preconditions{UID: &created.UID, ResourceVersion: &created.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting secret %s again: %w", created.Name, err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -36,12 +37,12 @@ func TestConstructStorageSecret(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := constructStorageSecret("team", testStorage, tc.clusterEndpoint)
+			got := constructStorageSecret("team", "mnist", testStorage, tc.clusterEndpoint)
 			want := &corev1.Secret{
 				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 				ObjectMeta: metav1.ObjectMeta{
-					Name: storageSecretName(tc.wantEndpoint, "AKID"), Namespace: "team",
-					Labels: map[string]string{"app.kubernetes.io/managed-by": "tfk8s"},
+					Name: "mnist-storage", Namespace: "team",
+					Labels: map[string]string{"app.kubernetes.io/managed-by": "tfk8s", "tfk8s.io/job-name": "mnist"},
 				},
 				Type: corev1.SecretTypeOpaque,
 				Data: map[string][]byte{
@@ -54,62 +55,68 @@ func TestConstructStorageSecret(t *testing.T) {
 			}
 		})
 	}
-	a, b := storageSecretName("e:1", "k"), storageSecretName("e:1", "other")
-	if a == b || a != storageSecretName("e:1", "k") || len(a) != len("tfk8s-s3-")+10 {
-		t.Errorf("storageSecretName: %q and %q: want stable, distinct names of 19 characters", a, b)
-	}
 }
 
-func TestEnsureSecret(t *testing.T) {
-	want := constructStorageSecret("team", testStorage, "")
-	rotated := want.DeepCopy()
-	rotated.Data[controller.SecretKeySecretAccessKey] = []byte("old")
-	foreign := want.DeepCopy()
+// TestCreateStorageSecret: a Secret of the job's name left by a job that is gone, or
+// by a submit that never created its job, is replaced; one in use, or not tfk8s's, is
+// an error and stays as it was.
+func TestCreateStorageSecret(t *testing.T) {
+	want := constructStorageSecret("team", "mnist", testStorage, "")
+	withOwner := func(uid types.UID) *corev1.Secret {
+		s := want.DeepCopy()
+		s.Data = map[string][]byte{"endpoint": []byte("old")}
+		if uid != "" {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "tfk8s.io/v1alpha1", Kind: "TFJob", Name: "mnist", UID: uid}}
+		}
+		return s
+	}
+	foreign := withOwner("")
 	foreign.Labels = nil
+	live := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mnist", UID: "live"}}
 	cases := []struct {
 		name     string
-		existing *corev1.Secret
-		want     secretAction
+		existing []client.Object
 		wantErr  string
 	}{
-		{name: "created", want: secretCreated},
-		{name: "reused", existing: want.DeepCopy(), want: secretUnchanged},
-		{name: "rotated key", existing: rotated, want: secretConfigured},
-		{name: "not ours", existing: foreign, wantErr: "exists and was not made by tfk8s"},
+		{name: "none there"},
+		{name: "left by a deleted job", existing: []client.Object{withOwner("deleted")}},
+		{name: "left by an interrupted submit", existing: []client.Object{withOwner("")}},
+		{name: "owned by the live job", existing: []client.Object{withOwner("live"), live}, wantErr: "belongs to the existing tfjob mnist"},
+		{name: "unowned while its job exists", existing: []client.Object{withOwner(""), live}, wantErr: "belongs to the existing tfjob mnist"},
+		{name: "not made by tfk8s", existing: []client.Object{foreign}, wantErr: "exists and was not made by tfk8s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := fake.NewClientBuilder().WithScheme(controller.Scheme())
-			if tc.existing != nil {
-				b = b.WithObjects(tc.existing)
+			c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.existing...).Build()
+			_, err := createStorageSecret(context.Background(), c, want.DeepCopy())
+			stored := &corev1.Secret{}
+			if gerr := c.Get(context.Background(), client.ObjectKeyFromObject(want), stored); gerr != nil && !apierrors.IsNotFound(gerr) {
+				t.Fatal(gerr)
 			}
-			c := b.Build()
-			got, err := ensureSecret(context.Background(), c, want.DeepCopy())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ensureSecret error = %v, want %q", err, tc.wantErr)
+					t.Fatalf("createStorageSecret error = %v, want %q", err, tc.wantErr)
+				}
+				if string(stored.Data["endpoint"]) != "old" {
+					t.Errorf("the refused Secret was changed: %v", stored.Data)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
-				t.Errorf("ensureSecret = %s, want %s", got, tc.want)
-			}
-			stored := &corev1.Secret{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(want), stored); err != nil {
-				t.Fatal(err)
-			}
 			if diff := cmp.Diff(want.Data, stored.Data); diff != "" {
 				t.Errorf("stored data (-want +got):\n%s", diff)
+			}
+			if len(stored.OwnerReferences) != 0 {
+				t.Errorf("the new Secret kept a stale owner: %v", stored.OwnerReferences)
 			}
 		})
 	}
 }
 
-// TestCreateJobLeavesNothingHalfMade: a Secret created for a job that the API server
-// then refuses is deleted again; one that existed before is kept.
+// TestCreateJobLeavesNothingHalfMade: the Secret created for a job that the API server
+// then refuses is deleted again; another job's Secret is never touched.
 func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	refuse := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		if _, ok := obj.(*tfv1.TFJob); ok {
@@ -117,29 +124,22 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 		}
 		return c.Create(ctx, obj, opts...)
 	}}
-	secret := constructStorageSecret("team", testStorage, "")
-	for _, existed := range []bool{false, true} {
-		b := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(refuse)
-		if existed {
-			b = b.WithObjects(secret.DeepCopy())
-		}
-		c := b.Build()
-		var out bytes.Buffer
-		o := &rootOptions{env: Env{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
-		job, err := buildJob(nil, jobParams{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: secret.Name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = o.createJob(context.Background(), &clients{client: c, namespace: "team"}, job, testStorage, &submitFlags{})
-		if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
-			t.Fatalf("createJob error = %v, want the API server's refusal", err)
-		}
-		getErr := c.Get(context.Background(), client.ObjectKeyFromObject(secret), &corev1.Secret{})
-		if existed && getErr != nil {
-			t.Errorf("the Secret that existed before is gone: %v", getErr)
-		}
-		if !existed && !apierrors.IsNotFound(getErr) {
-			t.Errorf("the Secret created for the refused job is still there (get: %v)", getErr)
-		}
+	other := constructStorageSecret("team", "other", testStorage, "")
+	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(refuse).WithObjects(other.DeepCopy()).Build()
+	var out bytes.Buffer
+	o := &rootOptions{env: Env{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
+	job, err := buildJob(nil, jobParams{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: storageSecretName("mnist")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = o.createJob(context.Background(), &clients{client: c, namespace: "team"}, job, testStorage, &submitFlags{})
+	if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
+		t.Fatalf("createJob error = %v, want the API server's refusal", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "mnist-storage"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Secret created for the refused job is still there (get: %v)", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(other), &corev1.Secret{}); err != nil {
+		t.Errorf("the other job's Secret is gone: %v", err)
 	}
 }

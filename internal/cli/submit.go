@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -69,125 +71,184 @@ func newRenderCommand(o *rootOptions) *cobra.Command {
 // no TFJob without its code, no new Secret without its TFJob.
 func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) error {
 	ctx := cmd.Context()
+	s, err := o.prepareSubmission(cmd, f, args)
+	if err != nil {
+		return err
+	}
+	defer s.archive.Remove()
+	if f.dryRun {
+		return printObject(o.env.Out, s.job, f.output)
+	}
+	cs, err := o.clients()
+	if err != nil {
+		return err
+	}
+	if err := o.checkSubmission(ctx, cs, s); err != nil {
+		return err
+	}
+	if err := o.upload(ctx, s); err != nil {
+		return err
+	}
+	if err := o.createJob(ctx, cs, s.job, s.cfg, f); err != nil {
+		return err
+	}
+	return o.awaitJob(ctx, cs, s.job, f)
+}
+
+// submission is a job on its way: the TFJob, and what it ships to S3.
+type submission struct {
+	job *tfv1.TFJob
+	p   jobParams
+	// cfg is the S3 storage, if usesStorage: to ship code or data, or to back up
+	// artifacts.
+	cfg         storage.Config
+	usesStorage bool
+	s3          *storage.Client
+	// dir is the code directory, "" for none; archive its archive.
+	dir     string
+	archive codeArchive
+	// localData is whether data is a local directory to upload.
+	localData bool
+	data      dataSet
+	cache     pack.DigestCache
+}
+
+// prepareSubmission checks the flags and arguments, reads the manifest, packs the code
+// and scans the data, and builds the job: all that needs neither S3 nor the cluster.
+func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args []string) (*submission, error) {
 	if f.dryRun && f.output == "" {
 		f.output = outputYAML
 	}
 	if err := checkOutput(f.output, "", outputYAML, outputJSON); err != nil {
-		return err
+		return nil, err
 	}
 	a, err := parseArgs(cmd, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := f.params(cmd, a.command)
-	if err != nil {
-		return err
+	s := &submission{dir: a.dir, cache: pack.NewDigestCache(o.env.DigestCacheFile)}
+	if s.p, err = f.params(cmd, a.command); err != nil {
+		return nil, err
 	}
 	if a.dir != "" {
 		if err := checkDir("DIR", a.dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	localData := f.data != "" && len(p.Data) == 0
-	if localData {
+	s.localData = f.data != "" && len(s.p.Data) == 0
+	if s.localData {
 		if err := checkDir("--data", f.data); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var base *tfv1.TFJob
 	if f.file != "" {
 		if base, err = readManifest(f.file, o.env.In); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.namespaceGiven() || base == nil || base.Namespace == "" {
-		if p.Namespace, err = o.namespace(); err != nil {
-			return err
+		if s.p.Namespace, err = o.namespace(); err != nil {
+			return nil, err
 		}
 	}
-
-	// Storage: needed to ship code or data, or to back up artifacts.
-	var cfg storage.Config
-	usesStorage := a.dir != "" || f.data != "" || len(f.artifacts) > 0 ||
+	s.usesStorage = a.dir != "" || f.data != "" || len(f.artifacts) > 0 ||
 		(base != nil && base.Spec.Storage == nil && (base.Spec.Code != nil || len(base.Spec.Data) > 0 || base.Spec.Artifacts != nil))
-	if usesStorage {
-		if cfg, err = o.storageConfig(); err != nil {
-			return err
+	if s.usesStorage {
+		if s.cfg, err = o.storageConfig(); err != nil {
+			return nil, err
 		}
-		if err := requireBucket(cfg); err != nil {
-			return err
+		if err := requireBucket(s.cfg); err != nil {
+			return nil, err
 		}
-		secret := constructStorageSecret("", cfg, f.clusterEndpoint)
-		p.SecretName = secret.Name
+		s.p.SecretName = storageSecretName(cmp.Or(s.p.Name, baseName(base)))
 		if base == nil || base.Spec.Artifacts == nil {
-			p.ArtifactsDestination = storage.URI{Bucket: cfg.Bucket, Key: defaultArtifactsPrefix}.String()
+			s.p.ArtifactsDestination = storage.URI{Bucket: s.cfg.Bucket, Key: defaultArtifactsPrefix}.String()
 		}
 	}
+	if err := s.scanTrees(f.data); err != nil {
+		return nil, err
+	}
+	if s.job, err = buildJob(base, s.p); err != nil {
+		s.archive.Remove()
+		return nil, err
+	}
+	return s, nil
+}
 
-	// Pack the code and scan the data: their digests name them in the job. A tree
-	// unchanged since it was last stored is known by its digest without reading it.
-	cache := pack.NewDigestCache(o.env.DigestCacheFile)
-	var archive codeArchive
-	if a.dir != "" {
-		if archive, err = packCode(a.dir, cache); err != nil {
+// scanTrees packs the code and scans the data: their digests name them in the job. A
+// tree unchanged since it was last stored is known by its digest without reading it.
+func (s *submission) scanTrees(dataDir string) error {
+	var err error
+	if s.dir != "" {
+		if s.archive, err = packCode(s.dir, s.cache); err != nil {
 			return err
 		}
-		defer archive.Remove()
-		p.Code = &tfv1.Code{
-			Source: storage.URI{Bucket: cfg.Bucket, Key: archive.Key(codePrefix)}.String(),
-			SHA256: archive.SHA256,
+		s.p.Code = &tfv1.Code{
+			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(codePrefix)}.String(),
+			SHA256: s.archive.SHA256,
 			Path:   defaultCodePath,
 		}
 	}
-	var data dataSet
-	if localData {
-		if data, err = scanDataCached(f.data, cache); err != nil {
+	if s.localData {
+		if s.data, err = scanDataCached(dataDir, s.cache); err != nil {
+			s.archive.Remove()
 			return err
 		}
-		p.Data = []tfv1.DataSource{{Source: data.prefix(cfg.Bucket).String(), Path: defaultDataPath}}
+		s.p.Data = []tfv1.DataSource{{Source: s.data.prefix(s.cfg.Bucket).String(), Path: defaultDataPath}}
 	}
+	return nil
+}
 
-	job, err := buildJob(base, p)
-	if err != nil {
-		return err
+// checkSubmission checks what needs S3 and the cluster before anything is uploaded:
+// the bucket, the job to resume from, and the job itself (a name taken, a spec
+// refused), by the API server.
+func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submission) error {
+	var err error
+	if s.usesStorage {
+		if s.s3, err = storage.New(s.cfg); err != nil {
+			return err
+		}
+		if err := s.s3.CheckBucket(ctx, s.cfg.Bucket); err != nil {
+			return err
+		}
 	}
-	if f.dryRun {
-		return printObject(o.env.Out, job, f.output)
+	if s.p.ResumeFrom != "" {
+		c := s.s3
+		if c == nil {
+			if c, err = o.localStorage(); err != nil {
+				return fmt.Errorf("--resume-from %s: %w", s.p.ResumeFrom, err)
+			}
+		}
+		if err := checkResumeFrom(ctx, cs, c, s.job, s.p.ResumeFrom); err != nil {
+			return err
+		}
 	}
+	if err := cs.client.Create(ctx, s.job.DeepCopy(), client.DryRunAll); err != nil {
+		return fmt.Errorf("creating tfjob %s: %w", s.job.Name, err)
+	}
+	return nil
+}
 
-	cs, err := o.clients()
-	if err != nil {
-		return err
-	}
-	var s3 *storage.Client
-	if usesStorage {
-		if s3, err = storage.New(cfg); err != nil {
+// upload stores the code and the data, unless S3 has them already.
+func (o *rootOptions) upload(ctx context.Context, s *submission) error {
+	if s.dir != "" {
+		if _, err := uploadCode(ctx, s.s3, &s.archive, storage.MustParseURI(s.job.Spec.Code.Source), o.env.ErrOut); err != nil {
 			return err
 		}
-		if err := s3.CheckBucket(ctx, cfg.Bucket); err != nil {
+		s.archive.remember()
+	}
+	if s.localData {
+		if _, err := uploadData(ctx, s.s3, s.data, s.cfg.Bucket, o.env.ErrOut); err != nil {
 			return err
 		}
+		s.data.remember(s.cache)
 	}
-	// The API server checks the job before anything is uploaded: a name taken, a
-	// spec refused.
-	if err := cs.client.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil {
-		return fmt.Errorf("creating tfjob %s: %w", job.Name, err)
-	}
-	if a.dir != "" {
-		if _, err := uploadCode(ctx, s3, &archive, storage.MustParseURI(job.Spec.Code.Source), o.env.ErrOut); err != nil {
-			return err
-		}
-		archive.remember()
-	}
-	if localData {
-		if _, err := uploadData(ctx, s3, data, cfg.Bucket, o.env.ErrOut); err != nil {
-			return err
-		}
-		data.remember(cache)
-	}
-	if err := o.createJob(ctx, cs, job, cfg, f); err != nil {
-		return err
-	}
+	return nil
+}
+
+// awaitJob follows the new job's logs and waits for it to finish, as the flags ask.
+func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob, f *submitFlags) error {
 	if f.follow {
 		inJobNamespace := *cs
 		inJobNamespace.namespace = job.Namespace
@@ -205,29 +266,29 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	return nil
 }
 
-// createJob creates the storage Secret, if the job uses one, and the job. A Secret
-// created for the job is deleted again if the job cannot be.
+// createJob creates the job's storage Secret, if it uses one, then the job, then makes
+// the job the Secret's owner, so that the Secret goes with the job. The Secret is
+// deleted again if the job cannot be created.
 func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, cfg storage.Config, f *submitFlags) error {
-	var action secretAction
-	var secretName string
-	if job.Spec.Storage != nil && cfg.Endpoint != "" {
-		secret := constructStorageSecret(job.Namespace, cfg, f.clusterEndpoint)
-		secretName = secret.Name
+	var secret *corev1.Secret
+	if job.Spec.Storage != nil && cfg.Endpoint != "" && job.Spec.Storage.SecretRef.Name == storageSecretName(job.Name) {
 		var err error
-		if action, err = ensureSecret(ctx, cs.client, secret); err != nil {
+		if secret, err = createStorageSecret(ctx, cs.client, constructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.env.Out, "secret/%s %s\n", secret.Name, action)
+		fmt.Fprintf(o.env.Out, "secret/%s created\n", secret.Name)
 	}
 	if err := cs.client.Create(ctx, job); err != nil {
 		err = fmt.Errorf("creating tfjob %s: %w", job.Name, err)
-		if action == secretCreated {
-			secret := constructStorageSecret(job.Namespace, cfg, f.clusterEndpoint)
-			if derr := cs.client.Delete(ctx, secret); derr != nil {
-				err = errors.Join(err, fmt.Errorf("deleting secret %s again: %w", secretName, derr))
-			}
+		if secret != nil {
+			err = errors.Join(err, deleteOwnSecret(ctx, cs.client, secret))
 		}
 		return err
+	}
+	if secret != nil {
+		if err := ownSecret(ctx, cs.client, secret, job); err != nil {
+			return err
+		}
 	}
 	if f.output != "" {
 		return printObject(o.env.Out, forPrinting(job), f.output)
@@ -253,4 +314,12 @@ func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
 		return nil, fmt.Errorf("-f %s: %w", name, err)
 	}
 	return job, nil
+}
+
+// baseName is the name of the manifest's job, "" without one.
+func baseName(base *tfv1.TFJob) string {
+	if base == nil {
+		return ""
+	}
+	return base.Name
 }

@@ -29,6 +29,8 @@ type submitFlags struct {
 	dryRun          bool
 	output          string
 	clusterEndpoint string
+	policy          policyFlags
+	resumeFrom      string
 }
 
 func (f *submitFlags) addFlags(cmd *cobra.Command) {
@@ -51,6 +53,8 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
 	fs.StringVarP(&f.output, "output", "o", "", "print the job as yaml or json (default with --dry-run: yaml)")
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
+	fs.StringVar(&f.resumeFrom, "resume-from", "", "earlier job (of the namespace) whose stored --artifacts paths every replica starts from")
+	f.policy.addFlags(fs)
 }
 
 // submitArgs are the positional arguments: DIR before "--", the command after.
@@ -141,7 +145,13 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 			return p, fmt.Errorf("--artifacts: empty path")
 		}
 	}
-	return p, nil
+	if f.resumeFrom != "" {
+		if errs := validation.IsDNS1035Label(f.resumeFrom); len(errs) > 0 {
+			return p, fmt.Errorf("--resume-from %q: want the name of an earlier job: %s", f.resumeFrom, strings.Join(errs, "; "))
+		}
+		p.ResumeFrom = f.resumeFrom
+	}
+	return p, f.policy.apply(&p, changed, f.file == "")
 }
 
 // parseQuantity parses a positive resource quantity given as flag; "" is unset.

@@ -33,18 +33,24 @@ func TestSubmitFlags(t *testing.T) {
 	}{{
 		name: "defaults: one worker",
 		args: []string{"--name", "mnist", "--image", "tf"},
-		want: jobParams{Name: "mnist", Image: "tf", Workers: ptr.To[int32](1)},
+		want: jobParams{Name: "mnist", Image: "tf", Workers: ptr.To[int32](1), RestartPolicy: ptr.To(tfv1.RestartPolicyExitCode),
+			BackoffLimit: ptr.To[int32](6), CleanPodPolicy: ptr.To(tfv1.CleanPodPolicyRunning)},
 	}, {
 		name: "every flag",
 		args: []string{"--name", "mnist", "--image", "tf", "--ps", "2", "--workers", "3", "--chief", "--evaluator",
 			"--gpus", "1", "--cpu", "500m", "--memory", "2Gi", "--env", "A=1", "--env", "B=x=y",
-			"--data", "s3://bkt/mnist", "--artifacts", "model", "--artifacts", "/ckpt"},
+			"--data", "s3://bkt/mnist", "--artifacts", "model", "--artifacts", "/ckpt",
+			"--restart-policy", "onfailure", "--backoff-limit", "0", "--active-deadline", "2h", "--ttl-after-finished", "0s",
+			"--clean-pod-policy", "All", "--expose-storage-credentials", "--resume-from", "mnist-v1"},
 		want: jobParams{
 			Name: "mnist", Image: "tf", PS: ptr.To[int32](2), Workers: ptr.To[int32](3), Chief: ptr.To(true), Evaluator: ptr.To(true),
 			GPUs: ptr.To[int64](1), CPU: &cpu, Memory: &mem,
 			Env:           []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "x=y"}},
 			Data:          []tfv1.DataSource{{Source: "s3://bkt/mnist/", Path: "/data"}},
 			ArtifactPaths: []string{"model", "/ckpt"},
+			RestartPolicy: ptr.To(tfv1.RestartPolicyOnFailure), BackoffLimit: ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To[int64](7200), TTLSecondsAfterFinished: ptr.To[int32](0),
+			CleanPodPolicy: ptr.To(tfv1.CleanPodPolicyAll), ExposeCredentials: ptr.To(true), ResumeFrom: "mnist-v1",
 		},
 	}, {
 		name: "with -f, flags not given leave the manifest alone",
@@ -54,6 +60,10 @@ func TestSubmitFlags(t *testing.T) {
 		name: "with -f, no workers is the manifest's business",
 		args: []string{"-f", "job.yaml", "--workers", "0"},
 		want: jobParams{Workers: ptr.To[int32](0)},
+	}, {
+		name: "with -f, a policy given applies over the manifest's",
+		args: []string{"-f", "job.yaml", "--restart-policy", "Never", "--ttl-after-finished", "1h"},
+		want: jobParams{RestartPolicy: ptr.To(tfv1.RestartPolicyNever), TTLSecondsAfterFinished: ptr.To[int32](3600)},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +95,14 @@ func TestSubmitFlagErrors(t *testing.T) {
 		{[]string{"--name", "Bad_Name"}, `--name "Bad_Name": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`},
 		{[]string{"--data", "s3://B/x"}, `--data: parsing S3 URI "s3://B/x": bucket name "B" must have 3 to 63 characters`},
 		{[]string{"--artifacts", ""}, `--artifacts: empty path`},
+		{[]string{"--restart-policy", "sometimes"}, `--restart-policy "sometimes": want one of Always|OnFailure|Never|ExitCode`},
+		{[]string{"--clean-pod-policy", "Some"}, `--clean-pod-policy "Some": want one of All|Running|None`},
+		{[]string{"--backoff-limit", "-1"}, `--backoff-limit -1: must not be negative`},
+		{[]string{"--active-deadline", "0s"}, `--active-deadline 0s: must be at least 1s`},
+		{[]string{"--active-deadline", "-5m"}, `--active-deadline -5m0s: must not be negative`},
+		{[]string{"--active-deadline", "1.5s"}, `--active-deadline 1.5s: want whole seconds, e.g. 90s or 2h`},
+		{[]string{"--ttl-after-finished", "1000000h"}, `--ttl-after-finished 1000000h0m0s: at most 2147483647 seconds`},
+		{[]string{"--resume-from", "s3://bkt/runs/"}, `--resume-from "s3://bkt/runs/": want the name of an earlier job: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {

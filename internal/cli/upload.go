@@ -137,6 +137,9 @@ type dataSet struct {
 	// fingerprint is the directory's in the digest cache, "" if it changed too
 	// recently to have one.
 	fingerprint string
+	// list is every file with its size and SHA-256, for the marker; nil when the
+	// digest came from the cache and the files were not read.
+	list []storage.DataFile
 }
 
 // scanDataCached scans dir, unless the digest cache knows its digest. The tree is
@@ -233,34 +236,80 @@ func digestData(dir string, files []dataFile) (dataSet, error) {
 		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", file.rel, file.info.Size(), sum)
 		d.files++
 		d.bytes += file.info.Size()
+		d.list = append(d.list, storage.DataFile{Path: file.rel, Size: file.info.Size(), SHA256: sum})
+	}
+	if d.list == nil {
+		d.list = []storage.DataFile{}
 	}
 	d.digest = hex.EncodeToString(tree.Sum(nil))
 	return d, nil
 }
 
 // uploadData uploads the data directory unless its marker says it is stored, and
-// returns the bytes uploaded.
+// returns the bytes uploaded. The marker, a storage.DataManifest, lists every file's
+// size and SHA-256 as they were uploaded, so that the replicas verify what they fetch.
 func uploadData(ctx context.Context, c *storage.Client, d dataSet, bucket string, errOut io.Writer) (int64, error) {
 	marker := d.marker(bucket)
-	exists, err := c.Exists(ctx, marker)
-	if err != nil {
+	stored, err := c.Stat(ctx, marker)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return 0, fmt.Errorf("checking for the data set: %w", err)
 	}
-	if exists {
+	// A marker stored with its digest is a DataManifest; older tfk8s wrote a count.
+	if err == nil && stored.SHA256 != "" {
 		fmt.Fprintf(errOut, "data unchanged, 0 bytes uploaded (%s)\n", d.prefix(bucket))
 		return 0, nil
 	}
+	if d.list == nil {
+		// Known from the digest cache, but not stored: read it after all.
+		scanned, err := scanData(d.dir)
+		if err != nil {
+			return 0, err
+		}
+		if scanned.digest != d.digest {
+			return 0, fmt.Errorf("reading --data %s: it changed while it was submitted: submit again", d.dir)
+		}
+		d.list = scanned.list
+	}
 	fmt.Fprintf(errOut, "uploading data: %d files, %s\n", d.files, formatBytes(d.bytes))
-	stats, err := c.SyncDir(ctx, d.dir, d.prefix(bucket), storage.NewSyncState())
+	state := storage.NewSyncState()
+	stats, err := c.SyncDir(ctx, d.dir, d.prefix(bucket), state)
 	if err != nil {
 		return stats.Bytes, fmt.Errorf("uploading data: %w", err)
 	}
-	body, _ := json.Marshal(map[string]any{"files": d.files, "bytes": d.bytes, "uploaded": time.Now().UTC()})
-	if err := c.PutObject(ctx, marker, bytes.NewReader(body), int64(len(body)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
-		return stats.Bytes, fmt.Errorf("uploading data: %w", err)
+	if err := checkUploaded(d, state); err != nil {
+		return stats.Bytes, err
+	}
+	if err := putDataManifest(ctx, c, d, marker); err != nil {
+		return stats.Bytes, err
 	}
 	fmt.Fprintf(errOut, "data uploaded: %s to %s\n", formatBytes(stats.Bytes), d.prefix(bucket))
 	return stats.Bytes, nil
+}
+
+// checkUploaded makes sure every file was stored as it was hashed: a file rewritten
+// since would be stored with content the manifest does not list.
+func checkUploaded(d dataSet, state *storage.SyncState) error {
+	for _, f := range d.list {
+		got, ok := state.Get(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+		if !ok || got.SHA256 != f.SHA256 || got.Size != f.Size {
+			return fmt.Errorf("uploading data: --data %s: %s changed while it was submitted: submit again", d.dir, f.Path)
+		}
+	}
+	return nil
+}
+
+// putDataManifest stores the marker of the data set, with its own digest recorded.
+func putDataManifest(ctx context.Context, c *storage.Client, d dataSet, marker storage.URI) error {
+	body, err := json.Marshal(storage.DataManifest{Digest: d.digest, Files: d.list, Bytes: d.bytes, Uploaded: time.Now().UTC()})
+	if err != nil {
+		return fmt.Errorf("encoding the data manifest: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	opts := storage.UploadOptions{ContentType: "application/json", SHA256: hex.EncodeToString(sum[:])}
+	if err := c.PutObject(ctx, marker, bytes.NewReader(body), int64(len(body)), opts); err != nil {
+		return fmt.Errorf("uploading data: %w", err)
+	}
+	return nil
 }
 
 // progressBar draws an upload's progress on a terminal, at most ten times a second;

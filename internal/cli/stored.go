@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// What the CLI reads of what a job's agents stored, laid out as internal/storage's
+// layout.go says.
+
+// replicaManifest is the part of a replica's manifest.json that the CLI reads: every
+// file stored so far, and the attempts.
+type replicaManifest struct {
+	Files    []manifestFile    `json:"files"`
+	Attempts []storage.Attempt `json:"attempts"`
+}
+
+// manifestFile is one stored file: Key in the destination's bucket.
+type manifestFile struct {
+	Path   string `json:"path"`
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// readManifestAt reads the manifest of the replica stored under prefix; an error
+// wrapping storage.ErrNotFound when it has none.
+func readManifestAt(ctx context.Context, c *storage.Client, replica storage.URI) (*replicaManifest, error) {
+	var buf bytes.Buffer
+	u := replica.Join(storage.ManifestName)
+	if _, err := c.Download(ctx, u, &buf); err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	m := &replicaManifest{}
+	if err := json.Unmarshal(buf.Bytes(), m); err != nil {
+		return nil, fmt.Errorf("reading the manifest %s: %w", u, err)
+	}
+	return m, nil
+}
+
+// maxParallelReads bounds the S3 requests one command makes at once.
+const maxParallelReads = 8
+
+// parallel runs fn(0..n-1), at most limit at a time, and waits for them all.
+func parallel(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// storedLogs are the logs one replica stored, by attempt.
+type storedLogs struct {
+	// attempts maps an attempt's number to the log of its main container.
+	attempts map[int]storage.URI
+	// single is the one log of an agent that kept no attempts (<replica>/logs/), if any.
+	single storage.URI
+}
+
+// indexLogs finds the logs in a listing of the job's prefix base, by replica:
+// <replica>/attempts/<n>/logs/<container>.log, and <replica>/logs/<container>.log
+// as agents that kept one log per replica stored it. The main container's log is
+// taken over another's.
+func indexLogs(base storage.URI, objs []storage.Object) map[string]*storedLogs {
+	main := controller.ContainerName + ".log"
+	better := func(have storage.URI, file string) bool {
+		return have.Key == "" || strings.HasSuffix(file, "/"+main) || file == main
+	}
+	logs := map[string]*storedLogs{}
+	for _, obj := range objs {
+		parts := strings.Split(strings.TrimPrefix(obj.URI.Key, base.Key), "/")
+		if !strings.HasSuffix(parts[len(parts)-1], ".log") {
+			continue
+		}
+		replica := parts[0]
+		get := func() *storedLogs {
+			if logs[replica] == nil {
+				logs[replica] = &storedLogs{attempts: map[int]storage.URI{}}
+			}
+			return logs[replica]
+		}
+		switch {
+		case len(parts) == 5 && parts[1] == "attempts" && parts[3] == "logs":
+			n, err := strconv.Atoi(parts[2])
+			if err != nil || n < 1 {
+				continue
+			}
+			if s := get(); better(s.attempts[n], obj.URI.Key) {
+				s.attempts[n] = obj.URI
+			}
+		case len(parts) == 3 && parts[1] == "logs":
+			if s := get(); better(s.single, obj.URI.Key) {
+				s.single = obj.URI
+			}
+		}
+	}
+	return logs
+}
+
+// numbers are the attempts stored, oldest first.
+func (s *storedLogs) numbers() []int {
+	return slices.Sorted(maps.Keys(s.attempts))
+}
+
+// attemptChoice says which attempt of a replica to print: the current one (the zero
+// value), the one before it, or a number.
+type attemptChoice struct {
+	previous bool
+	number   int
+}
+
+// missingAttemptError says that a replica lacks the attempt asked for.
+type missingAttemptError struct{ msg string }
+
+func (e *missingAttemptError) Error() string { return e.msg }
+
+// pick returns the log of the chosen attempt of replica; s is nil for one that
+// stored no log.
+func (s *storedLogs) pick(replica string, which attemptChoice) (storage.URI, error) {
+	if s == nil {
+		s = &storedLogs{}
+	}
+	numbers := s.numbers()
+	have := func() string {
+		if len(numbers) == 0 {
+			return "S3 holds no attempt of it"
+		}
+		return "S3 holds attempts " + joinInts(numbers)
+	}
+	switch {
+	case which.number > 0:
+		if u, ok := s.attempts[which.number]; ok {
+			return u, nil
+		}
+		return storage.URI{}, &missingAttemptError{fmt.Sprintf("--attempt %d: replica %s has no attempt %d: %s", which.number, replica, which.number, have())}
+	case which.previous:
+		if len(numbers) >= 2 {
+			return s.attempts[numbers[len(numbers)-2]], nil
+		}
+		return storage.URI{}, &missingAttemptError{fmt.Sprintf("--previous: replica %s has no attempt before its current one: %s", replica, have())}
+	case len(numbers) > 0:
+		return s.attempts[numbers[len(numbers)-1]], nil
+	case s.single.Key != "":
+		return s.single, nil
+	}
+	return storage.URI{}, fmt.Errorf("no log of replica %s in S3: %w", replica, storage.ErrNotFound)
+}
+
+// joinInts renders numbers as "1, 2, 3".
+func joinInts(numbers []int) string {
+	s := make([]string, len(numbers))
+	for i, n := range numbers {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
