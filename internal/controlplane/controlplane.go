@@ -65,6 +65,15 @@ type Options struct {
 	// ControllerManagerPort and SchedulerPort the secure ports of
 	// kube-controller-manager and kube-scheduler. 0 picks a free one.
 	EtcdPort, EtcdPeerPort, ControllerManagerPort, SchedulerPort int
+	// Durable makes etcd fsync its writes, as a cluster kept across restarts of the
+	// machine needs. Unset (tests), etcd runs with --unsafe-no-fsync: faster, and a
+	// crash of the host loses what a test throws away anyway.
+	Durable bool
+	// PodSecurity, when set ("baseline" or "restricted"), is the Pod Security level
+	// enforced on every namespace but kube-system, kube-public and kube-node-lease,
+	// unless a namespace's own pod-security.kubernetes.io/enforce label says
+	// otherwise. Unset, every pod is admitted (the integration tests' pods).
+	PodSecurity string
 }
 
 // ControlPlane is a running control plane.
@@ -82,15 +91,13 @@ type ControlPlane struct {
 	removeDir  bool
 	detach     bool
 	adopted    map[*process]bool // detached processes found running, not started
+	etcd       EtcdPKI
+	logf       func(format string, args ...any)
 }
 
 // Start starts a control plane and waits until it serves, with the CRDs installed and
 // established. On error, everything it started is stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
 	binDir := opts.BinDir
 	if binDir == "" {
 		if binDir, err = DefaultBinDir(); err != nil {
@@ -119,7 +126,10 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if opts.Detach && (opts.Dir == "" || opts.APIServerPort == 0 || opts.EtcdPort == 0 || opts.EtcdPeerPort == 0) {
 		return nil, errors.New("a detached control plane needs Dir, APIServerPort, EtcdPort and EtcdPeerPort")
 	}
-	cp = &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}}
+	cp = &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}, logf: opts.Logf}
+	if cp.logf == nil {
+		cp.logf = func(string, ...any) {}
+	}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "tfk8s-controlplane-"); err != nil {
 			return nil, err
@@ -155,56 +165,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	apiPort := cmp.Or(opts.APIServerPort, ports[2])
 	kcmPort, schedPort := cmp.Or(opts.ControllerManagerPort, ports[3]), cmp.Or(opts.SchedulerPort, ports[4])
 
-	// etcd.
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	etcd, err := cp.start("etcd", binDir, []string{
-		"--name=tfk8s",
-		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
-		"--listen-client-urls=" + etcdURL,
-		"--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=tfk8s=" + peerURL,
-		"--unsafe-no-fsync",
-		"--log-level=warn",
-	})
-	if err != nil {
-		return cp, err
-	}
-	logf("etcd %s on %s", cp.startedOrRunning(etcd), etcdURL)
-	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil); err != nil {
+	if err := cp.startEtcd(ctx, binDir, etcdPort, peerPort, opts.Durable); err != nil {
 		return cp, err
 	}
 
 	// kube-apiserver.
-	apiArgs := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
-		"--tls-cert-file=" + cp.creds.servingCert,
-		"--tls-private-key-file=" + cp.creds.servingKey,
-		"--client-ca-file=" + cp.creds.caCert,
-		"--token-auth-file=" + cp.creds.tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-key-file=" + cp.creds.saPub,
-		"--service-account-signing-key-file=" + cp.creds.saKey,
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.96.0.0/16",
-		"--endpoint-reconciler-type=none",
-		"--allow-privileged=true",
-		"--profiling=false",
-		"--max-requests-inflight=800",
-		"--max-mutating-requests-inflight=400",
+	apiArgs, err := cp.apiServerArgs(opts, etcdPort, apiPort)
+	if err != nil {
+		return cp, err
 	}
-	if opts.GangScheduling {
-		apiArgs = append(apiArgs,
-			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
-			"--feature-gates=GenericWorkload=true,GangScheduling=true")
-	}
-	apiArgs = append(apiArgs, opts.ExtraAPIServerArgs...)
 	apiserver, err := cp.start("kube-apiserver", binDir, apiArgs)
 	if err != nil {
 		return cp, err
@@ -217,7 +186,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		QPS:             500,
 		Burst:           1000,
 	}
-	if err := waitHTTP(ctx, apiserver, host+"/readyz", cp.Config); err != nil {
+	apiClient, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return cp, err
+	}
+	if err := waitHTTP(ctx, apiserver, host+"/readyz", apiClient); err != nil {
 		return cp, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
@@ -227,7 +200,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if cp.Version, err = dc.ServerVersion(); err != nil {
 		return cp, fmt.Errorf("reading kube-apiserver version: %w", err)
 	}
-	logf("kube-apiserver %s serving on %s", cp.Version.GitVersion, host)
+	cp.logf("kube-apiserver %s serving on %s", cp.Version.GitVersion, host)
 
 	if cp.kubeconfig, err = cp.writeKubeconfig(); err != nil {
 		return cp, err
@@ -275,12 +248,50 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.installCRDs(ctx, crdDir); err != nil {
 		return cp, err
 	}
-	logf("CRDs from %s installed", crdDir)
+	cp.logf("CRDs from %s installed", crdDir)
 	if err := cp.installPolicies(ctx, policyDir); err != nil {
 		return cp, err
 	}
-	logf("admission policies from %s in force", policyDir)
+	cp.logf("admission policies from %s in force", policyDir)
 	return cp, nil
+}
+
+// apiServerArgs are kube-apiserver's flags: etcd through its client certificate,
+// the admin's token, service-account keys, and the Pod Security level if any.
+func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]string, error) {
+	apiArgs := append(cp.etcd.apiServerArgs(etcdPort),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(apiPort),
+		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
+		"--tls-cert-file="+cp.creds.servingCert,
+		"--tls-private-key-file="+cp.creds.servingKey,
+		"--client-ca-file="+cp.creds.caCert,
+		"--token-auth-file="+cp.creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-key-file="+cp.creds.saPub,
+		"--service-account-signing-key-file="+cp.creds.saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--max-requests-inflight=800",
+		"--max-mutating-requests-inflight=400",
+	)
+	if opts.PodSecurity != "" {
+		file, err := writePodSecurityConfig(cp.Dir, opts.PodSecurity)
+		if err != nil {
+			return nil, err
+		}
+		apiArgs = append(apiArgs, "--admission-control-config-file="+file)
+	}
+	if opts.GangScheduling {
+		apiArgs = append(apiArgs,
+			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
+			"--feature-gates=GenericWorkload=true,GangScheduling=true")
+	}
+	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
 }
 
 // Kubeconfig is the path of a kubeconfig file for the cluster administrator.
@@ -334,14 +345,7 @@ func (cp *ControlPlane) writeKubeconfig() (string, error) {
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or a minute passes.
-func waitHTTP(ctx context.Context, p *process, url string, cfg *rest.Config) error {
-	httpClient := http.DefaultClient
-	if cfg != nil {
-		var err error
-		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
-			return err
-		}
-	}
+func waitHTTP(ctx context.Context, p *process, url string, httpClient *http.Client) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if p.exited() {
