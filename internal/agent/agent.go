@@ -3,24 +3,36 @@
 // copies it into a shared volume (`tfk8s-agent install DIR`), and the training
 // container's command runs under it (`tfk8s-agent run -- COMMAND ARGS...`), which:
 //
+//  0. finds the replica's earlier attempts in S3 and claims the next attempt number
+//     by writing its record (<replica>/attempts/<n>/attempt.json);
 //  1. fetches the code archive (TFK8S_CODE_SOURCE), checks its SHA-256
 //     (TFK8S_CODE_SHA256, else the digest in its sha256-<hex>.tar.gz name) and unpacks
 //     it into TFK8S_CODE_PATH (default /workspace);
 //  2. copies each data prefix of TFK8S_DATA (a JSON list of {"source", "path"}) into
 //     its directory;
+//     and verifies a data set stored by tfk8s submit against its manifest; a retried
+//     attempt (or the first one of a job resumed from another, TFK8S_ARTIFACTS_RESUME_FROM)
+//     restores the artifact paths' files that are missing locally;
 //  3. starts the command in its own process group, in TFK8S_WORKDIR, else the code
-//     path when there is code; its output goes to the agent's stdout and to
-//     TFK8S_LOG_DIR/TFK8S_CONTAINER_NAME.log (default /tfk8s/logs/tensorflow.log);
+//     path when there is code, without the storage credentials in its environment
+//     (unless TFK8S_EXPOSE_STORAGE_CREDENTIALS=true); its output goes to the agent's
+//     stdout and to TFK8S_LOG_DIR/TFK8S_CONTAINER_NAME.log (default
+//     /tfk8s/logs/tensorflow.log);
 //  4. forwards SIGTERM and SIGINT to the command's process group;
 //  5. uploads the changed files of TFK8S_ARTIFACTS_PATHS (a JSON list of absolute
 //     paths) and the log every TFK8S_ARTIFACTS_INTERVAL (0: only at the end), right
 //     away on SIGTERM, and once more when the command has exited, within
 //     TFK8S_FINAL_UPLOAD_TIMEOUT (default 100s) of SIGTERM or of the exit, to
 //     <TFK8S_ARTIFACTS_DESTINATION>/<TFK8S_NAMESPACE>/<TFK8S_JOB_NAME>/<TFK8S_REPLICA>/
-//     artifacts/<path> and .../logs/<container>.log, then manifest.json;
-//  6. exits with the command's exit code, or 128+N when signal N killed it.
+//     artifacts/<path> and .../attempts/<n>/logs/<container>.log, then the attempt's
+//     record and manifest.json (see storage's layout.go);
+//  6. once the command has exited, ends what it left running (SIGTERM, then SIGKILL
+//     after TFK8S_CHILD_GRACE): the agent is a child subreaper, so even a daemon that
+//     left the process group is found, and no orphan stays a zombie;
+//  7. exits with the command's exit code, or 128+N when signal N killed it.
 //
 // Storage errors while the command runs are retried and logged, never fatal to it.
+// Before it starts, storage refusing the credentials exits ExitStorageDenied at once.
 // Local files are never deleted. Failures before the command starts exit with the
 // codes in exitcodes.go.
 package agent
@@ -41,6 +53,21 @@ import (
 // finalBackoff retries until the final upload's deadline.
 var finalBackoff = storage.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second}
 
+// earlyUploadTimeout bounds the upload of the log when the command could not start.
+const earlyUploadTimeout = 20 * time.Second
+
+// session is one `tfk8s-agent run`.
+type session struct {
+	cfg     Config
+	log     *logger
+	reaper  *reaper
+	signals chan os.Signal
+	client  *storage.Client
+	up      *uploader
+	// stdout and stderr are the command's: the agent's own, and the log file.
+	stdout, stderr io.Writer
+}
+
 // Run carries out `tfk8s-agent run` with cfg and returns the agent's exit code. stdout
 // and stderr are the agent's own.
 func Run(cfg Config, stdout, stderr io.Writer) int {
@@ -54,101 +81,73 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 		return ExitInternal
 	}
 	defer logFile.Close()
-	log := &logger{out: teeWriter{stderr, logFile}}
+	logOffset, _ := logFile.Seek(0, io.SeekEnd) // where this attempt's part starts
+	s := &session{cfg: cfg, log: &logger{out: teeWriter{stderr, logFile}},
+		stdout: teeWriter{stdout, logFile}, stderr: teeWriter{stderr, logFile}}
 
 	// Signals are caught from the start: a pod deleted while fetching stops at once.
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(signals)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s.signals = make(chan os.Signal, 4)
+	signal.Notify(s.signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(s.signals)
+	if s.reaper, err = startReaper(); err != nil {
+		s.log.Printf("%v: processes that leave the command's process group may outlive it", err)
+	}
+	defer s.reaper.close()
 
-	var client *storage.Client
-	var up *uploader
 	if cfg.usesStorage() {
-		if client, err = storage.New(cfg.Storage); err != nil {
-			log.Printf("%v", err)
+		if s.client, err = storage.New(cfg.Storage); err != nil {
+			s.log.Printf("%v", err)
 			return ExitUsage
 		}
 	}
 	if cfg.ArtifactsDestination != "" {
-		if up, err = newUploader(client, cfg, log); err != nil {
-			log.Printf("%v", err)
+		if s.up, err = newUploader(s.client, cfg, logOffset, s.log); err != nil {
+			s.log.Printf("%v", err)
 			return ExitUsage
 		}
 	}
-
-	fetched := make(chan error, 1)
-	go func() { fetched <- prepare(ctx, client, cfg, up, log) }()
-	select {
-	case sig := <-signals:
-		cancel()
-		<-fetched
-		log.Printf("%v before the command started: exiting", sig)
-		return 128 + int(sig.(syscall.Signal))
-	case err := <-fetched:
-		if err != nil {
-			return exitFor(err, log)
-		}
+	if code, ok := s.prepare(); !ok {
+		return code
 	}
-
-	dir := cfg.WorkDir
-	if dir == "" && cfg.CodeSource != "" {
-		dir = cfg.CodePath
-	}
-	log.Printf("starting %q in %s", cfg.Command, displayDir(dir))
-	c, err := startCommand(cfg.Command, dir, teeWriter{stdout, logFile}, teeWriter{stderr, logFile})
-	if err != nil {
-		return exitFor(err, log)
-	}
-
-	syncNow := make(chan struct{}, 1)
-	periodicDone := make(chan struct{})
-	if up != nil {
-		go func() { defer close(periodicDone); up.run(ctx, cfg.ArtifactsInterval, syncNow) }()
-	} else {
-		close(periodicDone)
-	}
-
-	var deadline time.Time // of the final upload, set by the first SIGTERM
-wait:
-	for {
-		select {
-		case sig := <-signals:
-			s := sig.(syscall.Signal)
-			log.Printf("forwarding %v to the command", s)
-			if err := c.signal(s); err != nil {
-				log.Printf("forwarding %v: %v", s, err)
-			}
-			if s == syscall.SIGTERM && deadline.IsZero() {
-				deadline = time.Now().Add(cfg.FinalUploadTimeout)
-				select {
-				case syncNow <- struct{}{}:
-				default:
-				}
-			}
-		case <-c.done:
-			break wait
-		}
-	}
-	code := c.exitCode()
-	log.Printf("command exited with code %d", code)
-	if c.err != nil && code == ExitInternal {
-		log.Printf("waiting for the command: %v", c.err)
-	}
-	cancel() // stop the periodic uploads; an upload in progress is cut short
-	<-periodicDone
-	if up != nil {
-		if deadline.IsZero() {
-			deadline = time.Now().Add(cfg.FinalUploadTimeout)
-		}
-		finalUpload(up, deadline, code, log)
-	}
-	return code
+	return s.runCommand()
 }
 
-// prepare fetches code and data, and reads the manifest of an earlier run.
+// prepare claims the attempt, fetches code and data and restores the artifacts,
+// stopping early at SIGTERM or SIGINT. It returns false, with the exit code, if the
+// command must not start.
+func (s *session) prepare() (int, bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fetched := make(chan error, 1)
+	go func() { fetched <- prepare(ctx, s.client, s.cfg, s.up, s.log) }()
+	select {
+	case sig := <-s.signals:
+		cancel()
+		<-fetched
+		msg := fmt.Sprintf("%v before the command started: exiting", sig)
+		s.log.Printf("%s", msg)
+		code := 128 + int(sig.(syscall.Signal))
+		s.endEarly(code, ReasonSignaled, msg)
+		return code, false
+	case err := <-fetched:
+		if err != nil {
+			code := exitFor(err, s.log)
+			s.endEarly(code, failureReasons[code], err.Error())
+			return code, false
+		}
+	}
+	return 0, true
+}
+
+// prepare claims the attempt, fetches code and data, and restores the artifacts.
 func prepare(ctx context.Context, client *storage.Client, cfg Config, up *uploader, log *logger) error {
+	var prev *Manifest
+	if up != nil {
+		var err error
+		if prev, err = up.begin(ctx); err != nil {
+			return err
+		}
+	}
 	if cfg.CodeSource != "" {
 		if err := fetchCode(ctx, client, cfg, log); err != nil {
 			return err
@@ -158,19 +157,109 @@ func prepare(ctx context.Context, client *storage.Client, cfg Config, up *upload
 		return err
 	}
 	if up != nil {
-		up.resume(ctx)
+		return up.restore(ctx, cfg, prev)
 	}
 	return nil
 }
 
-// finalUpload makes the last upload, retrying until the deadline.
+// endEarly stores the log and the record of an attempt whose command never ran (not
+// its artifact paths, which hold at most what was restored).
+func (s *session) endEarly(code int, reason, message string) {
+	if s.up == nil || !s.up.claimed() {
+		return
+	}
+	s.up.paths = nil
+	s.up.finish(code, reason, message)
+	finalUpload(s.up, time.Now().Add(min(s.cfg.FinalUploadTimeout, earlyUploadTimeout)), code, s.log)
+}
+
+// runCommand runs the command to its end, with the periodic uploads, and ends the
+// attempt: what the command left running, its output, the final upload.
+func (s *session) runCommand() int {
+	dir := s.cfg.WorkDir
+	if dir == "" && s.cfg.CodeSource != "" {
+		dir = s.cfg.CodePath
+	}
+	s.log.Printf("starting %q in %s", s.cfg.Command, displayDir(dir))
+	env := commandEnv(os.Environ(), s.cfg.ExposeStorageCredentials)
+	c, err := startCommand(s.reaper, s.cfg.Command, dir, env, s.stdout, s.stderr)
+	if err != nil {
+		code := exitFor(err, s.log)
+		s.endEarly(code, failureReasons[code], err.Error())
+		return code
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	syncNow := make(chan struct{}, 1)
+	periodicDone := make(chan struct{})
+	if s.up != nil {
+		s.up.started(ctx)
+		go func() { defer close(periodicDone); s.up.run(ctx, s.cfg.ArtifactsInterval, syncNow) }()
+	} else {
+		close(periodicDone)
+	}
+
+	deadline := s.waitForExit(c, syncNow)
+	code := c.exitCode()
+	s.log.Printf("command exited with code %d", code)
+	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)
+	c.drainOutput(drainTimeout(left))
+	cancel() // stop the periodic uploads; an upload in progress is cut short
+	<-periodicDone
+	if s.up != nil {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.cfg.FinalUploadTimeout)
+		}
+		reason, message := commandEnd(c.status)
+		s.up.finish(code, reason, message)
+		finalUpload(s.up, deadline, code, s.log)
+	}
+	return code
+}
+
+// drainTimeout is how long the output of an exited command is read on: until every
+// holder of its pipes is gone, but not for one that survived SIGKILL.
+func drainTimeout(survivors []process) time.Duration {
+	if len(survivors) > 0 {
+		return 500 * time.Millisecond
+	}
+	return 5 * time.Second
+}
+
+// waitForExit forwards SIGTERM and SIGINT to the command until it exits. It returns
+// the deadline of the final upload, set by the first SIGTERM, or zero.
+func (s *session) waitForExit(c *child, syncNow chan<- struct{}) time.Time {
+	var deadline time.Time
+	for {
+		select {
+		case sig := <-s.signals:
+			sg := sig.(syscall.Signal)
+			s.log.Printf("forwarding %v to the command", sg)
+			if err := c.signal(sg); err != nil {
+				s.log.Printf("forwarding %v: %v", sg, err)
+			}
+			if sg == syscall.SIGTERM && deadline.IsZero() {
+				deadline = time.Now().Add(s.cfg.FinalUploadTimeout)
+				select {
+				case syncNow <- struct{}{}:
+				default:
+				}
+			}
+		case <-c.done:
+			return deadline
+		}
+	}
+}
+
+// finalUpload makes the last upload, retrying until the deadline; storage refusing the
+// credentials ends it at once.
 func finalUpload(up *uploader, deadline time.Time, code int, log *logger) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	up.client = up.client.WithBackoff(finalBackoff) // the periodic uploads are over
 	for {
 		err := up.sync(ctx, true, &code)
-		if err == nil {
+		if err == nil || storage.Denied(err) {
 			return
 		}
 		if ctx.Err() != nil {

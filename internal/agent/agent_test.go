@@ -42,7 +42,7 @@ func TestRunBacksUpCheckpointsOnSIGTERM(t *testing.T) {
 	j.checkStoredModel(t, m)
 
 	// The log tells the command's output and what the agent did, locally and in S3.
-	stored := download(t, j.client, j.replicaURI("logs", "tensorflow.log"))
+	stored := download(t, j.client, j.replicaURI("attempts", "1", "logs", "tensorflow.log"))
 	for _, want := range []string{"hello from lib data: toy-dataset-v1", "step 2", "received SIGTERM, saved ckpt-final", "forwarding terminated", "command exited with code 42"} {
 		if !strings.Contains(stored, want) {
 			t.Errorf("stored log lacks %q:\n%s", want, stored)

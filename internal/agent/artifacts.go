@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,11 +16,11 @@ import (
 )
 
 // ManifestName is the name of the manifest, written last under the replica's prefix.
-const ManifestName = "manifest.json"
+const ManifestName = storage.ManifestName
 
-// Manifest lists what a replica has stored: every artifact and log file uploaded, with
-// its size and SHA-256. It is written after the files it lists, so it never names a
-// file not yet stored.
+// Manifest lists what a replica has stored: every artifact and log file uploaded by
+// any of its attempts, with its size and SHA-256, and the attempts. It is written after
+// the files it lists, so it never names a file not yet stored.
 type Manifest struct {
 	Namespace string `json:"namespace"`
 	Job       string `json:"job"`
@@ -34,6 +34,8 @@ type Manifest struct {
 	Updated time.Time `json:"updated"`
 	// Files are in key order.
 	Files []ManifestFile `json:"files"`
+	// Attempts are the replica's attempts known so far, oldest first, this one last.
+	Attempts []storage.Attempt `json:"attempts"`
 }
 
 // ManifestFile is one stored file.
@@ -46,99 +48,79 @@ type ManifestFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// uploader backs up the artifact paths and the log file to
-// <destination>/<namespace>/<job>/<replica>/, one sync at a time.
+// uploader backs up the artifact paths and this attempt's log to the replica's prefix
+// <destination>/<namespace>/<job>/<replica>/ (see storage's layout.go), one sync at a
+// time.
 type uploader struct {
 	client  *storage.Client
 	base    storage.URI
 	paths   []string
 	logFile string
-	meta    Manifest
-	log     *logger
+	// logOffset is where this attempt's part of the log file starts: a restarted
+	// container appends to the log file of the attempts before it.
+	logOffset int64
+	meta      Manifest
+	log       *logger
 
-	mu            sync.Mutex // one sync at a time
+	mu            sync.Mutex // one sync at a time; guards what follows
 	state         *storage.SyncState
+	carried       map[string]ManifestFile // files of the earlier attempts, by key
+	logStored     storage.FileState       // this attempt's log, as last stored
+	attempts      []storage.Attempt       // the earlier attempts, oldest first
+	attempt       storage.Attempt         // this one; Number 0 until claimed
 	manifestDirty bool
 }
 
-// newUploader returns the uploader of cfg's artifacts.
-func newUploader(c *storage.Client, cfg Config, log *logger) (*uploader, error) {
+// newUploader returns the uploader of cfg's artifacts, whose attempt's log starts at
+// logOffset of the log file.
+func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*uploader, error) {
 	dest, err := storage.ParseURI(cfg.ArtifactsDestination)
 	if err != nil {
 		return nil, err
 	}
 	return &uploader{
-		client:  c,
-		base:    dest.Join(cfg.Namespace, cfg.JobName, cfg.Replica),
-		paths:   cfg.ArtifactsPaths,
-		logFile: cfg.LogFile(),
-		meta:    Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
-		log:     log,
-		state:   storage.NewSyncState(),
+		client:    c,
+		base:      storage.ReplicaPrefix(dest, cfg.Namespace, cfg.JobName, cfg.Replica),
+		paths:     cfg.ArtifactsPaths,
+		logFile:   cfg.LogFile(),
+		logOffset: logOffset,
+		meta:      Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
+		log:       log,
+		state:     storage.NewSyncState(),
+		carried:   map[string]ManifestFile{},
+		attempt:   storage.Attempt{Pod: cfg.PodName, PodUID: cfg.PodUID, Container: cfg.ContainerName},
 	}, nil
 }
 
-// artifactURI is where the artifact path p goes: .../artifacts/<p without leading />.
-func (u *uploader) artifactURI(p string) storage.URI {
-	return u.base.Join("artifacts", strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "/"))
-}
-
-// logURI is where the log file goes: .../logs/<container>.log.
-func (u *uploader) logURI() storage.URI {
-	return u.base.Join("logs", filepath.Base(u.logFile))
-}
-
-// manifestURI is where the manifest goes.
-func (u *uploader) manifestURI() storage.URI {
-	return u.base.Join(ManifestName)
-}
-
-// resume reads the manifest of an earlier run of this replica, if any, so that files
-// it stored are not uploaded again after a container restart.
-func (u *uploader) resume(ctx context.Context) {
-	var buf bytes.Buffer
-	c := u.client.WithBackoff(storage.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 3})
-	if _, err := c.Download(ctx, u.manifestURI(), &buf); err != nil {
-		if !errors.Is(err, storage.ErrNotFound) {
-			u.log.Printf("reading the previous manifest: %v", err)
-		}
-		return
-	}
-	var m Manifest
-	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
-		u.log.Printf("ignoring the previous manifest: %v", err)
-		return
-	}
-	for _, f := range m.Files {
-		u.state.Set(f.Path, storage.FileState{Key: f.Key, Size: f.Size, SHA256: f.SHA256})
-	}
-	u.log.Printf("previous manifest lists %d files: only changed files are uploaded", len(m.Files))
-}
-
-// sync uploads the changed artifact files and the log, then the manifest if anything
-// changed or final is set. A nil exitCode means the command is still running.
+// sync uploads the changed artifact files and the log, then, when final, the attempt's
+// record, then the manifest if anything changed or final is set. A nil exitCode means
+// the command is still running.
 func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	start := time.Now()
 	var total storage.SyncStats
 	var errs []error
-	syncOne := func(local string, dst storage.URI) {
-		stats, err := u.client.SyncDir(ctx, local, dst, u.state)
+	for _, p := range u.paths {
+		stats, err := u.client.SyncDir(ctx, p, storage.ArtifactURI(u.base, p), u.state)
 		total.Files += stats.Files
 		total.Transferred += stats.Transferred
 		total.Bytes += stats.Bytes
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, p := range u.paths {
-		syncOne(p, u.artifactURI(p))
+		errs = append(errs, err)
 	}
 	if final {
 		u.log.Printf("uploading artifacts and log to %s", u.base)
 	}
-	syncOne(u.logFile, u.logURI())
+	n, err := u.syncLog(ctx)
+	total.Files++
+	if n >= 0 {
+		total.Transferred++
+		total.Bytes += n
+	}
+	errs = append(errs, err)
+	if final {
+		errs = append(errs, u.writeRecord(ctx))
+	}
 	u.manifestDirty = u.manifestDirty || total.Transferred > 0
 	if u.manifestDirty || final {
 		if err := u.writeManifest(ctx, final, exitCode); err != nil {
@@ -147,39 +129,69 @@ func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 			u.manifestDirty = false
 		}
 	}
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	if total.Transferred > 0 || err != nil || final {
 		u.log.Printf("uploaded %d of %d files (%d bytes) in %v%s", total.Transferred, total.Files, total.Bytes,
-			time.Since(start).Round(time.Millisecond), errSuffix(err))
+			time.Since(start).Round(time.Millisecond), u.errSuffix(err))
 	}
 	return err
 }
 
+// syncLog uploads this attempt's part of the log file if it grew since the last
+// upload, and returns the bytes uploaded, -1 if none.
+func (u *uploader) syncLog(ctx context.Context) (int64, error) {
+	dst := storage.AttemptLogURI(u.base, u.attempt.Number, u.meta.Container)
+	if st, err := statSize(u.logFile); err == nil && u.logStored.Key == dst.Key && st-u.logOffset == u.logStored.Size {
+		return -1, nil // a log only grows: the same size is the same content
+	}
+	stored, err := u.client.UploadSection(ctx, u.logFile, u.logOffset, dst)
+	if err != nil {
+		return -1, err
+	}
+	u.logStored = stored
+	return stored.Size, nil
+}
+
 // errSuffix renders an error for the end of a log line.
-func errSuffix(err error) string {
-	if err == nil {
+func (u *uploader) errSuffix(err error) string {
+	switch {
+	case err == nil:
 		return ""
+	case storage.Denied(err):
+		return "; " + deniedError(u.client, u.base.Bucket, err).Error()
 	}
 	return "; will retry: " + err.Error()
 }
 
-// writeManifest uploads the manifest of everything stored so far.
+// writeManifest uploads the manifest of everything stored so far, by every attempt.
 func (u *uploader) writeManifest(ctx context.Context, final bool, exitCode *int) error {
 	m := u.meta
 	m.Final, m.ExitCode, m.Updated = final, exitCode, time.Now().UTC()
-	m.Files = []ManifestFile{}
+	files := maps.Clone(u.carried)
 	for path, f := range u.state.Files() {
-		m.Files = append(m.Files, ManifestFile{Path: path, Key: f.Key, Size: f.Size, SHA256: f.SHA256})
+		files[f.Key] = ManifestFile{Path: path, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
 	}
-	slices.SortFunc(m.Files, func(a, b ManifestFile) int { return strings.Compare(a.Key, b.Key) })
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
+	if f := u.logStored; f.Key != "" {
+		files[f.Key] = ManifestFile{Path: u.logFile, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
 	}
-	if err := u.client.PutObject(ctx, u.manifestURI(), bytes.NewReader(b), int64(len(b)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
+	m.Files = slices.SortedFunc(maps.Values(files), func(a, b ManifestFile) int { return strings.Compare(a.Key, b.Key) })
+	if m.Files == nil {
+		m.Files = []ManifestFile{}
+	}
+	m.Attempts = append(slices.Clone(u.attempts), u.attempt)
+	if err := u.putJSON(ctx, u.base.Join(ManifestName), m); err != nil {
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	return nil
+}
+
+// putJSON uploads v as JSON to dst.
+func (u *uploader) putJSON(ctx context.Context, dst storage.URI, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return u.client.PutObject(ctx, dst, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{ContentType: "application/json"})
 }
 
 // run syncs every interval until ctx is done, and whenever now receives.

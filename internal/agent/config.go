@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,18 @@ const (
 	EnvLogDir               = "TFK8S_LOG_DIR"
 	EnvWorkDir              = "TFK8S_WORKDIR"
 	EnvFinalUploadTimeout   = "TFK8S_FINAL_UPLOAD_TIMEOUT"
+	// EnvArtifactsResumeFrom is the s3:// prefix <destination>/<namespace>/<job>/ of
+	// an earlier job whose replicas' artifacts the first attempt restores.
+	EnvArtifactsResumeFrom = "TFK8S_ARTIFACTS_RESUME_FROM"
+	// EnvExposeStorageCredentials, when true, passes the storage settings and
+	// credentials on to the command.
+	EnvExposeStorageCredentials = "TFK8S_EXPOSE_STORAGE_CREDENTIALS"
+	// EnvPodName and EnvPodUID name the pod in the attempt records; optional.
+	EnvPodName = "TFK8S_POD_NAME"
+	EnvPodUID  = "TFK8S_POD_UID"
+	// EnvChildGrace is how long the processes the command left behind get between
+	// SIGTERM and SIGKILL once it has exited.
+	EnvChildGrace = "TFK8S_CHILD_GRACE"
 )
 
 // Defaults of the settings that have one.
@@ -43,6 +56,7 @@ const (
 	DefaultLogDir             = "/tfk8s/logs"
 	DefaultFinalUploadTimeout = 100 * time.Second
 	DefaultNamespace          = "default"
+	DefaultChildGrace         = 3 * time.Second
 )
 
 // DataSource is an S3 prefix (or object) copied into a directory before the command
@@ -76,12 +90,23 @@ type Config struct {
 	ArtifactsInterval time.Duration
 	// FinalUploadTimeout bounds the upload after the command exits, or from SIGTERM.
 	FinalUploadTimeout time.Duration
+	// ArtifactsResumeFrom is an earlier job's prefix, <destination>/<namespace>/<job>/,
+	// from which the first attempt restores the replica's artifacts; empty: none.
+	ArtifactsResumeFrom string
+
+	// ExposeStorageCredentials passes the storage settings on to the command.
+	ExposeStorageCredentials bool
+	// ChildGrace is the time between SIGTERM and SIGKILL for the processes the
+	// command left running when it exited.
+	ChildGrace time.Duration
 
 	// Namespace, JobName and Replica (e.g. worker-1) place the replica's artifacts at
 	// <destination>/<namespace>/<job>/<replica>/.
 	Namespace, JobName, Replica string
 	// ContainerName names the log file, <LogDir>/<container>.log.
 	ContainerName string
+	// PodName and PodUID name the pod in the attempt records.
+	PodName, PodUID string
 	// LogDir is where the command's output is written as well as to the agent's own.
 	LogDir string
 
@@ -107,7 +132,7 @@ func (c Config) LogFile() string {
 // command), with getenv giving each unset flag's value.
 func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	var data, paths, interval, finalTimeout string
+	var data, paths, interval, finalTimeout, expose, grace string
 	fs := flag.NewFlagSet("tfk8s-agent run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	str := func(p *string, name, env, def, usage string) {
@@ -130,6 +155,11 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	str(&c.ContainerName, "container-name", EnvContainerName, DefaultContainerName, "the container, naming its log")
 	str(&c.LogDir, "log-dir", EnvLogDir, DefaultLogDir, "directory of the log file")
 	str(&c.WorkDir, "workdir", EnvWorkDir, "", "the command's working directory")
+	str(&c.ArtifactsResumeFrom, "artifacts-resume-from", EnvArtifactsResumeFrom, "", "s3:// prefix of an earlier job whose artifacts the first attempt restores")
+	str(&expose, "expose-storage-credentials", EnvExposeStorageCredentials, "false", "pass the storage settings and credentials on to the command")
+	str(&grace, "child-grace", EnvChildGrace, DefaultChildGrace.String(), "time the command's leftover processes get between SIGTERM and SIGKILL")
+	str(&c.PodName, "pod-name", EnvPodName, "", "the pod's name, for the attempt records")
+	str(&c.PodUID, "pod-uid", EnvPodUID, "", "the pod's UID, for the attempt records")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -144,6 +174,12 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.FinalUploadTimeout, err = parseDuration("final upload timeout", finalTimeout); err != nil {
 		return Config{}, err
+	}
+	if c.ChildGrace, err = parseDuration("child grace", grace); err != nil {
+		return Config{}, err
+	}
+	if c.ExposeStorageCredentials, err = strconv.ParseBool(expose); err != nil {
+		return Config{}, fmt.Errorf("parsing %s %q: want true or false", EnvExposeStorageCredentials, expose)
 	}
 	if data != "" {
 		if err := json.Unmarshal([]byte(data), &c.Data); err != nil {
@@ -197,10 +233,23 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("artifacts destination needs the job name and replica (%s, %s)", EnvJobName, EnvReplica))
 		}
 	}
+	if c.ArtifactsResumeFrom != "" {
+		if u, err := storage.ParseURI(c.ArtifactsResumeFrom); err != nil {
+			errs = append(errs, fmt.Errorf("artifacts resume from: %w", err))
+		} else if !u.IsPrefix() {
+			errs = append(errs, fmt.Errorf("artifacts resume from %q: want a prefix ending in /, <destination>/<namespace>/<job>/", c.ArtifactsResumeFrom))
+		}
+		if c.ArtifactsDestination == "" {
+			errs = append(errs, fmt.Errorf("artifacts resume from %q needs an artifacts destination (%s)", c.ArtifactsResumeFrom, EnvArtifactsDestination))
+		}
+	}
 	for _, p := range c.ArtifactsPaths {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("artifacts path %q: must be absolute", p))
 		}
+	}
+	if c.ChildGrace < 0 {
+		errs = append(errs, fmt.Errorf("child grace %v: must not be negative", c.ChildGrace))
 	}
 	if c.ArtifactsInterval < 0 {
 		errs = append(errs, fmt.Errorf("artifacts interval %v: must not be negative", c.ArtifactsInterval))

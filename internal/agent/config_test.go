@@ -26,7 +26,7 @@ func TestParseRunArgs(t *testing.T) {
 	}
 	defaults := Config{
 		CodePath: DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
-		Namespace: DefaultNamespace, ContainerName: DefaultContainerName, LogDir: DefaultLogDir,
+		Namespace: DefaultNamespace, ContainerName: DefaultContainerName, LogDir: DefaultLogDir, ChildGrace: DefaultChildGrace,
 	}
 	tests := []struct {
 		name    string
@@ -49,7 +49,8 @@ func TestParseRunArgs(t *testing.T) {
 				EnvArtifactsDestination, "s3://bkt/runs", EnvArtifactsPaths, `["/workspace/model", "/tmp/events"]`,
 				EnvArtifactsInterval, "30s", EnvFinalUploadTimeout, "20s",
 				EnvNamespace, "team", EnvJobName, "mnist", EnvReplica, "worker-1", EnvContainerName, "trainer",
-				EnvLogDir, "/logs", EnvWorkDir, "/work",
+				EnvLogDir, "/logs", EnvWorkDir, "/work", EnvArtifactsResumeFrom, "s3://bkt/runs/team/mnist-v1/",
+				EnvExposeStorageCredentials, "true", EnvChildGrace, "10s", EnvPodName, "mnist-worker-1", EnvPodUID, "u-1",
 			),
 			want: func(c *Config) {
 				c.Storage = storage.Config{Endpoint: "127.0.0.1:7070", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion, Insecure: true}
@@ -59,6 +60,8 @@ func TestParseRunArgs(t *testing.T) {
 				c.ArtifactsInterval, c.FinalUploadTimeout = 30*time.Second, 20*time.Second
 				c.Namespace, c.JobName, c.Replica, c.ContainerName = "team", "mnist", "worker-1", "trainer"
 				c.LogDir, c.WorkDir = "/logs", "/work"
+				c.ArtifactsResumeFrom, c.ExposeStorageCredentials, c.ChildGrace = "s3://bkt/runs/team/mnist-v1/", true, 10*time.Second
+				c.PodName, c.PodUID = "mnist-worker-1", "u-1"
 				c.Command = []string{"python3", "train.py"}
 			},
 		},
@@ -79,6 +82,9 @@ func TestParseRunArgs(t *testing.T) {
 		{name: "bad digest", args: []string{"--", "x"}, env: withS3(EnvCodeSource, "s3://bkt/c.tgz", EnvCodeSHA256, "ABC"), wantErr: "64 lower-case hex digits"},
 		{name: "relative artifact path", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r", EnvJobName, "j", EnvReplica, "ps-0", EnvArtifactsPaths, `["model"]`), wantErr: `artifacts path "model": must be absolute`},
 		{name: "artifacts without replica", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r"), wantErr: "needs the job name and replica"},
+		{name: "bad child grace", args: []string{"--", "x"}, env: map[string]string{EnvChildGrace: "-1s"}, wantErr: "child grace -1s: must not be negative"},
+		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{EnvExposeStorageCredentials: "yes please"}, wantErr: EnvExposeStorageCredentials},
+		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r", EnvJobName, "j", EnvReplica, "ps-0", EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
 		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
 	}
 	for _, tc := range tests {

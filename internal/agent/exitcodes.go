@@ -16,6 +16,9 @@ const (
 	// ExitBadArchive: the code archive could not be unpacked (not a tar.gz, or an entry
 	// leading outside the code path).
 	ExitBadArchive = 67
+	// ExitStorageDenied: the storage refused the credentials or the permission
+	// (EX_NOPERM). Only other credentials cure it, so retrying is pointless.
+	ExitStorageDenied = 77
 	// ExitInternal: a local failure, e.g. the log or code directory cannot be written
 	// (EX_SOFTWARE).
 	ExitInternal = 70
@@ -27,3 +30,32 @@ const (
 	// (128 + EX_TEMPFAIL).
 	ExitStorageUnavailable = 128 + 75
 )
+
+// Reasons of an attempt's end, in its record (storage.Attempt.Reason).
+const (
+	ReasonCompleted          = "Completed"
+	ReasonError              = "Error"
+	ReasonSignaled           = "Signaled"
+	ReasonInvalidConfig      = "InvalidConfig"
+	ReasonDigestMismatch     = "DigestMismatch"
+	ReasonNotFound           = "NotFound"
+	ReasonBadArchive         = "BadArchive"
+	ReasonStorageDenied      = "StorageDenied"
+	ReasonStorageUnavailable = "StorageUnavailable"
+	ReasonAgentError         = "AgentError"
+	ReasonCannotExecute      = "CannotExecute"
+	ReasonCommandNotFound    = "CommandNotFound"
+)
+
+// failureReasons name the agent's exit codes for failures before the command ran.
+var failureReasons = map[int]string{
+	ExitUsage:              ReasonInvalidConfig,
+	ExitDigestMismatch:     ReasonDigestMismatch,
+	ExitNotFound:           ReasonNotFound,
+	ExitBadArchive:         ReasonBadArchive,
+	ExitStorageDenied:      ReasonStorageDenied,
+	ExitInternal:           ReasonAgentError,
+	ExitCannotExecute:      ReasonCannotExecute,
+	ExitCommandNotFound:    ReasonCommandNotFound,
+	ExitStorageUnavailable: ReasonStorageUnavailable,
+}

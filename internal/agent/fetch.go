@@ -30,12 +30,23 @@ func (e *exitError) Unwrap() error { return e.err }
 // fail wraps err with the exit code that tells its kind.
 func fail(code int, err error) error { return &exitError{code: code, err: err} }
 
-// storageFailure gives a storage error its exit code: missing things are permanent.
-func storageFailure(err error) error {
-	if errors.Is(err, storage.ErrNotFound) {
+// storageFailure gives a storage error its exit code: missing things and refused
+// credentials are permanent, the rest may pass.
+func storageFailure(c *storage.Client, bucket string, err error) error {
+	switch {
+	case storage.Denied(err):
+		return fail(ExitStorageDenied, deniedError(c, bucket, err))
+	case errors.Is(err, storage.ErrNotFound):
 		return fail(ExitNotFound, err)
 	}
 	return fail(ExitStorageUnavailable, err)
+}
+
+// deniedError says that the storage refused the credentials, and what to check.
+func deniedError(c *storage.Client, bucket string, err error) error {
+	return fmt.Errorf("the storage at %s refused the credentials for bucket %s (%s): check %s and %s in the job's storage Secret "+
+		"(keys accessKeyID and secretAccessKey), and that they may read and write the bucket: %w",
+		c.Endpoint(), bucket, storage.DeniedCode(err), storage.EnvAccessKeyID, storage.EnvSecretAccessKey, err)
 }
 
 // fetchCode downloads the code archive, checks its digest and unpacks it into the code
@@ -62,7 +73,7 @@ func fetchCode(ctx context.Context, c *storage.Client, cfg Config, log *logger) 
 
 	start := time.Now()
 	if err := c.WithBackoff(fetchBackoff).DownloadFile(ctx, src, tmp.Name()); err != nil {
-		return storageFailure(fmt.Errorf("fetching code: %w", err))
+		return storageFailure(c, src.Bucket, fmt.Errorf("fetching code: %w", err))
 	}
 	f, err := os.Open(tmp.Name())
 	if err != nil {
@@ -88,26 +99,5 @@ func fetchCode(ctx context.Context, c *storage.Client, cfg Config, log *logger) 
 		return fail(ExitBadArchive, err)
 	}
 	log.Printf("code %s (%d bytes, sha256 %s) unpacked into %s in %v", src, size, got, cfg.CodePath, time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// fetchData copies every data source into its directory.
-func fetchData(ctx context.Context, c *storage.Client, cfg Config, log *logger) error {
-	if len(cfg.Data) == 0 {
-		return nil
-	}
-	c = c.WithBackoff(fetchBackoff)
-	for _, d := range cfg.Data {
-		src, err := storage.ParseURI(d.Source)
-		if err != nil {
-			return fail(ExitUsage, err)
-		}
-		start := time.Now()
-		stats, err := c.DownloadPrefix(ctx, src, d.Path)
-		if err != nil {
-			return storageFailure(fmt.Errorf("fetching data: %w", err))
-		}
-		log.Printf("data %s: %d files in %s, %d fetched (%d bytes) in %v", src, stats.Files, d.Path, stats.Transferred, stats.Bytes, time.Since(start).Round(time.Millisecond))
-	}
 	return nil
 }

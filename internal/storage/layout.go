@@ -1,7 +1,11 @@
 package storage
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,4 +111,15 @@ func DataManifestURI(prefix URI) (URI, bool) {
 		return URI{}, false
 	}
 	return URI{Bucket: prefix.Bucket, Key: key + ".json"}, true
+}
+
+// DataSetDigest is the digest of a data set with these files, as DataManifest.Digest
+// defines it; the files are taken in path order whatever their order here.
+func DataSetDigest(files []DataFile) string {
+	sorted := slices.SortedFunc(slices.Values(files), func(a, b DataFile) int { return strings.Compare(a.Path, b.Path) })
+	h := sha256.New()
+	for _, f := range sorted {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -73,6 +73,9 @@ func Transient(err error) bool {
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
+	if Denied(err) {
+		return false
+	}
 	var resp minio.ErrorResponse
 	if errors.As(err, &resp) && resp.StatusCode != 0 {
 		return resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests ||
@@ -85,4 +88,40 @@ func Transient(err error) bool {
 	// Connection refused or reset, DNS failures, unexpected EOFs, and minio-go's own
 	// errors without a status all end up here: worth another try.
 	return true
+}
+
+// deniedCodes are the S3 error codes by which a server refuses the credentials or the
+// permission to do what was asked; some come with a 400 rather than a 403.
+var deniedCodes = map[string]bool{
+	"AccessDenied":                 true,
+	"AllAccessDisabled":            true,
+	"AccountProblem":               true,
+	"AuthorizationHeaderMalformed": true,
+	"ExpiredToken":                 true,
+	"InvalidAccessKeyId":           true,
+	"InvalidSecurity":              true,
+	"InvalidToken":                 true,
+	"SignatureDoesNotMatch":        true,
+	"TokenRefreshRequired":         true,
+	"Unauthorized":                 true,
+}
+
+// Denied reports whether err is the storage refusing the credentials or the permission
+// (401, 403, or one of the S3 codes that say so). Retrying cannot cure it: only other
+// credentials can, so the agent fails the replica for good instead of looping.
+func Denied(err error) bool {
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		return false
+	}
+	return deniedCodes[resp.Code] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
+}
+
+// DeniedCode returns the S3 error code of a Denied error, e.g. InvalidAccessKeyId.
+func DeniedCode(err error) string {
+	var resp minio.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.Code
+	}
+	return ""
 }

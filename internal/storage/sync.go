@@ -96,9 +96,9 @@ const syncParallelism = 4
 // unless it was modified within racyWindow of the last read; one that was touched but
 // has the same SHA-256 is skipped too. The SHA-256 recorded is that of the bytes sent,
 // so a file rewritten during its upload is never recorded with a digest its object
-// lacks. The first storage error
-// that outlives the retries ends the sync (the rest is left for the next call); local
-// errors are collected and the sync goes on.
+// lacks, and a file rewritten while it is read is uploaded again until it holds still
+// (see uploadHashed). The first storage error that outlives the retries ends the sync
+// (the rest is left for the next call); local errors are collected and the sync goes on.
 func (c *Client) SyncDir(ctx context.Context, localPath string, dst URI, state *SyncState) (SyncStats, error) {
 	var stats SyncStats
 	root, err := os.Stat(localPath)
@@ -230,37 +230,140 @@ func trustedModTime(st fs.FileInfo, readStart time.Time) time.Time {
 	return st.ModTime()
 }
 
+// stableAttempts bounds the uploads of a file that keeps changing while it is uploaded.
+const stableAttempts = 5
+
 // uploadHashed uploads the file, hashing exactly the bytes sent, and returns what was
-// stored. Because the digest is of the bytes sent, a file rewritten during the upload
-// can never be recorded with a digest its object does not have.
+// stored. A file rewritten in place while it is read would be stored torn, a mix of two
+// versions that never existed as a whole: after each upload the open file is looked at
+// again (its size and time, and its content unless they prove it untouched) and
+// uploaded again while it changed, up to stableAttempts times. The digest recorded is
+// always that of the bytes stored; a file still changing after the last try is
+// recorded without a trusted time, so that the next sync looks at it again.
 func (c *Client) uploadHashed(ctx context.Context, path string, dst URI) (FileState, error) {
+	for try := 1; ; try++ {
+		var stored FileState
+		var changed bool
+		err := Retry(ctx, c.backoff, func(ctx context.Context) error {
+			var err error
+			stored, changed, err = c.putFileOnce(ctx, path, dst)
+			return err
+		})
+		if err != nil {
+			return FileState{}, fmt.Errorf("uploading %s to %s: %w", path, dst, err)
+		}
+		if !changed || try == stableAttempts {
+			if changed {
+				stored.ModTime = time.Time{}
+			}
+			return stored, nil
+		}
+	}
+}
+
+// putFileOnce uploads the file once and reports whether it changed while it was read.
+func (c *Client) putFileOnce(ctx context.Context, path string, dst URI) (FileState, bool, error) {
+	readStart := time.Now()
+	f, before, err := openForUpload(path)
+	if err != nil {
+		return FileState{}, false, err
+	}
+	defer f.Close()
+	sum, err := c.putHashed(ctx, f, 0, before.Size(), dst)
+	if err != nil {
+		return FileState{}, false, err
+	}
+	stored := FileState{Key: dst.Key, Size: before.Size(), ModTime: trustedModTime(before, readStart), SHA256: sum}
+	after, err := f.Stat()
+	if err != nil {
+		return FileState{}, false, Permanent(err)
+	}
+	if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		return stored, true, nil
+	}
+	if !stored.ModTime.IsZero() {
+		return stored, false, nil // old enough that any write since would show in its time
+	}
+	again, err := hashSection(f, 0, before.Size())
+	if err != nil {
+		return FileState{}, false, Permanent(err)
+	}
+	return stored, again != sum, nil
+}
+
+// UploadSection uploads the bytes of the file at path from offset to its end as dst,
+// and returns what was stored (Size is the section's). The agent stores each attempt's
+// part of the log file that a container's attempts append to this way.
+func (c *Client) UploadSection(ctx context.Context, path string, offset int64, dst URI) (FileState, error) {
 	var stored FileState
 	err := Retry(ctx, c.backoff, func(ctx context.Context) error {
-		readStart := time.Now()
 		f, st, err := openForUpload(path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		h := sha256.New()
-		body := io.TeeReader(io.NewSectionReader(f, 0, st.Size()), h)
-		// The digest is taken here, on the way out: minio-go need not hash the
-		// payload a second time to sign it.
-		opts := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
-		info, err := c.mc.PutObject(ctx, dst.Bucket, dst.Key, body, st.Size(), opts)
+		n := max(st.Size()-offset, 0)
+		sum, err := c.putHashed(ctx, f, min(offset, st.Size()), n, dst)
 		if err != nil {
 			return err
 		}
-		if info.Size != st.Size() {
-			return fmt.Errorf("uploaded %d bytes of %d: the file changed during the upload", info.Size, st.Size())
-		}
-		stored = FileState{Key: dst.Key, Size: st.Size(), ModTime: trustedModTime(st, readStart), SHA256: hex.EncodeToString(h.Sum(nil))}
+		stored = FileState{Key: dst.Key, Size: n, ModTime: st.ModTime(), SHA256: sum}
 		return nil
 	})
 	if err != nil {
 		return FileState{}, fmt.Errorf("uploading %s to %s: %w", path, dst, err)
 	}
 	return stored, nil
+}
+
+// putHashed uploads n bytes of f from offset as dst and returns the SHA-256 of the
+// bytes sent.
+func (c *Client) putHashed(ctx context.Context, f *os.File, offset, n int64, dst URI) (string, error) {
+	h := sha256.New()
+	var section io.Reader = io.NewSectionReader(f, offset, n)
+	if uploadReadHook != nil {
+		section = &hookedReader{r: section, path: f.Name()}
+	}
+	// The digest is taken here, on the way out: minio-go need not hash the payload a
+	// second time to sign it.
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
+	info, err := c.mc.PutObject(ctx, dst.Bucket, dst.Key, io.TeeReader(section, h), n, opts)
+	if err != nil {
+		return "", err
+	}
+	if info.Size != n {
+		return "", fmt.Errorf("uploaded %d bytes of %d: the file changed during the upload", info.Size, n)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashSection returns the hex SHA-256 of n bytes of f from offset.
+func hashSection(f *os.File, offset, n int64) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, offset, n)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// uploadReadHook, set by tests only, is called once per upload of a file, after its
+// first bytes were read, to play a writer that rewrites the file at that moment.
+var uploadReadHook func(path string)
+
+// hookedReader reads in small pieces and calls uploadReadHook after the first one.
+type hookedReader struct {
+	r      io.Reader
+	path   string
+	called bool
+}
+
+func (h *hookedReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p[:min(len(p), 16<<10)])
+	if n > 0 && !h.called {
+		h.called = true
+		uploadReadHook(h.path)
+	}
+	return n, err
 }
 
 // regularOrLinkToRegular reports whether a walked entry is a file to transfer: a regular
