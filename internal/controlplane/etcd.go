@@ -48,12 +48,10 @@ func EtcdPKIIn(dir string) EtcdPKI {
 // Ensure writes the CA and the certificates, valid for validity, unless every file
 // exists already.
 func (e EtcdPKI) Ensure(validity time.Duration) error {
-	for _, path := range []string{e.CACert, e.CAKey, e.ServerCert, e.ServerKey, e.ClientCert, e.ClientKey} {
-		if _, err := os.Stat(path); err != nil {
-			return e.write(time.Now(), validity)
-		}
+	if allExist(e.CACert, e.CAKey, e.ServerCert, e.ServerKey, e.ClientCert, e.ClientKey) {
+		return nil
 	}
-	return nil
+	return e.write(time.Now(), validity)
 }
 
 // write generates the CA and the two certificates it signs.

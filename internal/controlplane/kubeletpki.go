@@ -40,12 +40,20 @@ func (k KubeletClientPKI) APIServerArgs() []string {
 // Ensure writes the CA and the client certificate, valid for validity, unless the four
 // files all exist already.
 func (k KubeletClientPKI) Ensure(validity time.Duration) error {
-	for _, path := range []string{k.CACert, k.CAKey, k.ClientCert, k.ClientKey} {
+	if allExist(k.CACert, k.CAKey, k.ClientCert, k.ClientKey) {
+		return nil
+	}
+	return k.write(time.Now(), validity)
+}
+
+// allExist reports whether every path exists.
+func allExist(paths ...string) bool {
+	for _, path := range paths {
 		if _, err := os.Stat(path); err != nil {
-			return k.write(time.Now(), validity)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // write generates the CA and the client certificate it signs.
