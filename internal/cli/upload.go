@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -201,6 +202,9 @@ func listData(dir string) ([]dataFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading --data %s: %w", dir, err)
 	}
+	// Path order, as storage.DataManifest's digest takes them ("a.txt" before "a/b",
+	// which a walk of the tree visits first).
+	slices.SortFunc(files, func(a, b dataFile) int { return strings.Compare(a.rel, b.rel) })
 	return files, nil
 }
 

@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -44,16 +51,7 @@ func TestRenderBar(t *testing.T) {
 
 func TestScanDataIsContentAddressed(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, content string) { writeFile(t, filepath.Join(dir, name), content) }
 	write("train/part-0.csv", "1,2,3\n")
 	write("test/part-0.csv", "4,5\n")
 	first, err := scanData(dir)
@@ -109,5 +107,45 @@ func TestCheckDir(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("checkDir(%s) = %q, want %q", tc.dir, got, tc.want)
 		}
+	}
+}
+
+// TestScanDataDigestIsThePathOrderOne: the data set's digest is the one
+// storage.DataManifest defines, over the files in path order, which is not the order a
+// walk of the tree visits "a/b" and "a.txt" in; and the list the marker gets is that
+// order too.
+func TestScanDataDigestIsThePathOrderOne(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a/b": "in a dir\n", "a.txt": "beside it\n"}
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, name), content)
+	}
+	d, err := scanData(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := sha256.New()
+	var want []storage.DataFile
+	for _, name := range []string{"a.txt", "a/b"} {
+		sum := sha256.Sum256([]byte(files[name]))
+		want = append(want, storage.DataFile{Path: name, Size: int64(len(files[name])), SHA256: hex.EncodeToString(sum[:])})
+		fmt.Fprintf(tree, "%s\x00%d\x00%x\n", name, len(files[name]), sum)
+	}
+	if got := hex.EncodeToString(tree.Sum(nil)); d.digest != got {
+		t.Errorf("digest = %s, want %s", d.digest, got)
+	}
+	if diff := cmp.Diff(want, d.list); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
+// writeFile writes a file, and the directories it needs.
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

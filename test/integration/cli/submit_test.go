@@ -70,15 +70,14 @@ func (f *fixture) objectsUnder(prefix string) []storage.Object {
 func (f *fixture) secrets() []string {
 	f.t.Helper()
 	list := &corev1.SecretList{}
-	if err := k8sClient.List(context.Background(), list, client.InNamespace(f.ns)); err != nil {
+	if err := k8sClient.List(context.Background(), list, client.InNamespace(f.ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "tfk8s"}); err != nil {
 		f.t.Fatal(err)
 	}
 	var names []string
 	for _, s := range list.Items {
-		if strings.HasPrefix(s.Name, "tfk8s-s3-") {
-			names = append(names, s.Name)
-		}
+		names = append(names, s.Name)
 	}
+	slices.Sort(names)
 	return names
 }
 
@@ -205,24 +204,24 @@ func TestSubmitUploadsOnceAndCreatesJobAndSecret(t *testing.T) {
 		t.Errorf("archive entries (-want +got):\n%s", diff)
 	}
 
-	// The same code and data again, as another job: nothing uploaded, the Secret reused.
+	// The same code and data again, as another job: nothing uploaded, a Secret of its own.
 	before := f.objectsUnder("")
 	r = f.mustSucceed("submit", code, "--name", "second", "--image", "tf:2.16", "--data", data, "--", "python3", "train.py")
 	if !strings.Contains(r.stderr, "code unchanged, 0 bytes uploaded") || !strings.Contains(r.stderr, "data unchanged, 0 bytes uploaded") {
 		t.Errorf("the second submit did not say nothing was uploaded:\n%s", r)
 	}
-	if !strings.Contains(r.stdout, "secret/"+secret.Name+" unchanged") || !strings.Contains(r.stdout, "tfjob.tfk8s.io/second created") {
-		t.Errorf("the second submit did not reuse the secret:\n%s", r)
+	if !strings.Contains(r.stdout, "secret/second-storage created") || !strings.Contains(r.stdout, "tfjob.tfk8s.io/second created") {
+		t.Errorf("the second submit did not create its own secret:\n%s", r)
 	}
 	after := f.objectsUnder("")
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("the second submit changed the bucket (-before +after):\n%s", diff)
 	}
-	if second := f.getJob("second"); second.Spec.Code.Source != job.Spec.Code.Source || second.Spec.Storage.SecretRef != job.Spec.Storage.SecretRef {
-		t.Errorf("the second job does not share the code and secret: %+v %+v", second.Spec.Code, second.Spec.Storage)
+	if second := f.getJob("second"); second.Spec.Code.Source != job.Spec.Code.Source || second.Spec.Storage.SecretRef.Name != "second-storage" {
+		t.Errorf("the second job does not share the code, or has no secret of its own: %+v %+v", second.Spec.Code, second.Spec.Storage)
 	}
-	if got := f.secrets(); len(got) != 1 {
-		t.Errorf("secrets %v, want one shared", got)
+	if diff := cmp.Diff([]string{"first-storage", "second-storage"}, f.secrets()); diff != "" {
+		t.Errorf("secrets, one per job (-want +got):\n%s", diff)
 	}
 }
 
