@@ -49,7 +49,15 @@ func run(args []string) int {
 	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "require kubelet API clients to present a certificate signed by this CA")
 	fs.StringVar(&opts.RuncPath, "runc", "runc", "runc binary")
 	fs.DurationVar(&opts.RestartBackoff, "restart-backoff", node.DefaultRestartBackoff, "first delay before restarting a failed container; doubles up to 5m")
-	fs.DurationVar(&opts.ShutdownGracePeriod, "shutdown-grace-period", node.DefaultShutdownGracePeriod, "longest wait for each pod when the node stops")
+	fs.DurationVar(&opts.ShutdownGracePeriod, "shutdown-grace-period", 0, "cap on each pod's grace period when the node stops (default: none, each pod gets its terminationGracePeriodSeconds)")
+	fs.Func("allowed-host-paths", "comma-separated host directories hostPath volumes may name (default: none; a pod naming another path fails with reason HostPathNotAllowed)", func(s string) error {
+		opts.AllowedHostPaths = splitList(s)
+		return nil
+	})
+	fs.Func("masked-paths", "comma-separated host paths to hide from containers, besides the host's credentials and --state-dir", func(s string) error {
+		opts.MaskedPaths = splitList(s)
+		return nil
+	})
 	fs.BoolVar(&opts.LocalProvisioner, "local-provisioner", true, "bind hostPath volumes to claims of the tfk8s-local class or of no class")
 	fs.BoolVar(&cleanup, "cleanup", false, "remove the containers, mounts, network namespaces, veths and bridge a node left behind, then exit")
 	zapOpts := zap.Options{}
@@ -60,9 +68,7 @@ func run(args []string) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("tfk8s-node")
 	opts.Log = log
-	if clusterDNS != "" {
-		opts.ClusterDNS = strings.Split(clusterDNS, ",")
-	}
+	opts.ClusterDNS = splitList(clusterDNS)
 
 	if cleanup {
 		if err := node.Cleanup(opts); err != nil {
@@ -89,4 +95,15 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var items []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

@@ -134,11 +134,7 @@ func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, er
 		return containerConfig{}, 0, err
 	}
 	paths := w.bundlePaths(c.Name)
-	cfg := containerConfig{
-		Rootfs:      paths.rootfs,
-		NetNSPath:   sb.netnsPath,
-		MaskedPaths: []string{w.m.opts.StateDir},
-	}
+	cfg := containerConfig{Rootfs: paths.rootfs, NetNSPath: sb.netnsPath}
 	if !pod.Spec.HostNetwork {
 		cfg.Hostname = utsHostname(pod, w.m.opts.ClusterDomain)
 	}
@@ -165,6 +161,11 @@ func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, er
 		cfg.Mounts = append(cfg.Mounts, specs.Mount{Destination: dir, Type: "bind", Source: dir, Options: []string{"rbind", "ro"}})
 	}
 	cfg.Mounts = append(cfg.Mounts, volumes...)
+	var dests []string
+	for _, m := range cfg.Mounts {
+		dests = append(dests, m.Destination)
+	}
+	cfg.MaskedPaths = hiddenPaths(userHome(), w.m.opts.StateDir, w.m.opts.MaskedPaths, dests)
 	var memLimit int64
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		memLimit = q.Value()

@@ -175,9 +175,10 @@ func (m *manager) removeStaleLogs() {
 	}
 }
 
-// shutdown stops every pod, within its grace period but at most the node's shutdown
-// grace period, fails them as the kubelet's graceful node shutdown does, and waits for
-// the workers to finish.
+// shutdown stops every pod within its own grace period (capped by the node's shutdown
+// grace period, if set): SIGTERM, then SIGKILL once the grace period has passed. It
+// fails them as the kubelet's graceful node shutdown does, and waits for the workers
+// to finish.
 func (m *manager) shutdown() {
 	m.mu.Lock()
 	m.stopping = true
@@ -186,14 +187,14 @@ func (m *manager) shutdown() {
 		workers = append(workers, w)
 	}
 	m.mu.Unlock()
+	var longest time.Duration
 	for _, w := range workers {
-		grace := m.opts.ShutdownGracePeriod
-		if g := w.currentPod().Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = min(grace, time.Duration(*g)*time.Second)
-		}
+		grace := shutdownGrace(w.currentPod(), m.opts.ShutdownGracePeriod)
+		longest = max(longest, grace)
 		w.markShutdown()
 		w.requestStop(grace)
 	}
+	m.log.Info("Stopping pods", "pods", len(workers), "longestGracePeriod", longest)
 	done := make(chan struct{})
 	go func() {
 		m.wg.Wait()
@@ -201,9 +202,23 @@ func (m *manager) shutdown() {
 	}()
 	select {
 	case <-done:
-	case <-time.After(m.opts.ShutdownGracePeriod + killWait + 10*time.Second):
-		m.log.Info("Pods still stopping after the shutdown grace period; cleaning up regardless")
+	case <-time.After(longest + killWait + 10*time.Second):
+		m.log.Info("Pods still stopping after their grace periods; cleaning up regardless")
 	}
+}
+
+// shutdownGrace is how long a pod has to stop when the node stops: its own
+// terminationGracePeriodSeconds (the API server's default, 30 s, if unset), at most
+// limit when limit is set.
+func shutdownGrace(pod *corev1.Pod, limit time.Duration) time.Duration {
+	grace := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	if limit > 0 {
+		grace = min(grace, limit)
+	}
+	return grace
 }
 
 // worker finds the worker of a pod by namespace and name.

@@ -24,8 +24,6 @@ const (
 	// MaxRestartBackoff caps the doubling back-off between container restarts, as the
 	// kubelet does.
 	MaxRestartBackoff = 5 * time.Minute
-	// DefaultShutdownGracePeriod bounds how long stopping the node waits for its pods.
-	DefaultShutdownGracePeriod = 30 * time.Second
 	// LocalStorageClass is the StorageClass whose claims the node's local provisioner
 	// serves (with claims that name no class at all).
 	LocalStorageClass = "tfk8s-local"
@@ -70,7 +68,9 @@ type Options struct {
 	// RestartBackoff is the first delay before restarting a failed container; it
 	// doubles up to MaxRestartBackoff.
 	RestartBackoff time.Duration
-	// ShutdownGracePeriod bounds how long stopping the node waits for each pod.
+	// ShutdownGracePeriod, when set, caps each pod's grace period when the node stops.
+	// Unset, every pod gets its own terminationGracePeriodSeconds, as when it is
+	// deleted: the in-pod agent's final upload needs all of it.
 	ShutdownGracePeriod time.Duration
 	// LeaseDuration and LeaseRenewInterval are the node Lease's; the node lifecycle
 	// controller marks the node NotReady when the lease is not renewed in time.
@@ -78,6 +78,14 @@ type Options struct {
 	LeaseRenewInterval time.Duration
 	// StatusInterval is how often the Node's status is refreshed.
 	StatusInterval time.Duration
+	// AllowedHostPaths are the host directories hostPath volumes (and the volumes of
+	// claims, besides the local provisioner's) may name, themselves or below. Empty:
+	// none; a pod with a hostPath volume fails with reason HostPathNotAllowed.
+	AllowedHostPaths []string
+	// MaskedPaths are more host paths hidden from every unprivileged container, besides
+	// the host's credentials and the node's state directory: a local cluster's state
+	// directory (its kubeconfig and keys).
+	MaskedPaths []string
 	// LocalProvisioner binds hostPath PersistentVolumes to claims of the tfk8s-local
 	// class, or of no class.
 	LocalProvisioner bool
@@ -136,9 +144,6 @@ func (opts Options) withHostDefaults() (Options, error) {
 	if opts.RestartBackoff == 0 {
 		opts.RestartBackoff = DefaultRestartBackoff
 	}
-	if opts.ShutdownGracePeriod == 0 {
-		opts.ShutdownGracePeriod = DefaultShutdownGracePeriod
-	}
 	if opts.LeaseDuration == 0 {
 		opts.LeaseDuration = 40 * time.Second
 	}
@@ -147,6 +152,14 @@ func (opts Options) withHostDefaults() (Options, error) {
 	}
 	if opts.StatusInterval == 0 {
 		opts.StatusInterval = time.Minute
+	}
+	for flag, paths := range map[string][]string{"--allowed-host-paths": opts.AllowedHostPaths, "--masked-paths": opts.MaskedPaths} {
+		for i, p := range paths {
+			if !filepath.IsAbs(p) {
+				return opts, fmt.Errorf("%s: %q is not an absolute path", flag, p)
+			}
+			paths[i] = filepath.Clean(p)
+		}
 	}
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -132,6 +133,11 @@ func (w *podWorker) run() {
 // execute admits the pod, sets up its sandbox, runs its init containers and containers,
 // and stops them when the pod must stop. It returns once none runs.
 func (w *podWorker) execute(ctx context.Context) {
+	if err := checkHostPaths(w.currentPod(), w.m.opts.AllowedHostPaths); err != nil {
+		w.event(corev1.EventTypeWarning, ReasonHostPathNotAllowed, "%v", err)
+		w.fail(ReasonHostPathNotAllowed, err.Error())
+		return
+	}
 	if err := w.admit(); err != nil {
 		w.fail(ReasonUnexpectedAdmissionError, err.Error())
 		return
@@ -336,7 +342,8 @@ func (w *podWorker) event(eventType, reason, format string, args ...any) {
 
 // api reads the pod's ConfigMaps, Secrets, claims and tokens.
 func (w *podWorker) api() podAPI {
-	return podAPI{ctx: w.m.ctx, client: w.m.client, ns: w.currentPod().Namespace}
+	allowed := append(slices.Clone(w.m.opts.AllowedHostPaths), filepath.Join(w.m.opts.StateDir, "pv"))
+	return podAPI{ctx: w.m.ctx, client: w.m.client, ns: w.currentPod().Namespace, allowed: allowed}
 }
 
 // podDir holds the pod's sandbox files and volumes.

@@ -21,6 +21,8 @@ type podAPI struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string
+	// allowed are the host paths a claim's volume may lie under.
+	allowed []string
 }
 
 // ConfigMap implements envSources.
@@ -86,13 +88,20 @@ func (a podAPI) claimPath(claim string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading volume %s of claim %s: %w", pvc.Spec.VolumeName, claim, err)
 	}
+	var path string
 	switch {
 	case pv.Spec.HostPath != nil:
-		return pv.Spec.HostPath.Path, nil
+		path = pv.Spec.HostPath.Path
 	case pv.Spec.Local != nil:
-		return pv.Spec.Local.Path, nil
+		path = pv.Spec.Local.Path
+	default:
+		return "", fmt.Errorf("volume %s of claim %s is neither hostPath nor local", pv.Name, claim)
 	}
-	return "", fmt.Errorf("volume %s of claim %s is neither hostPath nor local", pv.Name, claim)
+	// A volume anyone with the right to create PersistentVolumes made could name /.
+	if !hostPathAllowed(path, a.allowed) {
+		return "", errHostPath("of claim "+claim, path, a.allowed)
+	}
+	return path, nil
 }
 
 // prepareVolumes makes every volume of a pod ready on the host under dir and returns

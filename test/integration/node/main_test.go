@@ -39,6 +39,9 @@ var (
 	clientset kubernetes.Interface
 	c         client.Client
 	stateDir  string
+	// maskedDir is a directory the node is told to hide from containers, as a local
+	// cluster hides its state directory.
+	maskedDir string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -86,6 +89,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(stateDir)
+	if maskedDir, err = os.MkdirTemp("/var/lib", "tfk8s-node-test-masked-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(maskedDir)
 
 	nodeCtx, stopNode := context.WithCancel(ctx)
 	defer stopNode()
@@ -102,6 +110,8 @@ func run(m *testing.M) int {
 			ClientCAFile:        pki.CACert,
 			RestartBackoff:      testBackoff,
 			ShutdownGracePeriod: 5 * time.Second,
+			AllowedHostPaths:    []string{os.TempDir()},
+			MaskedPaths:         []string{maskedDir},
 			LocalProvisioner:    true,
 			Log:                 zap.New(zap.WriteTo(nodeLog(cp.Dir))),
 		})
