@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"text/template"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
@@ -26,6 +27,13 @@ const (
 // allComponents are every component's name, in start order.
 var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compNode, compDNS, compS3, compController}
 
+// stopOrder is the order Down stops the components in, each while what it needs still
+// runs: the node first, whose pods (the agent's last upload above all) need S3, DNS
+// and the API server until they have stopped; then the controller and the control
+// plane that the node's final status writes went to; then DNS and S3, which serve pods
+// only; etcd last, under the API server.
+var stopOrder = []string{compNode, compController, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compEtcd}
+
 // controlPlaneComponents are the components package controlplane starts.
 var controlPlaneComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler}
 
@@ -36,7 +44,7 @@ type component struct {
 }
 
 // components lists the cluster's components in the order Up starts them; Down stops
-// them in the reverse order.
+// them in stopOrder.
 func components(opts Options) []component {
 	lo := netip.MustParseAddr("127.0.0.1")
 	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
@@ -83,6 +91,10 @@ func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string
 		"--port=" + strconv.Itoa(opts.Ports.Kubelet),
 		"--client-ca-file=" + pki.CACert,
 		"--gpus=" + strconv.Itoa(opts.GPUs),
+		// Pods see the host's file system: not the cluster's kubeconfig, keys and S3
+		// credentials, nor the user's tfk8s settings.
+		"--masked-paths=" + strings.Join([]string{p.dir, opts.UserConfigFile}, ","),
+		"--allowed-host-paths=" + strings.Join(opts.AllowedHostPaths, ","),
 	}
 }
 

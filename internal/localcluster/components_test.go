@@ -116,7 +116,7 @@ func TestComponents(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	opts := defaulted(t, Options{GPUs: 2})
+	opts := defaulted(t, Options{GPUs: 2, UserConfigFile: "/home/ann/.tfk8s/config", AllowedHostPaths: []string{"/data", "/srv"}})
 	p := pathsIn(opts.Dir)
 	tests := []struct {
 		name string
@@ -131,6 +131,7 @@ func TestArgs(t *testing.T) {
 				"--pod-cidr=10.244.0.0/24", "--bridge=tfk8s0", "--cluster-dns=10.244.0.1",
 				"--cluster-domain=cluster.local", "--port=10250",
 				"--client-ca-file=/state/cluster/kubelet-client-ca.crt", "--gpus=2",
+				"--masked-paths=/state,/home/ann/.tfk8s/config", "--allowed-host-paths=/data,/srv",
 			},
 		},
 		{

@@ -13,31 +13,68 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/node"
 )
 
 // Timeouts of Down.
 const (
-	// nodeStopGrace leaves tfk8s-node time to stop its pods (each within its grace
-	// period, the agent's last upload included) and tear down their network.
-	nodeStopGrace = 2 * time.Minute
+	// nodeStopMargin is what tfk8s-node needs, beyond its pods' longest grace period,
+	// to SIGKILL what is left, write the pods' final statuses and tear down their
+	// network.
+	nodeStopMargin = time.Minute
+	// nodeStopGraceUnknown is the node's grace when its pods cannot be listed: enough
+	// for the agent's (120 s) and the margin.
+	nodeStopGraceUnknown = 5 * time.Minute
 	// stopGraceDefault is every other component's.
 	stopGraceDefault = 15 * time.Second
 	// cleanupTimeout bounds `tfk8s-node --cleanup`.
 	cleanupTimeout = 2 * time.Minute
 )
 
-// stopGrace is how long a component has to stop after SIGTERM, before SIGKILL.
-func stopGrace(name string) time.Duration {
+// defaultStopGrace is how long a component has to stop after SIGTERM, before SIGKILL,
+// when its pods are not known.
+func defaultStopGrace(name string) time.Duration {
 	if name == compNode {
-		return nodeStopGrace
+		return nodeStopGraceUnknown
 	}
 	return stopGraceDefault
 }
 
-// Down stops the local cluster: every component, newest first (the node stops its pods
-// first), then removes whatever a node that crashed may have left (runc containers,
+// nodeStopGrace is how long tfk8s-node has to stop: its pods' longest grace period
+// (each pod gets its own, the in-pod agent's last upload included) and a margin. The
+// pods are read from the API server, which still runs.
+func nodeStopGrace(ctx context.Context, kubeconfig, nodeName string) time.Duration {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nodeStopGraceUnknown
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nodeStopGraceUnknown
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+	if err != nil {
+		return nodeStopGraceUnknown
+	}
+	longest := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	for _, p := range pods.Items {
+		if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+			longest = max(longest, time.Duration(*g)*time.Second)
+		}
+	}
+	return longest + nodeStopMargin
+}
+
+// Down stops the local cluster: every component in stopOrder (the node first, which
+// stops each pod within its own grace period while S3, DNS and the API server still
+// serve its last uploads and statuses), then removes whatever a node that crashed may have left (runc containers,
 // mounts, network namespaces, veths, the bridge), and checks that nothing is left: no
 // process of the cluster or of its pods, no network namespace or veth of its pods, no
 // mount under the state directory, no bridge. What is left is the error. The state
@@ -54,12 +91,18 @@ func Down(ctx context.Context, opts Options) error {
 	p := pathsIn(opts.Dir)
 	pods := podUIDs(p.nodeState)
 	var errs []error
-	for i := len(allComponents) - 1; i >= 0; i-- {
-		name := allComponents[i]
-		if proc := controlplane.FindDetached(p.run, name); proc != nil {
-			fmt.Fprintf(opts.Progress, "stopping %s (pid %d)\n", name, proc.Pid())
+	for _, name := range stopOrder {
+		proc := controlplane.FindDetached(p.run, name)
+		if proc == nil { // not running: a stale pid file may remain
+			errs = append(errs, controlplane.StopDetached(p.run, name, 0))
+			continue
 		}
-		if err := controlplane.StopDetached(p.run, name, stopGrace(name)); err != nil {
+		grace := defaultStopGrace(name)
+		if name == compNode {
+			grace = nodeStopGrace(ctx, p.kubeconfig, opts.NodeName)
+		}
+		fmt.Fprintf(opts.Progress, "stopping %s (pid %d, up to %v)\n", name, proc.Pid(), grace)
+		if err := proc.Stop(grace); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,5 +70,26 @@ func TestPodUIDs(t *testing.T) {
 	}
 	if got := podUIDs(filepath.Join(state, "missing")); got != nil {
 		t.Errorf("pod UIDs of a missing state directory = %v, want none", got)
+	}
+}
+
+// TestStopOrder: every component is stopped once, each before what it needs: the node
+// (whose pods upload to S3, resolve through DNS and report to the API server) first,
+// etcd (under the API server) last.
+func TestStopOrder(t *testing.T) {
+	if diff := cmp.Diff(slices.Sorted(slices.Values(allComponents)), slices.Sorted(slices.Values(stopOrder))); diff != "" {
+		t.Fatalf("stopOrder is not every component once (-want +got):\n%s", diff)
+	}
+	needs := map[string][]string{
+		compNode:       {compS3, compDNS, compAPIServer, compEtcd},
+		compController: {compAPIServer},
+		compAPIServer:  {compEtcd},
+	}
+	for user, deps := range needs {
+		for _, dep := range deps {
+			if slices.Index(stopOrder, user) > slices.Index(stopOrder, dep) {
+				t.Errorf("%s is stopped after %s, which it needs: %v", user, dep, stopOrder)
+			}
+		}
 	}
 }

@@ -100,6 +100,14 @@ type Options struct {
 	GPUs int
 	// Ports are the components' ports; a zero field takes DefaultPorts' value.
 	Ports Ports
+	// AllowedHostPaths are the host directories pods' hostPath volumes may name
+	// (tfk8s-node --allowed-host-paths). Default: none. Pod Security's baseline level,
+	// enforced on every namespace but the system ones, refuses hostPath volumes anyway
+	// unless the namespace is labelled pod-security.kubernetes.io/enforce=privileged.
+	AllowedHostPaths []string
+	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
+	// A cluster kept across reboots (the default) must not lose acknowledged writes.
+	UnsafeNoFsync bool
 	// WithoutNode runs no tfk8s-node: Up creates the bridge itself and the cluster
 	// runs no pods. It lets the rest be tested before tfk8s-node exists.
 	WithoutNode bool

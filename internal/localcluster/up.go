@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,12 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
+
+// PodSecurityLevel is the Pod Security Standards level enforced on every namespace of
+// a local cluster but the system ones: pods see the host's file system, so none may
+// mount it (hostPath), share the host's namespaces or run privileged unless an
+// administrator labels its namespace pod-security.kubernetes.io/enforce=privileged.
+const PodSecurityLevel = "baseline"
 
 // certValidity is how long the kubelet client certificate lasts: as long as the
 // cluster is kept.
@@ -124,6 +131,8 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 		SchedulerPort:         u.opts.Ports.Scheduler,
 		Scheduler:             true,
 		GangScheduling:        true,
+		Durable:               !u.opts.UnsafeNoFsync,
+		PodSecurity:           PodSecurityLevel,
 		ExtraAPIServerArgs:    apiServerArgs(u.pki),
 		Logf:                  u.logf,
 	})
@@ -283,7 +292,7 @@ func (u *starter) ensureRunning(name string, args, env []string, restart bool) (
 	}
 	if proc != nil {
 		u.logf("restarting %s on the new bridge", name)
-		if err := proc.Stop(stopGrace(name)); err != nil {
+		if err := proc.Stop(defaultStopGrace(name)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -323,11 +332,13 @@ func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, wha
 	}
 }
 
-// stopStarted stops the components this call started, newest first, and deletes the
+// stopStarted stops the components this call started, in stopOrder, and deletes the
 // bridge if it created it.
 func (u *starter) stopStarted() {
-	for i := len(u.started) - 1; i >= 0; i-- {
-		_ = controlplane.StopDetached(u.paths.run, u.started[i], stopGrace(u.started[i]))
+	for _, name := range stopOrder {
+		if slices.Contains(u.started, name) {
+			_ = controlplane.StopDetached(u.paths.run, name, defaultStopGrace(name))
+		}
 	}
 	u.started = nil
 	if u.createdBridge {

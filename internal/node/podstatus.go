@@ -114,12 +114,14 @@ func podStatus(pod *corev1.Pod, snap podSnapshot, now metav1.Time) corev1.PodSta
 // podPhase follows the kubelet: a terminal phase never changes; pending while init
 // containers have not all succeeded (failed if one failed and none restarts); running
 // while any container runs or will restart; else succeeded if every container exited
-// 0, failed otherwise.
+// 0, failed otherwise. A pod failed outright (the node stopping) is failed only once
+// none of its containers runs: a terminal pod is deleted at once, without the grace
+// period its containers are still using (the agent's last upload).
 func podPhase(pod *corev1.Pod, snap podSnapshot) corev1.PodPhase {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return pod.Status.Phase
 	}
-	if snap.Failed {
+	if snap.Failed && !anyRunning(snap.InitStatuses) && !anyRunning(snap.Statuses) {
 		return corev1.PodFailed
 	}
 	restarts := pod.Spec.RestartPolicy != corev1.RestartPolicyNever && !snap.Stopped

@@ -93,6 +93,13 @@ func TestPodPhase(t *testing.T) {
 		{name: "failed outright", pod: statusPod("Always", 0, 1), snap: podSnapshot{
 			Failed: true, Statuses: []corev1.ContainerStatus{waiting("ca")},
 		}, want: corev1.PodFailed},
+		// A terminal pod is deleted without grace: its agent must finish uploading first.
+		{name: "node stopping, container still in its grace period", pod: statusPod("Always", 0, 1), snap: podSnapshot{
+			Failed: true, Stopped: true, Statuses: []corev1.ContainerStatus{running("ca", false)},
+		}, want: corev1.PodRunning},
+		{name: "node stopping, container stopped", pod: statusPod("Always", 0, 1), snap: podSnapshot{
+			Failed: true, Stopped: true, Statuses: []corev1.ContainerStatus{exited("ca", 0)},
+		}, want: corev1.PodFailed},
 		{name: "terminal phase sticks", pod: func() *corev1.Pod {
 			p := statusPod("Always", 0, 1)
 			p.Status.Phase = corev1.PodSucceeded
