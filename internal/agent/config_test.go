@@ -10,30 +10,27 @@ import (
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
-func TestParseRunArgs(t *testing.T) {
-	s3env := map[string]string{
+// withS3 returns an environment with storage settings and the pairs kv.
+func withS3(kv ...string) map[string]string {
+	m := map[string]string{
 		storage.EnvEndpoint: "http://127.0.0.1:7070", storage.EnvAccessKeyID: "key", storage.EnvSecretAccessKey: "secret",
 	}
-	withS3 := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range s3env {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
+	return m
+}
+
+func TestParseRunArgs(t *testing.T) {
 	defaults := Config{
 		CodePath: DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
 		Namespace: DefaultNamespace, ContainerName: DefaultContainerName, LogDir: DefaultLogDir, ChildGrace: DefaultChildGrace,
 	}
 	tests := []struct {
-		name    string
-		args    []string
-		env     map[string]string
-		want    func(c *Config)
-		wantErr string
+		name string
+		args []string
+		env  map[string]string
+		want func(c *Config)
 	}{
 		{
 			name: "command only: no storage needed",
@@ -75,6 +72,29 @@ func TestParseRunArgs(t *testing.T) {
 				c.Command = []string{"run"}
 			},
 		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseRunArgs(tc.args, func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatalf("ParseRunArgs: %v", err)
+			}
+			want := defaults
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("ParseRunArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseRunArgsErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
 		{name: "no command", args: []string{"--code-path", "/x"}, wantErr: "no command"},
 		{name: "bad data JSON", args: []string{"--", "x"}, env: withS3(EnvData, `{"source": "s3://b/x"}`), wantErr: "parsing TFK8S_DATA"},
 		{name: "bad interval", args: []string{"--", "x"}, env: map[string]string{EnvArtifactsInterval: "often"}, wantErr: `artifacts interval "often"`},
@@ -89,20 +109,9 @@ func TestParseRunArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseRunArgs(tc.args, func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ParseRunArgs error = %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseRunArgs: %v", err)
-			}
-			want := defaults
-			tc.want(&want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("ParseRunArgs (-want +got):\n%s", diff)
+			_, err := ParseRunArgs(tc.args, func(k string) string { return tc.env[k] })
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ParseRunArgs error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}

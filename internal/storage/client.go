@@ -97,10 +97,15 @@ func unreachable(err error) bool {
 	return errors.As(err, &netErr) || errors.As(err, &urlErr)
 }
 
-// isNotFound reports whether err says that a key or bucket does not exist.
+// isNotFound reports whether err says that a key or bucket does not exist. A 404 that
+// names another cause is not one: some servers answer an unknown access key so.
 func isNotFound(err error) bool {
 	resp := minio.ToErrorResponse(err)
-	return resp.Code == minio.NoSuchKey || resp.Code == minio.NoSuchBucket || resp.StatusCode == 404
+	if Denied(err) {
+		return false
+	}
+	return resp.Code == minio.NoSuchKey || resp.Code == minio.NoSuchBucket ||
+		resp.StatusCode == 404 && (resp.Code == "" || resp.Code == "NotFound")
 }
 
 // ErrNotFound is returned (wrapped) when an object or prefix does not exist.

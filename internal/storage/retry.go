@@ -104,10 +104,11 @@ var deniedCodes = map[string]bool{
 	"SignatureDoesNotMatch":        true,
 	"TokenRefreshRequired":         true,
 	"Unauthorized":                 true,
+	"XAdminUserNotFound":           true, // versitygw's answer to an unknown access key, a 404
 }
 
 // Denied reports whether err is the storage refusing the credentials or the permission
-// (401, 403, or one of the S3 codes that say so). Retrying cannot cure it: only other
+// (401, 403, or one of the codes that say so, whatever their status). Retrying cannot cure it: only other
 // credentials can, so the agent fails the replica for good instead of looping.
 func Denied(err error) bool {
 	var resp minio.ErrorResponse
