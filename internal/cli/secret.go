@@ -117,10 +117,14 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 }
 
 // ownSecret makes the job the owner of its Secret, so that the garbage collector
-// deletes the Secret with the job. A Secret gone meanwhile is created again, owned.
+// deletes the Secret with the job. A Secret gone meanwhile (a refused submit of the
+// same name deleting the one it made) is created again, owned.
 func ownSecret(ctx context.Context, c client.Client, secret *corev1.Secret, job *tfv1.TFJob) error {
 	owner := metav1.OwnerReference{APIVersion: tfv1.GroupVersion.String(), Kind: "TFJob", Name: job.Name, UID: job.UID}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	raced := func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)
+	}
+	err := retry.OnError(retry.DefaultRetry, raced, func() error {
 		got := &corev1.Secret{}
 		err := c.Get(ctx, client.ObjectKeyFromObject(secret), got)
 		if apierrors.IsNotFound(err) {

@@ -143,3 +143,32 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 		t.Errorf("the other job's Secret is gone: %v", err)
 	}
 }
+
+// TestOwnSecretAfterARace: a refused submit of the same name deletes the Secret it
+// made, the one the created job names, just as the job is made its owner: the Secret
+// is created again, owned by the job.
+func TestOwnSecretAfterARace(t *testing.T) {
+	secret := constructStorageSecret("team", "twin", testStorage, "")
+	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "twin", UID: "job-uid"}}
+	raced := false
+	deleteFirst := interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if !raced {
+			raced = true
+			if err := c.Delete(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return c.Update(ctx, obj, opts...)
+	}}
+	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(deleteFirst).WithObjects(secret.DeepCopy()).Build()
+	if err := ownSecret(context.Background(), c, secret, job); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(secret), got); err != nil {
+		t.Fatal(err)
+	}
+	if !raced || !ownedBy(got, job.UID) || string(got.Data["endpoint"]) != testStorage.Endpoint {
+		t.Errorf("after the race: raced %v, owners %v, data %v", raced, got.OwnerReferences, got.Data)
+	}
+}

@@ -94,7 +94,7 @@ func TestLogsAndArtifactsOutliveThePods(t *testing.T) {
 
 		r = f.mustSucceed("artifacts", "ls", "mnist")
 		ckpt := "worker-1/artifacts/" + strings.TrimPrefix(modelDirs["mnist-worker-1"], "/") + "/ckpt-worker-1"
-		for _, want := range []string{`(?m)^PATH\s+SIZE\s+MODIFIED$`, `(?m)^` + regexp.QuoteMeta(ckpt) + `\s+19\s+\d{4}-`, `(?m)^worker-0/logs/tensorflow.log\s`, `(?m)^worker-0/manifest.json\s`} {
+		for _, want := range []string{`(?m)^PATH\s+SIZE\s+MODIFIED$`, `(?m)^` + regexp.QuoteMeta(ckpt) + `\s+19\s+\d{4}-`, `(?m)^worker-0/attempts/1/logs/tensorflow.log\s`, `(?m)^worker-0/attempts/1/attempt.json\s`, `(?m)^worker-0/manifest.json\s`} {
 			if !regexp.MustCompile(want).MatchString(r.stdout) {
 				t.Errorf("%s: artifacts ls lacks %s:\n%s", when, want, r)
 			}
@@ -105,19 +105,28 @@ func TestLogsAndArtifactsOutliveThePods(t *testing.T) {
 			t.Errorf("%s: artifacts get: %q, %v", when, b, err)
 		}
 		out = t.TempDir()
-		f.mustSucceed("artifacts", "get", "mnist", "worker-0/logs/", "-o", out)
-		if b, err := os.ReadFile(filepath.Join(out, "tensorflow.log")); err != nil || !strings.Contains(string(b), "done on worker-0") {
-			t.Errorf("%s: artifacts get worker-0/logs/: %q, %v", when, b, err)
+		r = f.mustSucceed("artifacts", "get", "mnist", "worker-0/attempts/1/logs/", "-o", out)
+		if b, err := os.ReadFile(filepath.Join(out, "tensorflow.log")); err != nil || !strings.Contains(string(b), "done on worker-0") ||
+			!strings.Contains(r.stdout, "1 files verified against the replicas' manifests") {
+			t.Errorf("%s: artifacts get worker-0/attempts/1/logs/: %q, %v, %s", when, b, err, r)
 		}
 	}
 	checkLogs("pods gone")
+	// Each replica ran once, as its agent recorded.
+	r := f.mustSucceed("describe", "mnist")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		if want := `(?m)^\s+` + w + `\s+1\s+mnist-` + w + `\s+\S+ ago\s+\S+ ago\s+0\s+Completed(: .*)?$`; !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("describe lacks the attempt %s:\n%s", want, r.stdout)
+		}
+	}
 	f.mustSucceed("delete", "mnist", "--wait")
 	checkLogs("job gone")
 }
 
 // runAgent runs the replica's command as the pod would: the agent, with the pod's
-// environment (Secret references resolved), the container's paths moved to a temporary
-// directory. It returns where the model directory was.
+// environment (references to Secrets and to the pod's name and UID resolved), the
+// container's paths moved to a temporary directory. It returns where the model
+// directory was.
 func runAgent(t *testing.T, ns string, pod *corev1.Pod) string {
 	t.Helper()
 	var c *corev1.Container
@@ -146,6 +155,9 @@ func runAgent(t *testing.T, ns string, pod *corev1.Pod) string {
 				t.Fatalf("secret %s lacks key %s", ref.SecretKeyRef.Name, ref.SecretKeyRef.Key)
 			}
 			value = string(v)
+		}
+		if ref := e.ValueFrom; ref != nil && ref.FieldRef != nil {
+			value = map[string]string{"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "metadata.uid": string(pod.UID)}[ref.FieldRef.FieldPath]
 		}
 		env = append(env, e.Name+"="+value)
 	}
