@@ -26,7 +26,14 @@ backed up to s3://<bucket>/runs/<namespace>/<job>/<replica>/ while the job runs.
 The S3 endpoint and bucket come from --s3-endpoint and --s3-bucket, else
 TFK8S_S3_ENDPOINT and TFK8S_S3_BUCKET, else ~/.tfk8s/config; the credentials from
 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else ~/.tfk8s/config. They reach the pods
-through a Secret in the job's namespace, never through the TFJob.
+through the job's own Secret, <job>-storage, never through the TFJob; the job owns the
+Secret, which goes when the job is deleted. Only the tfk8s agent sees them, unless
+--expose-storage-credentials passes them on to the command.
+
+Replicas are re-created after a failure worth retrying (--restart-policy ExitCode: an
+exit code of 128 or more, an eviction), up to --backoff-limit restarts in all. With
+--resume-from JOB, each replica starts from the artifacts the same replica of an
+earlier job stored (needs --artifacts).
 
 -f takes a TFJob manifest, tfk8s's or Kubeflow's (kubeflow.org/v1, converted); the
 flags given override it.`
@@ -34,7 +41,8 @@ flags given override it.`
 const submitExample = `  tfk8s submit ./mnist --name mnist --image tensorflow/tensorflow:2.16.1 \
       --ps 2 --workers 4 --artifacts model -- python3 train.py --epochs 10
   tfk8s submit -f kubeflow-tfjob.yaml --workers 8
-  tfk8s submit ./mnist --name mnist --image tf:2.16 --dry-run -o yaml -- python3 train.py`
+  tfk8s submit ./mnist --name mnist --image tf:2.16 --dry-run -o yaml -- python3 train.py
+  tfk8s submit ./mnist --name mnist-v2 --image tf:2.16 --artifacts model --resume-from mnist       --backoff-limit 3 --active-deadline 12h --ttl-after-finished 24h -- python3 train.py`
 
 func newSubmitCommand(o *rootOptions) *cobra.Command {
 	f := &submitFlags{}
