@@ -230,22 +230,17 @@ func scanData(dir string) (dataSet, error) {
 
 // digestData reads and hashes the listed files of dir.
 func digestData(dir string, files []dataFile) (dataSet, error) {
-	d := dataSet{dir: dir}
-	tree := sha256.New()
+	d := dataSet{dir: dir, list: []storage.DataFile{}}
 	for _, file := range files {
 		sum, err := storage.FileSHA256(filepath.Join(dir, filepath.FromSlash(file.rel)))
 		if err != nil {
 			return dataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
 		}
-		fmt.Fprintf(tree, "%s\x00%d\x00%s\n", file.rel, file.info.Size(), sum)
 		d.files++
 		d.bytes += file.info.Size()
 		d.list = append(d.list, storage.DataFile{Path: file.rel, Size: file.info.Size(), SHA256: sum})
 	}
-	if d.list == nil {
-		d.list = []storage.DataFile{}
-	}
-	d.digest = hex.EncodeToString(tree.Sum(nil))
+	d.digest = storage.DataSetDigest(d.list)
 	return d, nil
 }
 
