@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
@@ -97,6 +99,13 @@ done
 echo "$TFK8S_REPLICA: trained $steps steps"
 `
 
+// TestMain quiets controller-runtime, whose cache the recorder uses: its retries while
+// the API server is down are expected, and the test says what it saw.
+func TestMain(m *testing.M) {
+	log.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
+
 func TestChaos(t *testing.T) {
 	p := planFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute+3*(p.kills+p.s3Outage))
@@ -142,8 +151,8 @@ func (f figures) String() string {
 		f.jobs, f.kills, f.s3Outage, f.pods, f.duplicates, f.backwards, f.lost, f.orphans)
 }
 
-// killController SIGKILLs the controller every killEvery for d and starts it again each
-// time, as a crash-looping controller would be; half-way it kills the API server with
+// killController SIGKILLs the controller killEvery after each time it is ready again,
+// for d, as a crash-looping controller would be; half-way it kills the API server with
 // it. It returns how many times it killed the controller.
 func (c *cluster) killController(ctx context.Context, t *testing.T, d time.Duration) int {
 	t.Helper()
