@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/version"
 )
 
 func main() {
@@ -21,7 +22,9 @@ func main() {
 		qps       float64
 		burst     int
 		portRange string
+		showVer   bool
 	)
+	flag.BoolVar(&showVer, "version", false, "print the version and the git revision, then exit")
 	flag.Float64Var(&qps, "kube-api-qps", 1000, "queries per second to the API server")
 	flag.IntVar(&burst, "kube-api-burst", 2000, "burst of queries to the API server")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "TFJobs reconciled at once")
@@ -38,6 +41,10 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if showVer {
+		fmt.Printf("tfk8s-controller %s %s\n", version.Version, version.Revision)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("tfk8s-controller")
 
@@ -61,7 +68,7 @@ func main() {
 		log.Error(err, "Setting up")
 		os.Exit(1)
 	}
-	log.Info("Starting", "maxConcurrentReconciles", opts.MaxConcurrentReconciles, "podCreateConcurrency", opts.PodCreateConcurrency)
+	log.Info("Starting", "version", version.Version, "revision", version.Revision, "agentImage", opts.Agent.Image, "maxConcurrentReconciles", opts.MaxConcurrentReconciles, "podCreateConcurrency", opts.PodCreateConcurrency)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Running")
 		os.Exit(1)

@@ -10,12 +10,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/version"
 )
 
+// DefaultAgentImage holds the tfk8s-agent binary; its install command copies it into
+// the pod. It is the agent image of the controller's own build (make images stamps
+// both with one version), so that a controller never injects an agent of another
+// release. Set another with the controller's --agent-image flag.
+var DefaultAgentImage = version.Image("tfk8s-agent")
+
 const (
-	// DefaultAgentImage holds the tfk8s-agent binary; its install command copies it into
-	// the pod. Set another with the controller's --agent-image flag.
-	DefaultAgentImage = "ghcr.io/tfk8s/tfk8s-agent:v0.1.0"
 	// agentVolume is the emptyDir shared by the agent's init container and the
 	// TensorFlow container: the agent binary and the logs live there.
 	agentVolume = "tfk8s-agent"

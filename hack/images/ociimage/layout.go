@@ -1,0 +1,56 @@
+package ociimage
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// WriteLayout writes idx as an OCI layout in dir, replacing what dir held: the
+// directory is then the image, ready for make push or any OCI tool (crane, skopeo,
+// oras).
+func WriteLayout(dir string, idx v1.ImageIndex) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clearing %s: %w", dir, err)
+	}
+	if _, err := layout.Write(dir, idx); err != nil {
+		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadLayout reads the image index an OCI layout in dir holds (WriteLayout's).
+func ReadLayout(dir string) (v1.ImageIndex, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+	}
+	outer, err := p.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+	}
+	m, err := outer.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("reading the OCI layout %s: want one image index in it (%v)", dir, err)
+	}
+	return outer.ImageIndex(m.Manifests[0].Digest)
+}
+
+// Push pushes idx, every platform's image with it, to ref (registry/repository:tag).
+// Credentials come from the Docker config (~/.docker/config.json), as docker login
+// writes it; a registry on loopback is spoken to over plain HTTP.
+func Push(ctx context.Context, idx v1.ImageIndex, ref string) error {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("parsing the image reference %q: %w", ref, err)
+	}
+	if err := remote.WriteIndex(r, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain)); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}

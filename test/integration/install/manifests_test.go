@@ -1,0 +1,264 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/version"
+)
+
+// TestChartLints runs helm lint's checks on the chart, with its default values.
+func TestChartLints(t *testing.T) {
+	linter := lint.All(chartDir, nil, systemNamespace, false)
+	for _, m := range linter.Messages {
+		t.Log(m.Error())
+		if m.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %v", m)
+		}
+	}
+}
+
+// TestChartAndKustomizeInstallTheSameObjects: both installs make the same objects, but
+// the namespace, which Helm leaves to --create-namespace.
+func TestChartAndKustomizeInstallTheSameObjects(t *testing.T) {
+	chart, err := renderChart(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kust, err := renderKustomize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ClusterRole tfk8s-controller",
+		"ClusterRoleBinding tfk8s-controller",
+		"CustomResourceDefinition tfjobs.tfk8s.io",
+		"Deployment tfk8s-system/tfk8s-controller",
+		"Namespace tfk8s-system",
+		"PodDisruptionBudget tfk8s-system/tfk8s-controller",
+		"Role tfk8s-system/tfk8s-leader-election",
+		"RoleBinding tfk8s-system/tfk8s-leader-election",
+		"Service tfk8s-system/tfk8s-controller-metrics",
+		"ServiceAccount tfk8s-system/tfk8s-controller",
+		"ValidatingAdmissionPolicy tfk8s-tfjob",
+		"ValidatingAdmissionPolicyBinding tfk8s-tfjob",
+	}
+	if diff := cmp.Diff(want, identities(kust)); diff != "" {
+		t.Errorf("config/default objects (-want +got):\n%s", diff)
+	}
+	wantChart := append(want[:4:4], want[5:]...)
+	if diff := cmp.Diff(wantChart, identities(chart)); diff != "" {
+		t.Errorf("chart objects (-want +got):\n%s", diff)
+	}
+	for name, objs := range map[string][]*unstructured.Unstructured{"chart": chart, "config/default": kust} {
+		checkDeployment(t, name, objs)
+		if diff := cmp.Diff(find(kust, "ClusterRole", "tfk8s-controller").Object["rules"], find(objs, "ClusterRole", "tfk8s-controller").Object["rules"]); diff != "" {
+			t.Errorf("%s: ClusterRole rules differ from config/rbac/role.yaml (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// checkDeployment checks the controller's Deployment is highly available and meets the
+// restricted Pod Security level.
+func checkDeployment(t *testing.T, source string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	d := deployment(t, objs)
+	spec := d.Spec.Template.Spec
+	c := spec.Containers[0]
+	if *d.Spec.Replicas != 2 || !strings.Contains(strings.Join(c.Args, " "), "--leader-elect") {
+		t.Errorf("%s: %d replicas, args %q: want 2 replicas electing a leader", source, *d.Spec.Replicas, c.Args)
+	}
+	if spec.ServiceAccountName != serviceAccount {
+		t.Errorf("%s: service account %q, want %q", source, spec.ServiceAccountName, serviceAccount)
+	}
+	wantPod := &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if diff := cmp.Diff(wantPod, spec.SecurityContext); diff != "" {
+		t.Errorf("%s: pod securityContext (-want +got):\n%s", source, diff)
+	}
+	wantContainer := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if diff := cmp.Diff(wantContainer, c.SecurityContext); diff != "" {
+		t.Errorf("%s: container securityContext (-want +got):\n%s", source, diff)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("%s: want liveness on /healthz and readiness on /readyz, got %+v and %+v", source, c.LivenessProbe, c.ReadinessProbe)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("%s: resources %+v: want CPU and memory requests and a memory limit", source, c.Resources)
+	}
+}
+
+func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	u := find(objs, "Deployment", "tfk8s-controller")
+	if u == nil {
+		t.Fatal("no Deployment tfk8s-controller")
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestChartValues renders the chart with a user's values and checks what they change.
+func TestChartValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		values  string
+		wantErr string
+		check   func(t *testing.T, objs []*unstructured.Unstructured)
+	}{{
+		name:   "images of one release by default",
+		values: `{}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkImages(t, objs, "ghcr.io/tfk8s/tfk8s-controller:"+version.Version, controller.DefaultAgentImage)
+		},
+	}, {
+		name:   "images from another registry",
+		values: `{image: {repository: registry.example/tfk8s-controller, tag: v9}, agentImage: {repository: registry.example/tfk8s-agent, tag: v9}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkImages(t, objs, "registry.example/tfk8s-controller:v9", "registry.example/tfk8s-agent:v9")
+		},
+	}, {
+		name:   "scheduling and replicas",
+		values: `{replicas: 3, nodeSelector: {pool: system}, tolerations: [{key: dedicated, operator: Exists}], resources: {limits: {memory: 1Gi}}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			d := deployment(t, objs)
+			s := d.Spec.Template.Spec
+			got := []any{*d.Spec.Replicas, s.NodeSelector, s.Tolerations, s.Containers[0].Resources.Limits.Memory().String()}
+			want := []any{int32(3), map[string]string{"pool": "system"}, []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}, "1Gi"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		},
+	}, {
+		name:   "S3 defaults by reference",
+		values: `{storage: {endpoint: "https://s3.example", bucket: ml, secretName: s3-credentials}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			cm := find(objs, "ConfigMap", "tfk8s-storage")
+			if cm == nil {
+				t.Fatal("no ConfigMap tfk8s-storage")
+			}
+			want := map[string]any{"endpoint": "https://s3.example", "bucket": "ml", "region": "", "insecure": "false", "secretName": "s3-credentials"}
+			if diff := cmp.Diff(want, cm.Object["data"]); diff != "" {
+				t.Errorf("tfk8s-storage (-want +got):\n%s", diff)
+			}
+		},
+	}, {
+		name:    "S3 defaults without a Secret",
+		values:  `{storage: {endpoint: "https://s3.example"}}`,
+		wantErr: "storage.secretName is required",
+	}, {
+		name:   "ServiceMonitor on",
+		values: `{metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			sm := find(objs, "ServiceMonitor", "tfk8s-controller")
+			if sm == nil || sm.GetLabels()["release"] != "prometheus" {
+				t.Fatalf("want a ServiceMonitor labelled release=prometheus, got %v", sm)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			objs, err := renderChart(values)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, objs)
+		})
+	}
+}
+
+// checkImages checks the controller's image and the agent image it injects.
+func checkImages(t *testing.T, objs []*unstructured.Unstructured, controllerImage, agentImage string) {
+	t.Helper()
+	c := deployment(t, objs).Spec.Template.Spec.Containers[0]
+	got := []string{c.Image}
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--agent-image="); ok {
+			got = append(got, v)
+		}
+	}
+	if diff := cmp.Diff([]string{controllerImage, agentImage}, got); diff != "" {
+		t.Errorf("controller image and --agent-image (-want +got):\n%s", diff)
+	}
+}
+
+// TestChartCopiesMatchConfig: the chart's CRD, admission policy and ClusterRole are the
+// files under config/ (make chart copies them).
+func TestChartCopiesMatchConfig(t *testing.T) {
+	for copy, orig := range map[string]string{
+		"crds/tfk8s.io_tfjobs.yaml": "config/crd/bases/tfk8s.io_tfjobs.yaml",
+		"files/tfjob-policy.yaml":   "config/policy/tfjob-policy.yaml",
+		"files/role.yaml":           "config/rbac/role.yaml",
+	} {
+		a, err1 := os.ReadFile(filepath.Join(chartDir, copy))
+		b, err2 := os.ReadFile(filepath.Join(repoRoot, orig))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("charts/tfk8s/%s differs from %s: run make chart", copy, orig)
+		}
+	}
+}
+
+// TestVersionIsWrittenOnce: the chart's appVersion and config/default's image tag are
+// internal/version's Version.
+func TestVersionIsWrittenOnce(t *testing.T) {
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	var kust struct {
+		Images []struct {
+			NewTag string `json:"newTag"`
+		} `json:"images"`
+	}
+	for path, into := range map[string]any{
+		filepath.Join(chartDir, "Chart.yaml"):                              &chart,
+		filepath.Join(repoRoot, "config", "manager", "kustomization.yaml"): &kust,
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(data, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := []string{chart.AppVersion}
+	for _, img := range kust.Images {
+		got = append(got, img.NewTag)
+	}
+	if diff := cmp.Diff([]string{version.Version, version.Version}, got); diff != "" {
+		t.Errorf("Chart.yaml appVersion and config/manager newTag, want internal/version's (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,112 @@
+package install
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+var chartDir = filepath.Join(repoRoot, "charts", "tfk8s")
+
+// renderChart renders the chart as helm install would, into tfk8s-system, with the
+// given values over values.yaml: the CRDs of crds/ first, then the templates.
+func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: "tfk8s", Namespace: systemNamespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, fmt.Errorf("reading the chart's values: %w", err)
+	}
+	out, err := engine.Engine{Strict: true}.Render(ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	var all bytes.Buffer
+	for _, crd := range ch.CRDObjects() {
+		all.Write(crd.File.Data)
+		all.WriteString("\n---\n")
+	}
+	names := make([]string, 0, len(out))
+	for name := range out {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		all.WriteString(out[name])
+		all.WriteString("\n---\n")
+	}
+	return decodeObjects(all.Bytes())
+}
+
+// renderKustomize builds config/default as kubectl apply -k would.
+func renderKustomize() ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "config", "default"))
+	if err != nil {
+		return nil, fmt.Errorf("building config/default: %w", err)
+	}
+	data, err := res.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("building config/default: %w", err)
+	}
+	return decodeObjects(data)
+}
+
+// decodeObjects reads every non-empty object of a YAML stream.
+func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decoding the rendered objects: %w", err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// identities names each object "Kind namespace/name", sorted.
+func identities(objs []*unstructured.Unstructured) []string {
+	var ids []string
+	for _, o := range objs {
+		ids = append(ids, identity(o))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func identity(o *unstructured.Unstructured) string {
+	return o.GetKind() + " " + strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")
+}
+
+// find returns the object of that kind and name, or nil.
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
