@@ -190,32 +190,48 @@ func binDirWithBrokenController(t *testing.T, binDir string) string {
 // clientset reaches the cluster through kubeconfig.
 func clientset(t *testing.T, kubeconfig string) *kubernetes.Clientset {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newClientset(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
 }
 
+// newClientset reaches the cluster through kubeconfig.
+func newClientset(kubeconfig string) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
 // upForTest brings a local cluster up with opts in a temporary directory, on free ports,
-// and brings it down when the test ends, keeping the component logs of a failed test.
-// afterDown, if set, runs once the cluster is down, to check what it left. It returns
-// the options completed with the directory, ports and user config file.
+// and brings it down when the test ends; a failed test first prints the diagnosis of
+// the cluster and keeps the component logs. afterDown, if set, runs once the cluster is
+// down, to check what it left. It returns the options completed with the directory,
+// ports and user config file. The state directory is not under /tmp, which containers
+// see as their own tmpfs: that the node hides it from pods is tested for real.
 func upForTest(ctx context.Context, t *testing.T, opts localcluster.Options, afterDown func()) (localcluster.Options, *localcluster.Status) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("test/e2e must run as root: the local cluster creates a bridge, network namespaces and mounts")
 	}
-	opts.Dir = t.TempDir()
+	dir, err := os.MkdirTemp("/var/lib", "tfk8s-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	opts.Dir = dir
 	opts.UserConfigFile = filepath.Join(t.TempDir(), "config")
 	opts.Ports = freePorts(t)
 	opts.Timeout = 3 * time.Minute
 	opts.Progress = testWriter{t}
+	opts.UnsafeNoFsync = true
 	t.Cleanup(func() {
+		if t.Failed() {
+			diagnose(t, filepath.Join(opts.Dir, "kubeconfig"), opts.Dir, true)
+		}
 		// Whatever happened, nothing stays running.
 		if err := localcluster.Down(context.Background(), opts); err != nil {
 			t.Errorf("down at cleanup: %v", err)

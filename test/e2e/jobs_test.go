@@ -59,7 +59,7 @@ func TestTrainingJobs(t *testing.T) {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
-	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile)
+	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
 	defer func() { pods = c.allPodUIDs(ctx) }()
 
 	t.Run("demo job succeeds", func(t *testing.T) { testDemoJob(ctx, t, c) })
@@ -67,6 +67,11 @@ func TestTrainingJobs(t *testing.T) {
 	t.Run("failing worker fails the job", func(t *testing.T) { testFailingWorker(ctx, t, c) })
 	t.Run("suspend and resume", func(t *testing.T) { testSuspendResume(ctx, t, c) })
 	t.Run("logs through the API server", func(t *testing.T) { testLogs(ctx, t, c) })
+	t.Run("a job cannot read the cluster's secrets", func(t *testing.T) { testSecretsHidden(ctx, t, c) })
+	t.Run("hostPath refused", func(t *testing.T) { testHostPathRefused(ctx, t, c) })
+	t.Run("etcd refuses clients without a certificate", func(t *testing.T) { testEtcdRefusesStrangers(t, opts.Dir, opts.Ports.Etcd) })
+	// Last: it brings the cluster down.
+	t.Run("local down keeps a running job's final uploads", func(t *testing.T) { testDownKeepsFinalUploads(ctx, t, c, opts) })
 }
 
 func testDemoJob(ctx context.Context, t *testing.T, c *jobsCluster) {
@@ -112,7 +117,7 @@ func testDemoJob(ctx context.Context, t *testing.T, c *jobsCluster) {
 	ls := c.mustTfk8s(ctx, t, "artifacts", "ls", "demo")
 	want := []string{"chief-0/artifacts/workspace/checkpoints/final.json"}
 	for _, rep := range replicas {
-		want = append(want, rep+"/logs/tensorflow.log")
+		want = append(want, rep+"/attempts/1/logs/tensorflow.log")
 	}
 	for _, w := range want {
 		if !strings.Contains(ls.stdout, w) {
@@ -150,7 +155,7 @@ func testKilledWorker(ctx context.Context, t *testing.T, c *jobsCluster) {
 		"--", "python3", "trainer.py", "--steps", "1000", "--step-delay", "0.05", "--model-dir", "/workspace/checkpoints")
 	defer c.tfk8s(ctx, "delete", "restart")
 	if err := c.waitAllRunning(ctx, "restart", 4, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
+		c.fail(t, "%v", err)
 	}
 	chief := c.pod(ctx, t, "restart", "chief", 0)
 	c.eventually(ctx, t, "the chief logs training steps", func() (bool, error) {
@@ -212,7 +217,7 @@ func testFailingWorker(ctx context.Context, t *testing.T, c *jobsCluster) {
 	defer c.tfk8s(ctx, "delete", "failing")
 	// Every replica runs before worker 1 fails, so that the job has running pods to clean.
 	if err := c.waitAllRunning(ctx, "failing", 3, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
+		c.fail(t, "%v", err)
 	}
 	job := c.waitFinished(ctx, t, "failing")
 	cond := condition(job, tfv1.JobFailed)
@@ -243,7 +248,7 @@ func testSuspendResume(ctx context.Context, t *testing.T, c *jobsCluster) {
 		"--", "python3", "trainer.py", "--steps", "300", "--step-delay", "0.05", "--model-dir", "/workspace/checkpoints")
 	defer c.tfk8s(ctx, "delete", "pause")
 	if err := c.waitAllRunning(ctx, "pause", 2, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
+		c.fail(t, "%v", err)
 	}
 	c.mustTfk8s(ctx, t, "suspend", "pause")
 	suspended := time.Now()
@@ -257,7 +262,7 @@ func testSuspendResume(ctx context.Context, t *testing.T, c *jobsCluster) {
 	t.Logf("suspend → no pods: %.2f s", time.Since(suspended).Seconds())
 	c.mustTfk8s(ctx, t, "resume", "pause")
 	if err := c.waitAllRunning(ctx, "pause", 2, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
+		c.fail(t, "%v", err)
 	}
 	if job := c.waitFinished(ctx, t, "pause"); job.Status.State != tfv1.JobSucceeded {
 		t.Fatalf("pause state %s after resume, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
@@ -277,7 +282,7 @@ func testLogs(ctx context.Context, t *testing.T, c *jobsCluster) {
 		"--", "python3", "-c", logsScript)
 	defer c.tfk8s(ctx, "delete", "talk", "--wait")
 	if err := c.waitAllRunning(ctx, "talk", 1, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
+		c.fail(t, "%v", err)
 	}
 	chief := c.pod(ctx, t, "talk", "chief", 0)
 	var out string
@@ -303,12 +308,13 @@ func testLogs(ctx context.Context, t *testing.T, c *jobsCluster) {
 
 // jobsCluster runs the CLI and reads jobs and pods on the test's cluster.
 type jobsCluster struct {
-	kubeconfig, config string
-	cs                 *kubernetes.Clientset
-	cl                 client.Client
+	// dir is the cluster's state directory, config the CLI's S3 settings.
+	kubeconfig, config, dir string
+	cs                      *kubernetes.Clientset
+	cl                      client.Client
 }
 
-func newJobsCluster(t *testing.T, kubeconfig, config string) *jobsCluster {
+func newJobsCluster(t *testing.T, kubeconfig, config, dir string) *jobsCluster {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +323,7 @@ func newJobsCluster(t *testing.T, kubeconfig, config string) *jobsCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &jobsCluster{kubeconfig: kubeconfig, config: config, cs: clientset(t, kubeconfig), cl: cl}
+	return &jobsCluster{kubeconfig: kubeconfig, config: config, dir: dir, cs: clientset(t, kubeconfig), cl: cl}
 }
 
 type cliResult struct {
@@ -351,6 +357,13 @@ func (c *jobsCluster) mustTfk8s(ctx context.Context, t *testing.T, args ...strin
 		t.Fatalf("tfk8s %s: %s", strings.Join(args, " "), r)
 	}
 	return r
+}
+
+// fail prints the cluster's pods and events as they are now, then fails the test.
+func (c *jobsCluster) fail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	diagnose(t, c.kubeconfig, c.dir, false)
+	t.Fatalf(format, args...)
 }
 
 // pods lists the job's pods.
@@ -455,7 +468,7 @@ func (c *jobsCluster) eventually(ctx context.Context, t *testing.T, what string,
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("waiting %v for %s: last error %v", jobsWait, what, err)
+			c.fail(t, "waiting %v for %s: last error %v", jobsWait, what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
