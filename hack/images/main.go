@@ -67,7 +67,7 @@ func build(args []string) error {
 			return err
 		}
 		dir := filepath.Join(*out, name)
-		if err := ociimage.WriteLayout(dir, idx); err != nil {
+		if err := ociimage.WriteLayout(dir, idx, s.Version); err != nil {
 			return err
 		}
 		sizes, err := ociimage.CompressedSizes(idx)

@@ -7,18 +7,24 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // WriteLayout writes idx as an OCI layout in dir, replacing what dir held: the
-// directory is then the image, ready for make push or any OCI tool (crane, skopeo,
-// oras).
-func WriteLayout(dir string, idx v1.ImageIndex) error {
+// layout's index.json names the one image index, tagged (org.opencontainers.image.ref.name)
+// with tag, as ko and crane write a multi-platform image, so that make push or any OCI
+// tool (crane, skopeo, oras) takes the directory as one image.
+func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clearing %s: %w", dir, err)
 	}
-	if _, err := layout.Write(dir, idx); err != nil {
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag}))
+	}
+	if err != nil {
 		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
 	}
 	return nil
