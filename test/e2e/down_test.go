@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,16 +48,18 @@ func testDownKeepsFinalUploads(ctx context.Context, t *testing.T, c *jobsCluster
 	if err := localcluster.Down(ctx, opts); err != nil {
 		t.Fatalf("down: %v", err)
 	}
+	// The agent's log quotes the script, so each line counts only at a line's end.
 	found := map[string]string{}
 	_ = filepath.WalkDir(filepath.Join(opts.Dir, "s3", localcluster.Bucket), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.Contains(path, "/last/chief-0/") {
 			return nil
 		}
 		data, _ := os.ReadFile(path)
-		for _, want := range []string{"written at SIGTERM", "goodbye at SIGTERM"} {
-			if strings.Contains(string(data), want) {
-				found[want] = path
-			}
+		switch {
+		case strings.HasSuffix(path, "/artifacts/workspace/out/final.txt") && string(data) == "written at SIGTERM\n":
+			found["artifact"] = path
+		case strings.HasSuffix(path, ".log") && regexp.MustCompile(`(?m)goodbye at SIGTERM$`).Match(data):
+			found["log"] = path
 		}
 		return nil
 	})
