@@ -45,7 +45,15 @@ type bundlePaths struct {
 // runInstance prepares, starts and waits for one instance of the container.
 func (r *containerRunner) runInstance(ctx context.Context) exitInfo {
 	w := r.w
+	// Whether the pod is stopping is asked under the lock that marks the container as
+	// starting: stopContainer, run once the pod stops, then either finds it starting and
+	// waits to stop it, or it never starts. Asked apart, a stop landing in between found
+	// nothing to stop, and the container then ran until the node stopped.
 	w.mu.Lock()
+	if w.stopping() {
+		w.mu.Unlock()
+		return exitInfo{}
+	}
 	r.starting = true
 	w.mu.Unlock()
 	defer func() {
