@@ -95,49 +95,34 @@ type ControlPlane struct {
 	logf       func(format string, args ...any)
 }
 
+// gangSchedulingGates are the feature gates native gang scheduling needs on the API
+// server, the controller manager and the scheduler alike.
+const gangSchedulingGates = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+
+// starter brings up one control plane: where its binaries and manifests are, and the
+// ports its components listen on.
+type starter struct {
+	cp                                   *ControlPlane
+	opts                                 Options
+	binDir, crdDir, policyDir            string
+	etcdPort, peerPort, apiPort          int
+	controllerManagerPort, schedulerPort int
+}
+
 // Start starts a control plane and waits until it serves, with the CRDs installed and
 // established. On error, everything it started is stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	binDir := opts.BinDir
-	if binDir == "" {
-		if binDir, err = DefaultBinDir(); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
-			return nil, fmt.Errorf("control plane binary %s not found in %s (run make tools): %w", name, binDir, err)
-		}
-	}
-	crdDir, policyDir := opts.CRDDir, opts.PolicyDir
-	if crdDir == "" || policyDir == "" {
-		root, err := sourceRoot()
-		if err != nil {
-			return nil, err
-		}
-		if crdDir == "" {
-			crdDir = filepath.Join(root, "config", "crd", "bases")
-		}
-		if policyDir == "" {
-			policyDir = filepath.Join(root, "config", "policy")
-		}
-	}
-
 	if opts.Detach && (opts.Dir == "" || opts.APIServerPort == 0 || opts.EtcdPort == 0 || opts.EtcdPeerPort == 0) {
 		return nil, errors.New("a detached control plane needs Dir, APIServerPort, EtcdPort and EtcdPeerPort")
 	}
-	cp = &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}, logf: opts.Logf}
-	if cp.logf == nil {
-		cp.logf = func(string, ...any) {}
-	}
-	if cp.Dir == "" {
-		if cp.Dir, err = os.MkdirTemp("", "tfk8s-controlplane-"); err != nil {
-			return nil, err
-		}
-		cp.removeDir = true
-	} else if err := os.MkdirAll(cp.Dir, 0o700); err != nil {
+	s := &starter{opts: opts}
+	if err := s.locate(); err != nil {
 		return nil, err
 	}
+	if cp, err = newControlPlane(opts); err != nil {
+		return nil, err
+	}
+	s.cp = cp
 	defer func() {
 		if err != nil {
 			if cp.detach {
@@ -148,7 +133,58 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			cp = nil
 		}
 	}()
+	for _, step := range []func(context.Context) error{
+		s.pickPorts, s.startEtcd, s.startAPIServer, s.startControllerManager, s.startScheduler, s.installManifests,
+	} {
+		if err := step(ctx); err != nil {
+			return cp, err
+		}
+	}
+	return cp, nil
+}
 
+// locate finds the binaries, checking that those every control plane runs are there,
+// and the CRDs and admission policies to install.
+func (s *starter) locate() (err error) {
+	if s.binDir = s.opts.BinDir; s.binDir == "" {
+		if s.binDir, err = DefaultBinDir(); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(s.binDir, name)); err != nil {
+			return fmt.Errorf("control plane binary %s not found in %s (run make tools): %w", name, s.binDir, err)
+		}
+	}
+	s.crdDir, s.policyDir = s.opts.CRDDir, s.opts.PolicyDir
+	if s.crdDir != "" && s.policyDir != "" {
+		return nil
+	}
+	root, err := sourceRoot()
+	if err != nil {
+		return err
+	}
+	s.crdDir = cmp.Or(s.crdDir, filepath.Join(root, "config", "crd", "bases"))
+	s.policyDir = cmp.Or(s.policyDir, filepath.Join(root, "config", "policy"))
+	return nil
+}
+
+// newControlPlane makes the control plane's directory and credentials: new ones, or
+// for a detached control plane those it kept.
+func newControlPlane(opts Options) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}, logf: opts.Logf}
+	if cp.logf == nil {
+		cp.logf = func(string, ...any) {}
+	}
+	var err error
+	if cp.Dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "tfk8s-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.removeDir = true
+	} else if err := os.MkdirAll(cp.Dir, 0o700); err != nil {
+		return nil, err
+	}
 	if opts.Detach {
 		if cp.creds, err = loadOrWriteCredentials(cp.Dir); err != nil {
 			return cp, fmt.Errorf("loading credentials: %w", err)
@@ -156,29 +192,38 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	} else if cp.creds, err = writeCredentials(cp.Dir); err != nil {
 		return cp, fmt.Errorf("writing credentials: %w", err)
 	}
+	return cp, nil
+}
+
+// pickPorts takes the fixed ports given, and free ones for the rest.
+func (s *starter) pickPorts(context.Context) error {
 	ports, err := freePorts(5)
 	if err != nil {
-		return cp, fmt.Errorf("finding free ports: %w", err)
+		return fmt.Errorf("finding free ports: %w", err)
 	}
-	// A fixed port wins over the free one.
-	etcdPort, peerPort := cmp.Or(opts.EtcdPort, ports[0]), cmp.Or(opts.EtcdPeerPort, ports[1])
-	apiPort := cmp.Or(opts.APIServerPort, ports[2])
-	kcmPort, schedPort := cmp.Or(opts.ControllerManagerPort, ports[3]), cmp.Or(opts.SchedulerPort, ports[4])
+	s.etcdPort, s.peerPort = cmp.Or(s.opts.EtcdPort, ports[0]), cmp.Or(s.opts.EtcdPeerPort, ports[1])
+	s.apiPort = cmp.Or(s.opts.APIServerPort, ports[2])
+	s.controllerManagerPort, s.schedulerPort = cmp.Or(s.opts.ControllerManagerPort, ports[3]), cmp.Or(s.opts.SchedulerPort, ports[4])
+	return nil
+}
 
-	if err := cp.startEtcd(ctx, binDir, etcdPort, peerPort, opts.Durable); err != nil {
-		return cp, err
-	}
+func (s *starter) startEtcd(ctx context.Context) error {
+	return s.cp.startEtcd(ctx, s.binDir, s.etcdPort, s.peerPort, s.opts.Durable)
+}
 
-	// kube-apiserver.
-	apiArgs, err := cp.apiServerArgs(opts, etcdPort, apiPort)
+// startAPIServer starts kube-apiserver, waits until it is ready, and writes the
+// administrator's kubeconfig the other components use.
+func (s *starter) startAPIServer(ctx context.Context) error {
+	cp := s.cp
+	args, err := cp.apiServerArgs(s.opts, s.etcdPort, s.apiPort)
 	if err != nil {
-		return cp, err
+		return err
 	}
-	apiserver, err := cp.start("kube-apiserver", binDir, apiArgs)
+	apiserver, err := cp.start("kube-apiserver", s.binDir, args)
 	if err != nil {
-		return cp, err
+		return err
 	}
-	host := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	host := fmt.Sprintf("https://127.0.0.1:%d", s.apiPort)
 	cp.Config = &rest.Config{
 		Host:            host,
 		BearerToken:     cp.creds.adminToken,
@@ -188,72 +233,76 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	apiClient, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
-		return cp, err
+		return err
 	}
 	if err := waitHTTP(ctx, apiserver, host+"/readyz", apiClient); err != nil {
-		return cp, err
+		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
-		return cp, err
+		return err
 	}
 	if cp.Version, err = dc.ServerVersion(); err != nil {
-		return cp, fmt.Errorf("reading kube-apiserver version: %w", err)
+		return fmt.Errorf("reading kube-apiserver version: %w", err)
 	}
 	cp.logf("kube-apiserver %s serving on %s", cp.Version.GitVersion, host)
+	cp.kubeconfig, err = cp.writeKubeconfig()
+	return err
+}
 
-	if cp.kubeconfig, err = cp.writeKubeconfig(); err != nil {
-		return cp, err
-	}
-
-	// kube-controller-manager: service accounts, garbage collection, namespace deletion.
-	kcmArgs := []string{
-		"--kubeconfig=" + cp.kubeconfig,
-		"--authentication-kubeconfig=" + cp.kubeconfig,
-		"--authorization-kubeconfig=" + cp.kubeconfig,
+// componentArgs are the flags kube-controller-manager and kube-scheduler share: the
+// admin's kubeconfig for everything, a secure port on loopback, no leader election.
+func (s *starter) componentArgs(port int) []string {
+	args := []string{
+		"--kubeconfig=" + s.cp.kubeconfig,
+		"--authentication-kubeconfig=" + s.cp.kubeconfig,
+		"--authorization-kubeconfig=" + s.cp.kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(kcmPort),
-		"--service-account-private-key-file=" + cp.creds.saKey,
-		"--root-ca-file=" + cp.creds.caCert,
-		"--use-service-account-credentials=true",
+		"--secure-port=" + strconv.Itoa(port),
 		"--leader-elect=false",
+	}
+	if s.opts.GangScheduling {
+		args = append(args, gangSchedulingGates)
+	}
+	return args
+}
+
+// startControllerManager starts kube-controller-manager: service accounts, garbage
+// collection, namespace deletion.
+func (s *starter) startControllerManager(context.Context) error {
+	args := append(s.componentArgs(s.controllerManagerPort),
+		"--service-account-private-key-file="+s.cp.creds.saKey,
+		"--root-ca-file="+s.cp.creds.caCert,
+		"--use-service-account-credentials=true",
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
 		"--concurrent-gc-syncs=20",
-	}
-	if opts.GangScheduling {
-		kcmArgs = append(kcmArgs, "--feature-gates=GenericWorkload=true,GangScheduling=true")
-	}
-	if _, err := cp.start("kube-controller-manager", binDir, kcmArgs); err != nil {
-		return cp, err
-	}
+	)
+	_, err := s.cp.start("kube-controller-manager", s.binDir, args)
+	return err
+}
 
-	if opts.Scheduler {
-		schedArgs := []string{
-			"--kubeconfig=" + cp.kubeconfig,
-			"--authentication-kubeconfig=" + cp.kubeconfig,
-			"--authorization-kubeconfig=" + cp.kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(schedPort),
-			"--leader-elect=false",
-		}
-		if opts.GangScheduling {
-			schedArgs = append(schedArgs, "--feature-gates=GenericWorkload=true,GangScheduling=true")
-		}
-		if _, err := cp.start("kube-scheduler", binDir, schedArgs); err != nil {
-			return cp, err
-		}
+// startScheduler starts kube-scheduler, if asked for.
+func (s *starter) startScheduler(context.Context) error {
+	if !s.opts.Scheduler {
+		return nil
 	}
+	_, err := s.cp.start("kube-scheduler", s.binDir, s.componentArgs(s.schedulerPort))
+	return err
+}
 
-	if err := cp.installCRDs(ctx, crdDir); err != nil {
-		return cp, err
+// installManifests installs the CRDs and the admission policies, and waits until both
+// are in force.
+func (s *starter) installManifests(ctx context.Context) error {
+	if err := s.cp.installCRDs(ctx, s.crdDir); err != nil {
+		return err
 	}
-	cp.logf("CRDs from %s installed", crdDir)
-	if err := cp.installPolicies(ctx, policyDir); err != nil {
-		return cp, err
+	s.cp.logf("CRDs from %s installed", s.crdDir)
+	if err := s.cp.installPolicies(ctx, s.policyDir); err != nil {
+		return err
 	}
-	cp.logf("admission policies from %s in force", policyDir)
-	return cp, nil
+	s.cp.logf("admission policies from %s in force", s.policyDir)
+	return nil
 }
 
 // apiServerArgs are kube-apiserver's flags: etcd through its client certificate,
@@ -289,7 +338,7 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 	if opts.GangScheduling {
 		apiArgs = append(apiArgs,
 			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
-			"--feature-gates=GenericWorkload=true,GangScheduling=true")
+			gangSchedulingGates)
 	}
 	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
 }

@@ -34,6 +34,7 @@ type manager struct {
 	opts        Options
 	client      kubernetes.Interface
 	log         logr.Logger
+	events      record.EventBroadcaster
 	recorder    record.EventRecorder
 	runc        runc
 	net         network

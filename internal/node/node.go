@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,46 +46,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-
-	// Whatever an earlier run left behind goes first.
-	if err := Cleanup(opts); err != nil {
-		return fmt.Errorf("cleaning up an earlier run: %w", err)
-	}
-	for _, d := range []string{"pods", "logs", "pv", "runc"} {
-		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
-			return fmt.Errorf("creating the state directory: %w", err)
-		}
-	}
-	info, err := readHostInfo(opts.StateDir, opts.RuncPath)
-	if err != nil {
-		return err
-	}
-	ipam, err := newIPAM(cidr, filepath.Join(opts.StateDir, "ipam"))
-	if err != nil {
-		return err
-	}
-	hostsFile, _ := os.ReadFile("/etc/hosts")
-	resolvFile, _ := os.ReadFile("/etc/resolv.conf")
 	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer mcancel()
-	broadcaster := record.NewBroadcaster(record.WithContext(mctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	m := &manager{
-		opts:        opts,
-		client:      client,
-		log:         log,
-		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfk8s-node", Host: opts.NodeName}),
-		runc:        runc{bin: opts.RuncPath, root: filepath.Join(opts.StateDir, "runc")},
-		net:         network{bridge: opts.Bridge, cidr: cidr},
-		ipam:        ipam,
-		gpus:        newGPUAllocator(opts.GPUs),
-		cgroups:     detectCgroups("/sys/fs/cgroup"),
-		host:        hostFiles{hosts: hostsFile, resolv: parseResolvConf(resolvFile)},
-		allocatable: nodeCapacity(info, opts.GPUs),
-		ctx:         mctx,
-		workers:     map[types.UID]*podWorker{},
+	m, info, err := newManager(mctx, opts, client, cidr, log)
+	if err != nil {
+		return err
 	}
+	defer m.events.Shutdown()
 
 	// Everything set up from here is removed on the way out, whatever happens.
 	defer func() {
@@ -111,16 +79,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	log.Info("Node registered", "podCIDR", cidr.String(), "nodeIP", opts.NodeIP, "gpus", opts.GPUs)
 	leaseCtx, stopLease := context.WithCancel(mctx)
-	leaseDone := make(chan struct{})
-	go func() {
-		defer close(leaseDone)
-		every(leaseCtx, opts.LeaseRenewInterval, func(ctx context.Context) error {
-			return renewLease(ctx, client, node, opts.LeaseDuration)
-		}, func(err error) { log.Error(err, "Renewing the node lease") })
-	}()
-	go every(leaseCtx, opts.StatusInterval, func(ctx context.Context) error {
-		return updateNodeStatus(ctx, client, opts, info, true, "")
-	}, func(err error) { log.Error(err, "Updating the node status") })
+	leaseDone := m.heartbeat(leaseCtx, node, info)
 
 	// Once registered, the node leaves the same way whatever ends it: pods stopped,
 	// lease and status no longer renewed, the Node NotReady.
@@ -151,6 +110,63 @@ func Run(ctx context.Context, opts Options) (err error) {
 	log.Info("Running pods")
 	<-ctx.Done()
 	return nil
+}
+
+// heartbeat renews the node's lease and status until ctx ends; the channel closes
+// once the lease is no longer renewed.
+func (m *manager) heartbeat(ctx context.Context, node *corev1.Node, info hostInfo) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		every(ctx, m.opts.LeaseRenewInterval, func(ctx context.Context) error {
+			return renewLease(ctx, m.client, node, m.opts.LeaseDuration)
+		}, func(err error) { m.log.Error(err, "Renewing the node lease") })
+	}()
+	go every(ctx, m.opts.StatusInterval, func(ctx context.Context) error {
+		return updateNodeStatus(ctx, m.client, m.opts, info, true, "")
+	}, func(err error) { m.log.Error(err, "Updating the node status") })
+	return done
+}
+
+// newManager prepares the node's state directory, after removing whatever an earlier
+// run left behind, and returns the manager of its pods, with what the host offers.
+func newManager(ctx context.Context, opts Options, client kubernetes.Interface, cidr podCIDR, log logr.Logger) (*manager, hostInfo, error) {
+	if err := Cleanup(opts); err != nil {
+		return nil, hostInfo{}, fmt.Errorf("cleaning up an earlier run: %w", err)
+	}
+	for _, d := range []string{"pods", "logs", "pv", "runc"} {
+		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+			return nil, hostInfo{}, fmt.Errorf("creating the state directory: %w", err)
+		}
+	}
+	info, err := readHostInfo(opts.StateDir, opts.RuncPath)
+	if err != nil {
+		return nil, hostInfo{}, err
+	}
+	ipam, err := newIPAM(cidr, filepath.Join(opts.StateDir, "ipam"))
+	if err != nil {
+		return nil, hostInfo{}, err
+	}
+	hostsFile, _ := os.ReadFile("/etc/hosts")
+	resolvFile, _ := os.ReadFile("/etc/resolv.conf")
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return &manager{
+		opts:        opts,
+		client:      client,
+		log:         log,
+		events:      broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfk8s-node", Host: opts.NodeName}),
+		runc:        runc{bin: opts.RuncPath, root: filepath.Join(opts.StateDir, "runc")},
+		net:         network{bridge: opts.Bridge, cidr: cidr},
+		ipam:        ipam,
+		gpus:        newGPUAllocator(opts.GPUs),
+		cgroups:     detectCgroups("/sys/fs/cgroup"),
+		host:        hostFiles{hosts: hostsFile, resolv: parseResolvConf(resolvFile)},
+		allocatable: nodeCapacity(info, opts.GPUs),
+		ctx:         ctx,
+		workers:     map[types.UID]*podWorker{},
+	}, info, nil
 }
 
 // stoppedOr returns nil if ctx has ended (the node was asked to stop while starting),
