@@ -12,6 +12,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/agent"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestRunBacksUpCheckpointsOnSIGTERM(t *testing.T) {
@@ -112,25 +113,25 @@ func TestRunFailsBeforeTheCommand(t *testing.T) {
 	}{
 		{
 			name:     "wrong digest",
-			env:      []string{agent.EnvCodeSHA256 + "=" + wrong},
+			env:      []string{tfjob.EnvCodeSHA256 + "=" + wrong},
 			wantCode: agent.ExitDigestMismatch,
 			wantErr:  "has SHA-256 " + j.codeSHA + ", want " + wrong + ": refusing to run it",
 		},
 		{
 			name:     "missing code archive",
-			env:      []string{agent.EnvCodeSource + "=s3://" + j.srv.Bucket + "/code/team/sha256-" + wrong + ".tar.gz"},
+			env:      []string{tfjob.EnvCodeSource + "=s3://" + j.srv.Bucket + "/code/team/sha256-" + wrong + ".tar.gz"},
 			wantCode: agent.ExitNotFound,
 			wantErr:  "fetching code: downloading",
 		},
 		{
 			name:     "missing data",
-			env:      []string{agent.EnvData + `=[{"source": "s3://` + j.srv.Bucket + `/datasets/absent/", "path": "/tmp/x"}]`},
+			env:      []string{tfjob.EnvData + `=[{"source": "s3://` + j.srv.Bucket + `/datasets/absent/", "path": "/tmp/x"}]`},
 			wantCode: agent.ExitNotFound,
 			wantErr:  "no objects under it",
 		},
 		{
 			name:     "bad configuration",
-			env:      []string{agent.EnvArtifactsInterval + "=-1s"},
+			env:      []string{tfjob.EnvArtifactsInterval + "=-1s"},
 			wantCode: agent.ExitUsage,
 			wantErr:  "artifacts interval -1s: must not be negative",
 		},
@@ -176,7 +177,7 @@ func TestRunKeepsExitCodes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			j := &job{dir: dir, env: []string{"PATH=" + os.Getenv("PATH"), agent.EnvLogDir + "=" + dir}}
+			j := &job{dir: dir, env: []string{"PATH=" + os.Getenv("PATH"), tfjob.EnvLogDir + "=" + dir}}
 			if code := j.run(t, nil, tc.command...); code != tc.want {
 				t.Errorf("agent exited %d, want %d; stderr:\n%s", code, tc.want, j.stderr.String())
 			}
@@ -204,7 +205,7 @@ func TestInstall(t *testing.T) {
 		t.Error("the installed binary differs from the agent")
 	}
 	run := exec.CommandContext(ctx, installed, "run", "--", "true")
-	run.Env = []string{"PATH=" + os.Getenv("PATH"), agent.EnvLogDir + "=" + t.TempDir()}
+	run.Env = []string{"PATH=" + os.Getenv("PATH"), tfjob.EnvLogDir + "=" + t.TempDir()}
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Errorf("the installed agent does not run: %v\n%s", err, out)
 	}

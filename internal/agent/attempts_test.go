@@ -12,6 +12,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/agent"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // trainStep is a stand-in trainer that resumes: it prints the checkpoint it starts
@@ -58,7 +59,7 @@ func TestRunKeepsEveryAttemptAndResumes(t *testing.T) {
 	j := newBareJob(t)
 
 	// Attempt 1 fails after its first checkpoint.
-	out := j.runStep(t, "1", 1, agent.EnvPodName+"=mnist-worker-1", agent.EnvPodUID+"=uid-a")
+	out := j.runStep(t, "1", 1, tfjob.EnvPodName+"=mnist-worker-1", tfjob.EnvPodUID+"=uid-a")
 	if !strings.Contains(out, "starting from: nothing") {
 		t.Errorf("attempt 1 output:\n%s", out)
 	}
@@ -68,7 +69,7 @@ func TestRunKeepsEveryAttemptAndResumes(t *testing.T) {
 	if err := os.RemoveAll(j.path("model")); err != nil {
 		t.Fatal(err)
 	}
-	out = j.runStep(t, "2", 0, agent.EnvPodName+"=mnist-worker-1", agent.EnvPodUID+"=uid-b")
+	out = j.runStep(t, "2", 0, tfjob.EnvPodName+"=mnist-worker-1", tfjob.EnvPodUID+"=uid-b")
 	if !strings.Contains(out, "starting from: ckpt-1") || !strings.Contains(out, "its weights: weights-1") {
 		t.Errorf("attempt 2 did not resume from ckpt-1:\n%s", out)
 	}
@@ -81,7 +82,7 @@ func TestRunKeepsEveryAttemptAndResumes(t *testing.T) {
 	// The container restarts in the same pod: its files survived, and a newer local
 	// checkpoint is kept rather than overwritten by the stored one.
 	writeFile(t, j.path("model", "ckpt-2"), "weights-2, trained on locally\n")
-	out = j.runStep(t, "3", 0, agent.EnvPodName+"=mnist-worker-1", agent.EnvPodUID+"=uid-b")
+	out = j.runStep(t, "3", 0, tfjob.EnvPodName+"=mnist-worker-1", tfjob.EnvPodUID+"=uid-b")
 	if !strings.Contains(out, "its weights: weights-2, trained on locally") {
 		t.Errorf("attempt 3 lost the local checkpoint:\n%s", out)
 	}
@@ -132,10 +133,10 @@ func TestRunResumesFromAnotherJob(t *testing.T) {
 	if err := os.RemoveAll(j.path("model")); err != nil {
 		t.Fatal(err)
 	}
-	from := agent.EnvArtifactsResumeFrom + "=s3://" + j.srv.Bucket + "/runs/team/mnist/"
+	from := tfjob.EnvArtifactsResumeFrom + "=s3://" + j.srv.Bucket + "/runs/team/mnist/"
 
 	// A new job, mnist-v2, starts from mnist's checkpoint.
-	out := j.runStep(t, "2", 0, agent.EnvJobName+"=mnist-v2", from)
+	out := j.runStep(t, "2", 0, tfjob.EnvJobName+"=mnist-v2", from)
 	if !strings.Contains(out, "its weights: weights-1") {
 		t.Errorf("mnist-v2 did not resume from mnist's checkpoint:\n%s", out)
 	}
@@ -148,7 +149,7 @@ func TestRunResumesFromAnotherJob(t *testing.T) {
 	if err := os.RemoveAll(j.path("model")); err != nil {
 		t.Fatal(err)
 	}
-	out = j.runStep(t, "1", 0, agent.EnvJobName+"=mnist-v3", agent.EnvReplica+"=worker-9", from)
+	out = j.runStep(t, "1", 0, tfjob.EnvJobName+"=mnist-v3", tfjob.EnvReplica+"=worker-9", from)
 	if !strings.Contains(out, "starting from: nothing") || !strings.Contains(j.stderr.String(), "nothing to restore: s3://") {
 		t.Errorf("worker-9 output:\n%s\nagent log:\n%s", out, j.stderr.String())
 	}

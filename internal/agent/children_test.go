@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfk8s/tfk8s/internal/agent"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // newBareJob prepares an agent with an artifacts destination and no code or data.
@@ -24,11 +24,11 @@ func newBareJob(t *testing.T) *job {
 	j := &job{srv: srv, client: srv.Client(t), dir: t.TempDir()}
 	j.env = append(srv.Env(),
 		"PATH="+os.Getenv("PATH"),
-		agent.EnvArtifactsDestination+"=s3://"+srv.Bucket+"/runs",
-		agent.EnvArtifactsPaths+"="+fmt.Sprintf(`[%q]`, j.path("model")),
-		agent.EnvArtifactsInterval+"=0",
-		agent.EnvNamespace+"=team", agent.EnvJobName+"=mnist", agent.EnvReplica+"=worker-1",
-		agent.EnvLogDir+"="+j.path("logs"),
+		tfjob.EnvArtifactsDestination+"=s3://"+srv.Bucket+"/runs",
+		tfjob.EnvArtifactsPaths+"="+fmt.Sprintf(`[%q]`, j.path("model")),
+		tfjob.EnvArtifactsInterval+"=0",
+		tfjob.EnvNamespace+"=team", tfjob.EnvJobName+"=mnist", tfjob.EnvReplica+"=worker-1",
+		tfjob.EnvLogDir+"="+j.path("logs"),
 	)
 	return j
 }
@@ -96,9 +96,9 @@ func TestRunEndsWhatTheCommandLeftBehind(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			marker := strconv.Itoa(100000 + rand.IntN(800000))
-			j.env = append(j.env[:len(j.env):len(j.env)], agent.EnvReplica+"=worker-"+strconv.Itoa(i))
+			j.env = append(j.env[:len(j.env):len(j.env)], tfjob.EnvReplica+"=worker-"+strconv.Itoa(i))
 			j.stderr = testutil.SyncBuffer{}
-			extra := []string{"M=" + marker, "LOG=" + j.path("logs", "tensorflow.log"), agent.EnvChildGrace + "=1s"}
+			extra := []string{"M=" + marker, "LOG=" + j.path("logs", "tensorflow.log"), tfjob.EnvChildGrace + "=1s"}
 			start := time.Now()
 			j.start(t, extra, "sh", "-c", tc.script)
 			code := j.wait(t, 20*time.Second)
@@ -127,7 +127,7 @@ func TestRunEndsWhatTheCommandLeftBehind(t *testing.T) {
 func TestRunReapsOrphans(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "orphans")
-	j := &job{dir: dir, env: []string{"PATH=" + os.Getenv("PATH"), agent.EnvLogDir + "=" + dir, "PIDS=" + pids}}
+	j := &job{dir: dir, env: []string{"PATH=" + os.Getenv("PATH"), tfjob.EnvLogDir + "=" + dir, "PIDS=" + pids}}
 	// Each ( ... &) leaves an orphan that writes its pid and exits: the agent, their
 	// subreaper, must collect them while the command goes on.
 	j.start(t, nil, "sh", "-c", `for i in 1 2 3; do (sh -c 'echo $$ >> "$PIDS"' &); done; exec sleep 60`)

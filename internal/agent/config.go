@@ -13,46 +13,16 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// Environment variables of the agent's contract with the controller. Each has a flag of
-// the same meaning; a flag given on the command line wins. The S3 settings are those of
-// package storage: TFK8S_S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// AWS_REGION and TFK8S_S3_INSECURE.
-const (
-	EnvCodeSource           = "TFK8S_CODE_SOURCE"
-	EnvCodeSHA256           = "TFK8S_CODE_SHA256"
-	EnvCodePath             = "TFK8S_CODE_PATH"
-	EnvData                 = "TFK8S_DATA"
-	EnvArtifactsDestination = "TFK8S_ARTIFACTS_DESTINATION"
-	EnvArtifactsPaths       = "TFK8S_ARTIFACTS_PATHS"
-	EnvArtifactsInterval    = "TFK8S_ARTIFACTS_INTERVAL"
-	EnvNamespace            = "TFK8S_NAMESPACE"
-	EnvJobName              = "TFK8S_JOB_NAME"
-	EnvReplica              = "TFK8S_REPLICA"
-	EnvContainerName        = "TFK8S_CONTAINER_NAME"
-	EnvLogDir               = "TFK8S_LOG_DIR"
-	EnvWorkDir              = "TFK8S_WORKDIR"
-	EnvFinalUploadTimeout   = "TFK8S_FINAL_UPLOAD_TIMEOUT"
-	// EnvArtifactsResumeFrom is the s3:// prefix <destination>/<namespace>/<job>/ of
-	// an earlier job whose replicas' artifacts the first attempt restores.
-	EnvArtifactsResumeFrom = "TFK8S_ARTIFACTS_RESUME_FROM"
-	// EnvExposeStorageCredentials, when true, passes the storage settings and
-	// credentials on to the command.
-	EnvExposeStorageCredentials = "TFK8S_EXPOSE_STORAGE_CREDENTIALS"
-	// EnvPodName and EnvPodUID name the pod in the attempt records; optional.
-	EnvPodName = "TFK8S_POD_NAME"
-	EnvPodUID  = "TFK8S_POD_UID"
-	// EnvChildGrace is how long the processes the command left behind get between
-	// SIGTERM and SIGKILL once it has exited.
-	EnvChildGrace = "TFK8S_CHILD_GRACE"
-)
+// The agent's settings come from the environment variables of package tfjob (the
+// contract with the controller), each with a flag of the same meaning; a flag given on
+// the command line wins.
 
 // Defaults of the settings that have one.
 const (
-	DefaultCodePath           = "/workspace"
 	DefaultArtifactsInterval  = 60 * time.Second
-	DefaultContainerName      = "tensorflow"
 	DefaultLogDir             = "/tfk8s/logs"
 	DefaultFinalUploadTimeout = 100 * time.Second
 	DefaultNamespace          = "default"
@@ -138,28 +108,28 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	str := func(p *string, name, env, def, usage string) {
 		fs.StringVar(p, name, cmp.Or(getenv(env), def), usage+" (env "+env+")")
 	}
-	str(&c.Storage.Endpoint, "s3-endpoint", storage.EnvEndpoint, "", "S3 endpoint, host:port or http(s)://host:port")
-	str(&c.Storage.Region, "s3-region", storage.EnvRegion, "", "S3 region")
-	fs.BoolVar(&c.Storage.Insecure, "s3-insecure", false, "plain HTTP to S3 (env "+storage.EnvInsecure+")")
-	str(&c.CodeSource, "code-source", EnvCodeSource, "", "s3:// URI of the code archive")
-	str(&c.CodeSHA256, "code-sha256", EnvCodeSHA256, "", "expected SHA-256 of the code archive")
-	str(&c.CodePath, "code-path", EnvCodePath, DefaultCodePath, "directory the code is unpacked in")
-	str(&data, "data", EnvData, "", `JSON list of {"source": "s3://...", "path": "/dir"}`)
-	str(&c.ArtifactsDestination, "artifacts-destination", EnvArtifactsDestination, "", "s3:// prefix of artifacts and logs")
-	str(&paths, "artifacts-paths", EnvArtifactsPaths, "", "JSON list of absolute paths to upload")
-	str(&interval, "artifacts-interval", EnvArtifactsInterval, DefaultArtifactsInterval.String(), "time between uploads; 0: at exit only")
-	str(&finalTimeout, "final-upload-timeout", EnvFinalUploadTimeout, DefaultFinalUploadTimeout.String(), "bound of the last upload")
-	str(&c.Namespace, "namespace", EnvNamespace, DefaultNamespace, "the job's namespace")
-	str(&c.JobName, "job-name", EnvJobName, "", "the job's name")
-	str(&c.Replica, "replica", EnvReplica, "", "the replica, e.g. worker-1")
-	str(&c.ContainerName, "container-name", EnvContainerName, DefaultContainerName, "the container, naming its log")
-	str(&c.LogDir, "log-dir", EnvLogDir, DefaultLogDir, "directory of the log file")
-	str(&c.WorkDir, "workdir", EnvWorkDir, "", "the command's working directory")
-	str(&c.ArtifactsResumeFrom, "artifacts-resume-from", EnvArtifactsResumeFrom, "", "s3:// prefix of an earlier job whose artifacts the first attempt restores")
-	str(&expose, "expose-storage-credentials", EnvExposeStorageCredentials, "false", "pass the storage settings and credentials on to the command")
-	str(&grace, "child-grace", EnvChildGrace, DefaultChildGrace.String(), "time the command's leftover processes get between SIGTERM and SIGKILL")
-	str(&c.PodName, "pod-name", EnvPodName, "", "the pod's name, for the attempt records")
-	str(&c.PodUID, "pod-uid", EnvPodUID, "", "the pod's UID, for the attempt records")
+	str(&c.Storage.Endpoint, "s3-endpoint", tfjob.EnvS3Endpoint, "", "S3 endpoint, host:port or http(s)://host:port")
+	str(&c.Storage.Region, "s3-region", tfjob.EnvRegion, "", "S3 region")
+	fs.BoolVar(&c.Storage.Insecure, "s3-insecure", false, "plain HTTP to S3 (env "+tfjob.EnvS3Insecure+")")
+	str(&c.CodeSource, "code-source", tfjob.EnvCodeSource, "", "s3:// URI of the code archive")
+	str(&c.CodeSHA256, "code-sha256", tfjob.EnvCodeSHA256, "", "expected SHA-256 of the code archive")
+	str(&c.CodePath, "code-path", tfjob.EnvCodePath, tfjob.DefaultCodePath, "directory the code is unpacked in")
+	str(&data, "data", tfjob.EnvData, "", `JSON list of {"source": "s3://...", "path": "/dir"}`)
+	str(&c.ArtifactsDestination, "artifacts-destination", tfjob.EnvArtifactsDestination, "", "s3:// prefix of artifacts and logs")
+	str(&paths, "artifacts-paths", tfjob.EnvArtifactsPaths, "", "JSON list of absolute paths to upload")
+	str(&interval, "artifacts-interval", tfjob.EnvArtifactsInterval, DefaultArtifactsInterval.String(), "time between uploads; 0: at exit only")
+	str(&finalTimeout, "final-upload-timeout", tfjob.EnvFinalUploadTimeout, DefaultFinalUploadTimeout.String(), "bound of the last upload")
+	str(&c.Namespace, "namespace", tfjob.EnvNamespace, DefaultNamespace, "the job's namespace")
+	str(&c.JobName, "job-name", tfjob.EnvJobName, "", "the job's name")
+	str(&c.Replica, "replica", tfjob.EnvReplica, "", "the replica, e.g. worker-1")
+	str(&c.ContainerName, "container-name", tfjob.EnvContainerName, tfjob.ContainerName, "the container, naming its log")
+	str(&c.LogDir, "log-dir", tfjob.EnvLogDir, DefaultLogDir, "directory of the log file")
+	str(&c.WorkDir, "workdir", tfjob.EnvWorkDir, "", "the command's working directory")
+	str(&c.ArtifactsResumeFrom, "artifacts-resume-from", tfjob.EnvArtifactsResumeFrom, "", "s3:// prefix of an earlier job whose artifacts the first attempt restores")
+	str(&expose, "expose-storage-credentials", tfjob.EnvExposeStorageCredentials, "false", "pass the storage settings and credentials on to the command")
+	str(&grace, "child-grace", tfjob.EnvChildGrace, DefaultChildGrace.String(), "time the command's leftover processes get between SIGTERM and SIGKILL")
+	str(&c.PodName, "pod-name", tfjob.EnvPodName, "", "the pod's name, for the attempt records")
+	str(&c.PodUID, "pod-uid", tfjob.EnvPodUID, "", "the pod's UID, for the attempt records")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -179,16 +149,16 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.ExposeStorageCredentials, err = strconv.ParseBool(expose); err != nil {
-		return Config{}, fmt.Errorf("parsing %s %q: want true or false", EnvExposeStorageCredentials, expose)
+		return Config{}, fmt.Errorf("parsing %s %q: want true or false", tfjob.EnvExposeStorageCredentials, expose)
 	}
 	if data != "" {
 		if err := json.Unmarshal([]byte(data), &c.Data); err != nil {
-			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of {\"source\", \"path\"}: %w", EnvData, data, err)
+			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of {\"source\", \"path\"}: %w", tfjob.EnvData, data, err)
 		}
 	}
 	if paths != "" {
 		if err := json.Unmarshal([]byte(paths), &c.ArtifactsPaths); err != nil {
-			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of absolute paths: %w", EnvArtifactsPaths, paths, err)
+			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of absolute paths: %w", tfjob.EnvArtifactsPaths, paths, err)
 		}
 	}
 	if err := c.validate(); err != nil {
@@ -230,7 +200,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("artifacts destination: %w", err))
 		}
 		if c.JobName == "" || c.Replica == "" {
-			errs = append(errs, fmt.Errorf("artifacts destination needs the job name and replica (%s, %s)", EnvJobName, EnvReplica))
+			errs = append(errs, fmt.Errorf("artifacts destination needs the job name and replica (%s, %s)", tfjob.EnvJobName, tfjob.EnvReplica))
 		}
 	}
 	if c.ArtifactsResumeFrom != "" {
@@ -240,7 +210,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("artifacts resume from %q: want a prefix ending in /, <destination>/<namespace>/<job>/", c.ArtifactsResumeFrom))
 		}
 		if c.ArtifactsDestination == "" {
-			errs = append(errs, fmt.Errorf("artifacts resume from %q needs an artifacts destination (%s)", c.ArtifactsResumeFrom, EnvArtifactsDestination))
+			errs = append(errs, fmt.Errorf("artifacts resume from %q needs an artifacts destination (%s)", c.ArtifactsResumeFrom, tfjob.EnvArtifactsDestination))
 		}
 	}
 	for _, p := range c.ArtifactsPaths {

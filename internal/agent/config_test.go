@@ -8,12 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // withS3 returns an environment with storage settings and the pairs kv.
 func withS3(kv ...string) map[string]string {
 	m := map[string]string{
-		storage.EnvEndpoint: "http://127.0.0.1:7070", storage.EnvAccessKeyID: "key", storage.EnvSecretAccessKey: "secret",
+		tfjob.EnvS3Endpoint: "http://127.0.0.1:7070", tfjob.EnvAccessKeyID: "key", tfjob.EnvSecretAccessKey: "secret",
 	}
 	for i := 0; i < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
@@ -23,8 +24,8 @@ func withS3(kv ...string) map[string]string {
 
 func TestParseRunArgs(t *testing.T) {
 	defaults := Config{
-		CodePath: DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
-		Namespace: DefaultNamespace, ContainerName: DefaultContainerName, LogDir: DefaultLogDir, ChildGrace: DefaultChildGrace,
+		CodePath: tfjob.DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
+		Namespace: DefaultNamespace, ContainerName: tfjob.ContainerName, LogDir: DefaultLogDir, ChildGrace: DefaultChildGrace,
 	}
 	tests := []struct {
 		name string
@@ -41,13 +42,13 @@ func TestParseRunArgs(t *testing.T) {
 			name: "everything from the environment",
 			args: []string{"--", "python3", "train.py"},
 			env: withS3(
-				EnvCodeSource, "s3://bkt/code/sha256-x.tar.gz", EnvCodePath, "/src",
-				EnvData, `[{"source": "s3://bkt/datasets/mnist/", "path": "/data"}]`,
-				EnvArtifactsDestination, "s3://bkt/runs", EnvArtifactsPaths, `["/workspace/model", "/tmp/events"]`,
-				EnvArtifactsInterval, "30s", EnvFinalUploadTimeout, "20s",
-				EnvNamespace, "team", EnvJobName, "mnist", EnvReplica, "worker-1", EnvContainerName, "trainer",
-				EnvLogDir, "/logs", EnvWorkDir, "/work", EnvArtifactsResumeFrom, "s3://bkt/runs/team/mnist-v1/",
-				EnvExposeStorageCredentials, "true", EnvChildGrace, "10s", EnvPodName, "mnist-worker-1", EnvPodUID, "u-1",
+				tfjob.EnvCodeSource, "s3://bkt/code/sha256-x.tar.gz", tfjob.EnvCodePath, "/src",
+				tfjob.EnvData, `[{"source": "s3://bkt/datasets/mnist/", "path": "/data"}]`,
+				tfjob.EnvArtifactsDestination, "s3://bkt/runs", tfjob.EnvArtifactsPaths, `["/workspace/model", "/tmp/events"]`,
+				tfjob.EnvArtifactsInterval, "30s", tfjob.EnvFinalUploadTimeout, "20s",
+				tfjob.EnvNamespace, "team", tfjob.EnvJobName, "mnist", tfjob.EnvReplica, "worker-1", tfjob.EnvContainerName, "trainer",
+				tfjob.EnvLogDir, "/logs", tfjob.EnvWorkDir, "/work", tfjob.EnvArtifactsResumeFrom, "s3://bkt/runs/team/mnist-v1/",
+				tfjob.EnvExposeStorageCredentials, "true", tfjob.EnvChildGrace, "10s", tfjob.EnvPodName, "mnist-worker-1", tfjob.EnvPodUID, "u-1",
 			),
 			want: func(c *Config) {
 				c.Storage = storage.Config{Endpoint: "127.0.0.1:7070", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion, Insecure: true}
@@ -65,7 +66,7 @@ func TestParseRunArgs(t *testing.T) {
 		{
 			name: "flags win over the environment",
 			args: []string{"--code-source", "s3://bkt/flag.tar.gz", "--artifacts-interval", "0", "--s3-endpoint", "s3.local:9000", "--", "run"},
-			env:  withS3(EnvCodeSource, "s3://bkt/env.tar.gz", EnvArtifactsInterval, "5s"),
+			env:  withS3(tfjob.EnvCodeSource, "s3://bkt/env.tar.gz", tfjob.EnvArtifactsInterval, "5s"),
 			want: func(c *Config) {
 				c.Storage = storage.Config{Endpoint: "s3.local:9000", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion}
 				c.CodeSource, c.ArtifactsInterval = "s3://bkt/flag.tar.gz", 0
@@ -96,16 +97,16 @@ func TestParseRunArgsErrors(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no command", args: []string{"--code-path", "/x"}, wantErr: "no command"},
-		{name: "bad data JSON", args: []string{"--", "x"}, env: withS3(EnvData, `{"source": "s3://b/x"}`), wantErr: "parsing TFK8S_DATA"},
-		{name: "bad interval", args: []string{"--", "x"}, env: map[string]string{EnvArtifactsInterval: "often"}, wantErr: `artifacts interval "often"`},
-		{name: "bad code URI", args: []string{"--", "x"}, env: withS3(EnvCodeSource, "https://example.com/code.tgz"), wantErr: "code source: parsing S3 URI"},
-		{name: "bad digest", args: []string{"--", "x"}, env: withS3(EnvCodeSource, "s3://bkt/c.tgz", EnvCodeSHA256, "ABC"), wantErr: "64 lower-case hex digits"},
-		{name: "relative artifact path", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r", EnvJobName, "j", EnvReplica, "ps-0", EnvArtifactsPaths, `["model"]`), wantErr: `artifacts path "model": must be absolute`},
-		{name: "artifacts without replica", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r"), wantErr: "needs the job name and replica"},
-		{name: "bad child grace", args: []string{"--", "x"}, env: map[string]string{EnvChildGrace: "-1s"}, wantErr: "child grace -1s: must not be negative"},
-		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{EnvExposeStorageCredentials: "yes please"}, wantErr: EnvExposeStorageCredentials},
-		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(EnvArtifactsDestination, "s3://bkt/r", EnvJobName, "j", EnvReplica, "ps-0", EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
-		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
+		{name: "bad data JSON", args: []string{"--", "x"}, env: withS3(tfjob.EnvData, `{"source": "s3://b/x"}`), wantErr: "parsing TFK8S_DATA"},
+		{name: "bad interval", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvArtifactsInterval: "often"}, wantErr: `artifacts interval "often"`},
+		{name: "bad code URI", args: []string{"--", "x"}, env: withS3(tfjob.EnvCodeSource, "https://example.com/code.tgz"), wantErr: "code source: parsing S3 URI"},
+		{name: "bad digest", args: []string{"--", "x"}, env: withS3(tfjob.EnvCodeSource, "s3://bkt/c.tgz", tfjob.EnvCodeSHA256, "ABC"), wantErr: "64 lower-case hex digits"},
+		{name: "relative artifact path", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsPaths, `["model"]`), wantErr: `artifacts path "model": must be absolute`},
+		{name: "artifacts without replica", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r"), wantErr: "needs the job name and replica"},
+		{name: "bad child grace", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvChildGrace: "-1s"}, wantErr: "child grace -1s: must not be negative"},
+		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvExposeStorageCredentials: "yes please"}, wantErr: tfjob.EnvExposeStorageCredentials},
+		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
+		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/agent"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // storeDataSet stores files as tfk8s submit does: under datasets/sha256-<digest>/ with
@@ -69,7 +70,7 @@ func TestRunVerifiesDataSets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			j.stderr = testutil.SyncBuffer{}
-			data := fmt.Sprintf(`%s=[{"source": %q, "path": %q}]`, agent.EnvData, tc.source.String(), filepath.Join(t.TempDir(), "data"))
+			data := fmt.Sprintf(`%s=[{"source": %q, "path": %q}]`, tfjob.EnvData, tc.source.String(), filepath.Join(t.TempDir(), "data"))
 			if code := j.run(t, []string{data}, "true"); code != tc.wantCode {
 				t.Errorf("agent exited %d, want %d; stderr:\n%s", code, tc.wantCode, j.stderr.String())
 			}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/agent"
-	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestRunFailsForGoodWhenStorageRefusesTheCredentials(t *testing.T) {
@@ -19,8 +19,8 @@ func TestRunFailsForGoodWhenStorageRefusesTheCredentials(t *testing.T) {
 		env      string
 		wantCode string
 	}{
-		{name: "unknown access key", env: storage.EnvAccessKeyID + "=tfk8s-no-such-key", wantCode: "(XAdminUserNotFound)"},
-		{name: "wrong secret", env: storage.EnvSecretAccessKey + "=" + strings.Repeat("x", 40), wantCode: "(SignatureDoesNotMatch)"},
+		{name: "unknown access key", env: tfjob.EnvAccessKeyID + "=tfk8s-no-such-key", wantCode: "(XAdminUserNotFound)"},
+		{name: "wrong secret", env: tfjob.EnvSecretAccessKey + "=" + strings.Repeat("x", 40), wantCode: "(SignatureDoesNotMatch)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // storageEnv are the variables through which the agent receives the storage's address
@@ -12,13 +12,13 @@ import (
 // report or a framework that logs its environment would put them in the log the agent
 // uploads, readable by whoever reads the job's artifacts.
 var storageEnv = []string{
-	storage.EnvAccessKeyID,
-	storage.EnvSecretAccessKey,
+	tfjob.EnvAccessKeyID,
+	tfjob.EnvSecretAccessKey,
 	"AWS_SESSION_TOKEN",
-	storage.EnvRegion,
-	storage.EnvEndpoint,
-	storage.EnvBucket,
-	storage.EnvInsecure,
+	tfjob.EnvRegion,
+	tfjob.EnvS3Endpoint,
+	tfjob.EnvS3Bucket,
+	tfjob.EnvS3Insecure,
 }
 
 // commandEnv returns the command's environment: the agent's, less the storage

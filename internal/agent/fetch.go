@@ -12,6 +12,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // fetchBackoff is patient: before the command starts, waiting out a short storage
@@ -46,7 +47,7 @@ func storageFailure(c *storage.Client, bucket string, err error) error {
 func deniedError(c *storage.Client, bucket string, err error) error {
 	return fmt.Errorf("the storage at %s refused the credentials for bucket %s (%s): check %s and %s in the job's storage Secret "+
 		"(keys accessKeyID and secretAccessKey), and that they may read and write the bucket: %w",
-		c.Endpoint(), bucket, storage.DeniedCode(err), storage.EnvAccessKeyID, storage.EnvSecretAccessKey, err)
+		c.Endpoint(), bucket, storage.DeniedCode(err), tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, err)
 }
 
 // fetchCode downloads the code archive, checks its digest and unpacks it into the code

@@ -20,6 +20,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // agentBin is the agent built once for the package's tests, as the controller ships it.
@@ -123,14 +124,14 @@ func newJob(t *testing.T) *job {
 
 	j.env = append(srv.Env(),
 		"PATH="+os.Getenv("PATH"),
-		agent.EnvCodeSource+"="+j.codeURI.String(),
-		agent.EnvCodePath+"="+j.path("workspace"),
-		agent.EnvData+"="+fmt.Sprintf(`[{"source": "s3://%s/datasets/toy/", "path": %q}]`, srv.Bucket, j.path("data")),
-		agent.EnvArtifactsDestination+"=s3://"+srv.Bucket+"/runs",
-		agent.EnvArtifactsPaths+"="+fmt.Sprintf(`[%q]`, j.path("model")),
-		agent.EnvArtifactsInterval+"=300ms",
-		agent.EnvNamespace+"=team", agent.EnvJobName+"=mnist", agent.EnvReplica+"=worker-1",
-		agent.EnvLogDir+"="+j.path("logs"),
+		tfjob.EnvCodeSource+"="+j.codeURI.String(),
+		tfjob.EnvCodePath+"="+j.path("workspace"),
+		tfjob.EnvData+"="+fmt.Sprintf(`[{"source": "s3://%s/datasets/toy/", "path": %q}]`, srv.Bucket, j.path("data")),
+		tfjob.EnvArtifactsDestination+"=s3://"+srv.Bucket+"/runs",
+		tfjob.EnvArtifactsPaths+"="+fmt.Sprintf(`[%q]`, j.path("model")),
+		tfjob.EnvArtifactsInterval+"=300ms",
+		tfjob.EnvNamespace+"=team", tfjob.EnvJobName+"=mnist", tfjob.EnvReplica+"=worker-1",
+		tfjob.EnvLogDir+"="+j.path("logs"),
 		"DATA_FILE="+j.path("data", "train", "part-0.csv"),
 	)
 	return j

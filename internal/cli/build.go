@@ -11,17 +11,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Defaults of the jobs submit builds.
 const (
 	// tensorflowContainer is the name of the container that runs the user's command,
 	// the controller's.
-	tensorflowContainer = controller.ContainerName
-	// defaultCodePath is where the code is unpacked, and relative artifact paths start.
-	defaultCodePath = "/workspace"
+	tensorflowContainer = tfjob.ContainerName
 	// defaultDataPath is where --data appears in every container.
 	defaultDataPath = "/data"
 	// gpuResource is the extended resource of NVIDIA's device plugin.
@@ -204,7 +202,7 @@ func setReplicas(job *tfv1.TFJob, rt tfv1.ReplicaType, n *int32) {
 // mainContainer returns the container that runs the user's command (see
 // findMainContainer), adding a "tensorflow" container if there is none.
 func mainContainer(spec *corev1.PodSpec) *corev1.Container {
-	if c := controller.TensorFlowContainer(spec.Containers); c != nil {
+	if c := tfjob.TensorFlowContainer(spec.Containers); c != nil {
 		return c
 	}
 	spec.Containers = append(spec.Containers, corev1.Container{Name: tensorflowContainer})
@@ -222,7 +220,7 @@ func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p jobParams) {
 		c.Args = nil
 	}
 	for _, e := range p.Env {
-		controller.SetEnv(c, e)
+		tfjob.SetEnv(c, e)
 	}
 	setResource(c, corev1.ResourceCPU, p.CPU, true)
 	setResource(c, corev1.ResourceMemory, p.Memory, true)
@@ -255,7 +253,7 @@ func setResource(c *corev1.Container, name corev1.ResourceName, q *resource.Quan
 
 // artifactPaths makes relative artifact paths absolute, under the code path.
 func artifactPaths(job *tfv1.TFJob, paths []string) []string {
-	base := defaultCodePath
+	base := tfjob.DefaultCodePath
 	if job.Spec.Code != nil && job.Spec.Code.Path != "" {
 		base = job.Spec.Code.Path
 	}

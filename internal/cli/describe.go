@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func newDescribeCommand(o *rootOptions) *cobra.Command {
@@ -80,7 +80,7 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	field("Image", orNone(jobImage(job)))
 	field("Command", orNone(strings.Join(jobCommand(job), " ")))
 	if c := job.Spec.Code; c != nil {
-		field("Code", fmt.Sprintf("%s -> %s", c.Source, cmp.Or(c.Path, defaultCodePath)))
+		field("Code", fmt.Sprintf("%s -> %s", c.Source, cmp.Or(c.Path, tfjob.DefaultCodePath)))
 	}
 	for _, d := range job.Spec.Data {
 		field("Data", fmt.Sprintf("%s -> %s", d.Source, d.Path))
@@ -115,7 +115,7 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		if f := rs.LastFailure; f != nil {
 			last = fmt.Sprintf("%s exit code %d %s", f.Pod, f.ExitCode, f.Reason)
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%s\n", rt, desiredReplicas(job, rt), rs.Active, rs.Succeeded, rs.Failed, rs.Restarts, strings.TrimSpace(last))
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%s\n", rt, tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]), rs.Active, rs.Succeeded, rs.Failed, rs.Restarts, strings.TrimSpace(last))
 	}
 
 	describePods(tw, pods, now)
@@ -189,9 +189,9 @@ func describeTFConfig(w io.Writer, pods []corev1.Pod, replica string) error {
 		return nil
 	}
 	value := "<not set: a job with a single replica runs without TF_CONFIG>"
-	if c := controller.TensorFlowContainer(pod.Spec.Containers); c != nil {
+	if c := tfjob.TensorFlowContainer(pod.Spec.Containers); c != nil {
 		for _, e := range c.Env {
-			if e.Name == controller.EnvTFConfig {
+			if e.Name == tfjob.EnvTFConfig {
 				var buf bytes.Buffer
 				if json.Indent(&buf, []byte(e.Value), "  ", "  ") == nil {
 					value = buf.String()
@@ -265,28 +265,22 @@ func compareReplicas(a, b string) int {
 
 // containerSummary is the restarts and last exit code of a pod's main container.
 func containerSummary(pod *corev1.Pod) (int32, string) {
-	main := controller.TensorFlowContainer(pod.Spec.Containers)
-	for _, s := range pod.Status.ContainerStatuses {
-		if main != nil && s.Name != main.Name {
-			continue
-		}
-		t := s.State.Terminated
-		if t == nil {
-			t = s.LastTerminationState.Terminated
-		}
-		if t == nil {
-			return s.RestartCount, "-"
-		}
-		return s.RestartCount, strings.TrimSpace(fmt.Sprintf("%d %s", t.ExitCode, t.Reason))
+	s := tfjob.TensorFlowStatus(pod)
+	if s == nil {
+		return 0, "-"
 	}
-	return 0, "-"
+	t := tfjob.Terminated(pod)
+	if t == nil {
+		return s.RestartCount, "-"
+	}
+	return s.RestartCount, strings.TrimSpace(fmt.Sprintf("%d %s", t.ExitCode, t.Reason))
 }
 
 // jobCommand is the command of the job's first replica type's main container.
 func jobCommand(job *tfv1.TFJob) []string {
 	for _, rt := range tfv1.ReplicaTypes {
 		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
-			if c := controller.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
+			if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
 				return append(slices.Clone(c.Command), c.Args...)
 			}
 		}

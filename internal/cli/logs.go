@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // defaultArtifactsPrefix is where submit backs up artifacts and logs, under the bucket.
@@ -260,7 +260,7 @@ func (l *jobLogs) wanted(replicas []string) []string {
 // streamPod copies the log of a pod's main container from Kubernetes: of its
 // previous run with previous, as kubectl logs --previous.
 func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow, previous bool) error {
-	c := controller.TensorFlowContainer(pod.Spec.Containers)
+	c := tfjob.TensorFlowContainer(pod.Spec.Containers)
 	if c == nil {
 		return fmt.Errorf("pod %s has no container", pod.Name)
 	}
@@ -336,8 +336,8 @@ func jobReplicas(job *tfv1.TFJob) []string {
 	}
 	var replicas []string
 	for _, rt := range tfv1.ReplicaTypes {
-		for i := range desiredReplicas(job, rt) {
-			replicas = append(replicas, fmt.Sprintf("%s-%d", strings.ToLower(string(rt)), i))
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
+			replicas = append(replicas, tfjob.ReplicaName(rt, i))
 		}
 	}
 	return replicas

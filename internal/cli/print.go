@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Output formats of -o.
@@ -129,27 +129,14 @@ func jobRow(job *tfv1.TFJob, wide, withNamespace bool, now time.Time) []string {
 
 // replicaCount is the number of replicas of a type, 0 when there is none.
 func replicaCount(job *tfv1.TFJob, rt tfv1.ReplicaType) string {
-	return fmt.Sprint(desiredReplicas(job, rt))
-}
-
-// desiredReplicas is the number of replicas of type rt the job asks for; the API
-// server defaults an unset count to 1.
-func desiredReplicas(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
-	spec := job.Spec.TFReplicaSpecs[rt]
-	switch {
-	case spec == nil:
-		return 0
-	case spec.Replicas == nil:
-		return 1
-	}
-	return *spec.Replicas
+	return fmt.Sprint(tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]))
 }
 
 // jobImage is the image of the job's first replica type's main container.
 func jobImage(job *tfv1.TFJob) string {
 	for _, rt := range tfv1.ReplicaTypes {
 		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
-			if c := controller.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
+			if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
 				return c.Image
 			}
 		}

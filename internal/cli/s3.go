@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // s3Flags say where the S3-compatible storage is. Credentials have no flags, so that
@@ -28,10 +28,10 @@ type s3Flags struct {
 }
 
 func (f *s3Flags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.endpoint, "s3-endpoint", "", "S3 endpoint, host:port or http(s)://host:port (else $"+storage.EnvEndpoint+", else ~/.tfk8s/config)")
-	fs.StringVar(&f.bucket, "s3-bucket", "", "S3 bucket for code, data and artifacts (else $"+storage.EnvBucket+", else ~/.tfk8s/config)")
-	fs.StringVar(&f.region, "s3-region", "", "S3 region (else $"+storage.EnvRegion+", else ~/.tfk8s/config)")
-	fs.BoolVar(&f.insecure, "s3-insecure", false, "plain HTTP to S3 (else $"+storage.EnvInsecure+", else ~/.tfk8s/config)")
+	fs.StringVar(&f.endpoint, "s3-endpoint", "", "S3 endpoint, host:port or http(s)://host:port (else $"+tfjob.EnvS3Endpoint+", else ~/.tfk8s/config)")
+	fs.StringVar(&f.bucket, "s3-bucket", "", "S3 bucket for code, data and artifacts (else $"+tfjob.EnvS3Bucket+", else ~/.tfk8s/config)")
+	fs.StringVar(&f.region, "s3-region", "", "S3 region (else $"+tfjob.EnvRegion+", else ~/.tfk8s/config)")
+	fs.BoolVar(&f.insecure, "s3-insecure", false, "plain HTTP to S3 (else $"+tfjob.EnvS3Insecure+", else ~/.tfk8s/config)")
 }
 
 // storageConfig resolves the S3 settings: flags, then the environment, then the tfk8s
@@ -86,15 +86,15 @@ func configFromSecret(ctx context.Context, c client.Client, namespace, name stri
 		return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: %w", namespace, name, err)
 	}
 	cfg := storage.Config{
-		Endpoint:        string(secret.Data[controller.SecretKeyEndpoint]),
-		AccessKeyID:     string(secret.Data[controller.SecretKeyAccessKeyID]),
-		SecretAccessKey: string(secret.Data[controller.SecretKeySecretAccessKey]),
-		Region:          string(secret.Data[controller.SecretKeyRegion]),
+		Endpoint:        string(secret.Data[tfjob.SecretKeyEndpoint]),
+		AccessKeyID:     string(secret.Data[tfjob.SecretKeyAccessKeyID]),
+		SecretAccessKey: string(secret.Data[tfjob.SecretKeySecretAccessKey]),
+		Region:          string(secret.Data[tfjob.SecretKeyRegion]),
 	}
-	if v := string(secret.Data[controller.SecretKeyInsecure]); v != "" {
+	if v := string(secret.Data[tfjob.SecretKeyInsecure]); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: key %s=%q: want true or false", namespace, name, controller.SecretKeyInsecure, v)
+			return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: key %s=%q: want true or false", namespace, name, tfjob.SecretKeyInsecure, v)
 		}
 		cfg.Insecure = b
 	}
@@ -105,7 +105,7 @@ func configFromSecret(ctx context.Context, c client.Client, namespace, name stri
 // requireBucket checks that a bucket is configured.
 func requireBucket(cfg storage.Config) error {
 	if cfg.Bucket == "" {
-		return fmt.Errorf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", storage.EnvBucket)
+		return fmt.Errorf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", tfjob.EnvS3Bucket)
 	}
 	return nil
 }

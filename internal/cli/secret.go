@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Labels of the storage Secrets the CLI makes, so that it only ever replaces its own.
@@ -46,11 +46,11 @@ func constructStorageSecret(namespace, job string, cfg storage.Config, clusterEn
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			controller.SecretKeyEndpoint:        []byte(endpoint),
-			controller.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
-			controller.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
-			controller.SecretKeyRegion:          []byte(cfg.Region),
-			controller.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
+			tfjob.SecretKeyEndpoint:        []byte(endpoint),
+			tfjob.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
+			tfjob.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
+			tfjob.SecretKeyRegion:          []byte(cfg.Region),
+			tfjob.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
 		},
 	}
 }

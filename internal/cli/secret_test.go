@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -87,7 +87,7 @@ func TestCreateStorageSecret(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.existing...).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.existing...).Build()
 			_, err := createStorageSecret(context.Background(), c, want.DeepCopy())
 			stored := &corev1.Secret{}
 			if gerr := c.Get(context.Background(), client.ObjectKeyFromObject(want), stored); gerr != nil && !apierrors.IsNotFound(gerr) {
@@ -125,7 +125,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 		return c.Create(ctx, obj, opts...)
 	}}
 	other := constructStorageSecret("team", "other", testStorage, "")
-	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(refuse).WithObjects(other.DeepCopy()).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(refuse).WithObjects(other.DeepCopy()).Build()
 	var out bytes.Buffer
 	o := &rootOptions{env: Env{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
 	job, err := buildJob(nil, jobParams{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: storageSecretName("mnist")})
@@ -160,7 +160,7 @@ func TestOwnSecretAfterARace(t *testing.T) {
 		}
 		return c.Update(ctx, obj, opts...)
 	}}
-	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(deleteFirst).WithObjects(secret.DeepCopy()).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(deleteFirst).WithObjects(secret.DeepCopy()).Build()
 	if err := ownSecret(context.Background(), c, secret, job); err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -78,7 +78,7 @@ type storedLogs struct {
 // as agents that kept one log per replica stored it. The main container's log is
 // taken over another's.
 func indexLogs(base storage.URI, objs []storage.Object) map[string]*storedLogs {
-	main := controller.ContainerName + ".log"
+	main := tfjob.ContainerName + ".log"
 	better := func(have storage.URI, file string) bool {
 		return have.Key == "" || strings.HasSuffix(file, "/"+main) || file == main
 	}

@@ -15,6 +15,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 const submitLong = `Submit a TFJob. DIR, if given, is packed as a tar.gz (honouring .tfk8signore) and
@@ -195,7 +196,7 @@ func (s *submission) scanTrees(dataDir string) error {
 		s.p.Code = &tfv1.Code{
 			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(codePrefix)}.String(),
 			SHA256: s.archive.SHA256,
-			Path:   defaultCodePath,
+			Path:   tfjob.DefaultCodePath,
 		}
 	}
 	if s.localData {

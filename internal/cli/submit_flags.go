@@ -11,6 +11,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // submitFlags are submit's (and render's) flags as given.
@@ -45,7 +46,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&f.cpu, "cpu", "", "CPU request and limit of every replica, e.g. 2 or 500m")
 	fs.StringVar(&f.memory, "memory", "", "memory request and limit of every replica, e.g. 4Gi")
 	fs.StringVar(&f.data, "data", "", "data set: a local directory (uploaded, content-addressed) or an s3:// prefix, copied to "+defaultDataPath)
-	fs.StringArrayVar(&f.artifacts, "artifacts", nil, "path backed up to S3 while the job runs (relative paths are under "+defaultCodePath+"); repeatable")
+	fs.StringArrayVar(&f.artifacts, "artifacts", nil, "path backed up to S3 while the job runs (relative paths are under "+tfjob.DefaultCodePath+"); repeatable")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE of every replica; repeatable")
 	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the job succeeds or fails (exit code 1 if it fails)")

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
@@ -23,31 +23,15 @@ const (
 	// agentVolume is the emptyDir shared by the agent's init container and the
 	// TensorFlow container: the agent binary and the logs live there.
 	agentVolume = "tfk8s-agent"
-	agentDir    = "/tfk8s"
-	agentBin    = agentDir + "/bin/tfk8s-agent"
+	agentBin    = tfjob.AgentDir + "/bin/tfk8s-agent"
 	// defaultAgentGracePeriod leaves the agent time for its last upload after SIGTERM.
 	defaultAgentGracePeriod int64 = 120
-)
-
-// Keys of the storage Secret named by spec.storage.secretRef.
-const (
-	SecretKeyEndpoint        = "endpoint"
-	SecretKeyAccessKeyID     = "accessKeyID"
-	SecretKeySecretAccessKey = "secretAccessKey"
-	SecretKeyRegion          = "region"
-	SecretKeyInsecure        = "insecure"
 )
 
 // AgentOptions say how the agent is injected.
 type AgentOptions struct {
 	// Image holds the tfk8s-agent binary; DefaultAgentImage when empty.
 	Image string
-}
-
-// needsAgent reports whether the job's pods need the agent: it fetches code and data
-// and backs up artifacts and logs.
-func needsAgent(job *tfv1.TFJob) bool {
-	return job.Spec.Code != nil || len(job.Spec.Data) > 0 || job.Spec.Artifacts != nil
 }
 
 // injectAgent adds the agent to a pod: an init container copying the agent binary into
@@ -63,7 +47,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 		Name:         agentVolume,
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
-	mount := corev1.VolumeMount{Name: agentVolume, MountPath: agentDir}
+	mount := corev1.VolumeMount{Name: agentVolume, MountPath: tfjob.AgentDir}
 	pod.Spec.InitContainers = append([]corev1.Container{{
 		Name:            "tfk8s-agent-install",
 		Image:           image,
@@ -86,7 +70,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	// Code and data land in emptyDirs unless the user mounted something there already.
 	var dirs []string
 	if job.Spec.Code != nil {
-		dirs = append(dirs, codePath(job))
+		dirs = append(dirs, tfjob.CodePath(job))
 	}
 	for _, d := range job.Spec.Data {
 		dirs = append(dirs, d.Path)
@@ -104,7 +88,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	}
 
 	for _, env := range agentEnv(job, c, rt, index) {
-		SetEnv(c, env)
+		tfjob.SetEnv(c, env)
 	}
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To(defaultAgentGracePeriod)
@@ -121,57 +105,49 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: s.SecretRef, Key: key, Optional: ptr.To(optional)},
 			}})
 		}
-		fromSecret("TFK8S_S3_ENDPOINT", SecretKeyEndpoint, false)
-		fromSecret("AWS_ACCESS_KEY_ID", SecretKeyAccessKeyID, false)
-		fromSecret("AWS_SECRET_ACCESS_KEY", SecretKeySecretAccessKey, false)
-		fromSecret("AWS_REGION", SecretKeyRegion, true)
-		fromSecret("TFK8S_S3_INSECURE", SecretKeyInsecure, true)
+		fromSecret(tfjob.EnvS3Endpoint, tfjob.SecretKeyEndpoint, false)
+		fromSecret(tfjob.EnvAccessKeyID, tfjob.SecretKeyAccessKeyID, false)
+		fromSecret(tfjob.EnvSecretAccessKey, tfjob.SecretKeySecretAccessKey, false)
+		fromSecret(tfjob.EnvRegion, tfjob.SecretKeyRegion, true)
+		fromSecret(tfjob.EnvS3Insecure, tfjob.SecretKeyInsecure, true)
 		if s.ExposeCredentials {
-			add("TFK8S_EXPOSE_STORAGE_CREDENTIALS", "true")
+			add(tfjob.EnvExposeStorageCredentials, "true")
 		}
 	}
 	if code := job.Spec.Code; code != nil {
-		add("TFK8S_CODE_SOURCE", code.Source)
-		add("TFK8S_CODE_SHA256", code.SHA256)
-		add("TFK8S_CODE_PATH", codePath(job))
+		add(tfjob.EnvCodeSource, code.Source)
+		add(tfjob.EnvCodeSHA256, code.SHA256)
+		add(tfjob.EnvCodePath, tfjob.CodePath(job))
 	}
 	if len(job.Spec.Data) > 0 {
-		add("TFK8S_DATA", mustJSON(job.Spec.Data))
+		add(tfjob.EnvData, mustJSON(job.Spec.Data))
 	}
 	if a := job.Spec.Artifacts; a != nil {
-		add("TFK8S_ARTIFACTS_DESTINATION", a.Destination)
-		add("TFK8S_ARTIFACTS_PATHS", mustJSON(a.Paths))
+		add(tfjob.EnvArtifactsDestination, a.Destination)
+		add(tfjob.EnvArtifactsPaths, mustJSON(a.Paths))
 		if a.Interval != nil {
-			add("TFK8S_ARTIFACTS_INTERVAL", a.Interval.Duration.String())
+			add(tfjob.EnvArtifactsInterval, a.Interval.Duration.String())
 		}
 		if a.ResumeFrom != "" {
-			add("TFK8S_ARTIFACTS_RESUME_FROM", a.ResumeFrom)
+			add(tfjob.EnvArtifactsResumeFrom, a.ResumeFrom)
 		}
 	}
 	if c.WorkingDir != "" {
-		add("TFK8S_WORKDIR", c.WorkingDir)
+		add(tfjob.EnvWorkDir, c.WorkingDir)
 	}
-	add("TFK8S_NAMESPACE", job.Namespace)
-	add("TFK8S_JOB_NAME", job.Name)
-	add("TFK8S_REPLICA", fmt.Sprintf("%s-%d", strings.ToLower(string(rt)), index))
-	add("TFK8S_CONTAINER_NAME", c.Name)
-	add("TFK8S_LOG_DIR", agentDir+"/logs")
+	add(tfjob.EnvNamespace, job.Namespace)
+	add(tfjob.EnvJobName, job.Name)
+	add(tfjob.EnvReplica, tfjob.ReplicaName(rt, index))
+	add(tfjob.EnvContainerName, c.Name)
+	add(tfjob.EnvLogDir, tfjob.AgentLogDir)
 	fromField := func(name, path string) {
 		env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
 		}})
 	}
-	fromField("TFK8S_POD_NAME", "metadata.name")
-	fromField("TFK8S_POD_UID", "metadata.uid")
+	fromField(tfjob.EnvPodName, "metadata.name")
+	fromField(tfjob.EnvPodUID, "metadata.uid")
 	return env
-}
-
-// codePath is where the code is unpacked.
-func codePath(job *tfv1.TFJob) string {
-	if job.Spec.Code.Path != "" {
-		return job.Spec.Code.Path
-	}
-	return "/workspace"
 }
 
 func hasMountAt(c *corev1.Container, dir string) bool {

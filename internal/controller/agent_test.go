@@ -12,6 +12,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // agentJob is a two-worker job with code, data and artifacts: its pods run the agent.
@@ -110,7 +111,7 @@ type agentView struct {
 }
 
 func viewAgent(pod *corev1.Pod) agentView {
-	c := TensorFlowContainer(pod.Spec.Containers)
+	c := tfjob.TensorFlowContainer(pod.Spec.Containers)
 	v := agentView{Command: c.Command, Args: c.Args, Mounts: map[string]string{}, Env: map[string]string{},
 		GracePeriod: pod.Spec.TerminationGracePeriodSeconds}
 	for _, ic := range pod.Spec.InitContainers {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // listPods returns the pods the job controls, from the cache, and the foreign pods:
@@ -69,8 +70,8 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	for _, rt := range typesToStart(job, o) {
 		rs := o.status.ReplicaStatuses[rt]
 		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
-		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
-			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(PodName(job.Name, rt, i)) {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
+			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(tfjob.PodName(job.Name, rt, i)) {
 				continue
 			}
 			missing = append(missing, ReplicaKey{rt, i})
@@ -91,7 +92,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		created []ReplicaKey
 	)
 	for _, key := range missing {
-		name := PodName(job.Name, key.Type, key.Index)
+		name := tfjob.PodName(job.Name, key.Type, key.Index)
 		r.expectations.expectCreated(job.UID, name)
 		r.createSlots <- struct{}{}
 		wg.Go(func() {
@@ -169,7 +170,7 @@ func withFailuresInARow(pod *corev1.Pod, n int32) *corev1.Pod {
 }
 
 // removeFinalizerPatch removes the tracking finalizer and leaves any other in place.
-var removeFinalizerPatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + TrackingFinalizer + `"]}}`)
+var removeFinalizerPatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + tfjob.TrackingFinalizer + `"]}}`)
 
 // releasePods removes the tracking finalizer from pods, once their outcome is recorded.
 func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) error {

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // PortRange is an inclusive range of host ports for HostNetwork jobs.
@@ -30,7 +31,7 @@ func allocateHostPorts(job *tfv1.TFJob, r PortRange) (map[ReplicaKey]int32, erro
 	ports := make(map[ReplicaKey]int32, total)
 	var n int32
 	for _, rt := range tfv1.ReplicaTypes {
-		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
 			ports[ReplicaKey{rt, i}] = r.Min + (offset+n)%size
 			n++
 		}

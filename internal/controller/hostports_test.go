@@ -7,6 +7,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestAllocateHostPorts checks that every replica of a HostNetwork job gets its own
@@ -38,7 +39,7 @@ func TestAllocateHostPorts(t *testing.T) {
 			}
 			var wantKeys []ReplicaKey
 			for _, rt := range tfv1.ReplicaTypes {
-				for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
+				for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
 					wantKeys = append(wantKeys, ReplicaKey{rt, i})
 				}
 			}

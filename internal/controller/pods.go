@@ -9,21 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-)
-
-const (
-	// ContainerName is the container that gets TF_CONFIG; without one of that name, the
-	// first container does.
-	ContainerName = "tensorflow"
-	// PortName is the name of the container port TensorFlow listens on.
-	PortName = "tfjob-port"
-	// DefaultPort is TensorFlow's port when no container port is named PortName.
-	DefaultPort int32 = 2222
-	// TrackingFinalizer keeps a pod until its outcome is recorded in the job's status, so
-	// a finished replica is counted even when its pod is deleted before tfk8s sees it.
-	TrackingFinalizer = "tfk8s.io/tracking"
-	// EnvTFConfig is the environment variable holding the cluster spec.
-	EnvTFConfig = "TF_CONFIG"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // PodOptions are the cluster-wide settings pods are built with.
@@ -41,7 +27,7 @@ type PodOptions struct {
 func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
 	spec := job.Spec.TFReplicaSpecs[rt]
 	tmpl := spec.Template.DeepCopy()
-	name := PodName(job.Name, rt, index)
+	name := tfjob.PodName(job.Name, rt, index)
 
 	labels := map[string]string{}
 	for k, v := range tmpl.Labels {
@@ -58,7 +44,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 			Namespace:       job.Namespace,
 			Labels:          labels,
 			Annotations:     tmpl.Annotations,
-			Finalizers:      []string{TrackingFinalizer},
+			Finalizers:      []string{tfjob.TrackingFinalizer},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
 		},
 		Spec: tmpl.Spec,
@@ -70,7 +56,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		pod.Spec.PriorityClassName = sp.PriorityClass
 	}
 
-	c := TensorFlowContainer(pod.Spec.Containers)
+	c := tfjob.TensorFlowContainer(pod.Spec.Containers)
 	if c == nil {
 		return nil, fmt.Errorf("replica type %s has no container", rt)
 	}
@@ -92,9 +78,9 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		return nil, err
 	}
 	if tfConfig != "" {
-		SetEnv(c, corev1.EnvVar{Name: EnvTFConfig, Value: tfConfig})
+		tfjob.SetEnv(c, corev1.EnvVar{Name: tfjob.EnvTFConfig, Value: tfConfig})
 	}
-	if needsAgent(job) {
+	if tfjob.UsesStorage(job) {
 		injectAgent(job, pod, c, rt, index, opts.Agent)
 	}
 	return pod, nil
@@ -104,7 +90,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 func replicaLabels(job string, rt tfv1.ReplicaType) map[string]string {
 	return map[string]string{
 		tfv1.LabelJobName:     job,
-		tfv1.LabelReplicaType: strings.ToLower(string(rt)),
+		tfv1.LabelReplicaType: tfjob.TaskType(rt),
 	}
 }
 
@@ -122,36 +108,12 @@ func podRestartPolicy(p tfv1.RestartPolicy) corev1.RestartPolicy {
 	}
 }
 
-// TensorFlowContainer is the container named "tensorflow", else the first, else nil.
-func TensorFlowContainer(cs []corev1.Container) *corev1.Container {
-	for i := range cs {
-		if cs[i].Name == ContainerName {
-			return &cs[i]
-		}
-	}
-	if len(cs) == 0 {
-		return nil
-	}
-	return &cs[0]
-}
-
-// SetEnv sets an environment variable of c, replacing one of the same name.
-func SetEnv(c *corev1.Container, env corev1.EnvVar) {
-	for i := range c.Env {
-		if c.Env[i].Name == env.Name {
-			c.Env[i] = env
-			return
-		}
-	}
-	c.Env = append(c.Env, env)
-}
-
 // setHostPort makes c listen on port in the node's network: its tfjob-port becomes port
 // on both sides, so the scheduler never puts two pods using it on one node.
 func setHostPort(c *corev1.Container, port int32) {
-	p := corev1.ContainerPort{Name: PortName, ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}
+	p := corev1.ContainerPort{Name: tfjob.PortName, ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}
 	for i := range c.Ports {
-		if c.Ports[i].Name == PortName {
+		if c.Ports[i].Name == tfjob.PortName {
 			c.Ports[i] = p
 			return
 		}
@@ -177,7 +139,7 @@ func podKey(pod *corev1.Pod) (ReplicaKey, bool) {
 // hasFinalizer reports whether pod carries the tracking finalizer.
 func hasFinalizer(pod *corev1.Pod) bool {
 	for _, f := range pod.Finalizers {
-		if f == TrackingFinalizer {
+		if f == tfjob.TrackingFinalizer {
 			return true
 		}
 	}

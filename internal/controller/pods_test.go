@@ -10,6 +10,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // ownerRef is the controller reference every object of job "mnist" (UID "uid-1") carries.
@@ -188,14 +189,14 @@ func TestConstructPodHostNetwork(t *testing.T) {
 			job: func() *tfv1.TFJob {
 				job := testutil.MakeTFJob("h", "ml").PS(1).Workers(1).HostNetwork().Obj()
 				c := &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
-				c.Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: 2222}, {Name: "metrics", ContainerPort: 9090}}
+				c.Ports = []corev1.ContainerPort{{Name: tfjob.PortName, ContainerPort: 2222}, {Name: "metrics", ContainerPort: 9090}}
 				return job
 			}(),
 			want: hostNetworking{
 				HostNetwork: true,
 				DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
 				Ports: []corev1.ContainerPort{
-					{Name: PortName, ContainerPort: 20002, HostPort: 20002, Protocol: corev1.ProtocolTCP},
+					{Name: tfjob.PortName, ContainerPort: 20002, HostPort: 20002, Protocol: corev1.ProtocolTCP},
 					{Name: "metrics", ContainerPort: 9090},
 				},
 				TFConfig: tfConfig,
@@ -207,7 +208,7 @@ func TestConstructPodHostNetwork(t *testing.T) {
 			want: hostNetworking{
 				HostNetwork: true,
 				DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
-				Ports:       []corev1.ContainerPort{{Name: PortName, ContainerPort: 20002, HostPort: 20002, Protocol: corev1.ProtocolTCP}},
+				Ports:       []corev1.ContainerPort{{Name: tfjob.PortName, ContainerPort: 20002, HostPort: 20002, Protocol: corev1.ProtocolTCP}},
 				TFConfig:    tfConfig,
 			},
 		},
@@ -218,7 +219,7 @@ func TestConstructPodHostNetwork(t *testing.T) {
 			c := pod.Spec.Containers[0]
 			got := hostNetworking{HostNetwork: pod.Spec.HostNetwork, DNSPolicy: pod.Spec.DNSPolicy, Ports: c.Ports}
 			for _, e := range c.Env {
-				if e.Name == EnvTFConfig {
+				if e.Name == tfjob.EnvTFConfig {
 					got.TFConfig = e.Value
 				}
 			}
@@ -302,7 +303,7 @@ func TestConstructPodDoesNotMutateJob(t *testing.T) {
 		t.Fatalf("allocateHostPorts: %v", err)
 	}
 	for _, rt := range tfv1.ReplicaTypes {
-		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
 			pod := buildPod(t, job, rt, i, PodOptions{AddressOptions: AddressOptions{HostPorts: ports}})
 			// Writing to the pod must not write through to the job either.
 			pod.Labels["x"] = "y"
@@ -358,8 +359,8 @@ func TestPodKey(t *testing.T) {
 func TestPodKeyOfConstructedPod(t *testing.T) {
 	job := testutil.MakeTFJob("j", "ml").Chief().PS(2).Workers(3).Evaluator().Obj()
 	for _, rt := range tfv1.ReplicaTypes {
-		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
-			t.Run(PodName(job.Name, rt, i), func(t *testing.T) {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
+			t.Run(tfjob.PodName(job.Name, rt, i), func(t *testing.T) {
 				pod := buildPod(t, job, rt, i, PodOptions{})
 				got, ok := podKey(pod)
 				if !ok {

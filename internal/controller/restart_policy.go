@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Pod reasons the kubelet and the scheduler give a pod that was disrupted rather than
@@ -32,24 +33,6 @@ func isDisruption(pod *corev1.Pod) bool {
 	return false
 }
 
-// terminatedState is the last termination of the pod's TensorFlow container, or nil.
-func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
-	name := ContainerName
-	if c := TensorFlowContainer(pod.Spec.Containers); c != nil {
-		name = c.Name
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != name {
-			continue
-		}
-		if cs.State.Terminated != nil {
-			return cs.State.Terminated
-		}
-		return cs.LastTerminationState.Terminated
-	}
-	return nil
-}
-
 // isRetryableExitCode reports whether an exit code calls for a retry under ExitCode:
 // 128 and above means the process was killed by a signal (137: SIGKILL, often the OOM
 // killer; 143: SIGTERM), which says nothing against the program; 1 to 127 are the
@@ -68,7 +51,7 @@ func shouldRetry(p tfv1.RestartPolicy, pod *corev1.Pod) bool {
 		if isDisruption(pod) {
 			return true
 		}
-		t := terminatedState(pod)
+		t := tfjob.Terminated(pod)
 		// A pod that failed without its container ever exiting failed around it.
 		return t == nil || isRetryableExitCode(t.ExitCode)
 	default:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // A failed replica is re-created after a delay that doubles with each failure in a row,
@@ -43,7 +44,7 @@ func failuresInARow(pod *corev1.Pod) int32 {
 
 // ranFor is how long the pod's TensorFlow container ran in its last run.
 func ranFor(pod *corev1.Pod) time.Duration {
-	t := terminatedState(pod)
+	t := tfjob.Terminated(pod)
 	if t == nil || t.StartedAt.IsZero() || t.FinishedAt.IsZero() {
 		return 0
 	}
@@ -53,7 +54,7 @@ func ranFor(pod *corev1.Pod) time.Duration {
 // failedAt is when the pod failed: its container's end, else the last change of its
 // conditions, else its creation.
 func failedAt(pod *corev1.Pod) time.Time {
-	if t := terminatedState(pod); t != nil && !t.FinishedAt.IsZero() {
+	if t := tfjob.Terminated(pod); t != nil && !t.FinishedAt.IsZero() {
 		return t.FinishedAt.Time
 	}
 	at := pod.CreationTimestamp.Time

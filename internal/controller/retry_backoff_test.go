@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // failedPod is a pod whose TensorFlow container ran from start to end and exited 137,
@@ -15,9 +16,9 @@ import (
 func failedPod(before string, start, end time.Time) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "j-worker-0", CreationTimestamp: metav1.NewTime(start)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: tfjob.ContainerName}}},
 		Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: ContainerName,
+			Name: tfjob.ContainerName,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: 137, StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(end)}},
 		}}},

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // constructService builds the job's one headless Service. Every pod's hostname and
@@ -38,9 +39,9 @@ func constructService(job *tfv1.TFJob) *corev1.Service {
 		}
 	}
 	for i, p := range ports {
-		name := PortName
+		name := tfjob.PortName
 		if i > 0 {
-			name = PortName + "-" + string(rune('a'+i))
+			name = tfjob.PortName + "-" + string(rune('a'+i))
 		}
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p, Protocol: corev1.ProtocolTCP})
 	}

@@ -10,6 +10,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestConstructService checks the job's one headless Service: names resolve before the
@@ -38,13 +39,13 @@ func TestConstructService(t *testing.T) {
 			name: "DNS mode: the TensorFlow port",
 			job:  testutil.MakeTFJob("mnist", "ml").UID("uid-1").Chief().PS(2).Workers(3).Obj(),
 			want: &corev1.Service{ObjectMeta: meta, Spec: headless(
-				corev1.ServicePort{Name: PortName, Port: 2222, Protocol: corev1.ProtocolTCP})},
+				corev1.ServicePort{Name: tfjob.PortName, Port: 2222, Protocol: corev1.ProtocolTCP})},
 		},
 		{
 			name: "DNS mode: the port named tfjob-port",
 			job:  testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Port(5000).Obj(),
 			want: &corev1.Service{ObjectMeta: meta, Spec: headless(
-				corev1.ServicePort{Name: PortName, Port: 5000, Protocol: corev1.ProtocolTCP})},
+				corev1.ServicePort{Name: tfjob.PortName, Port: 5000, Protocol: corev1.ProtocolTCP})},
 		},
 		{
 			name: "HostNetwork mode: names only, no ports",
@@ -82,7 +83,7 @@ func TestConstructServicePorts(t *testing.T) {
 		}
 		names[p.Name] = true
 	}
-	if diff := cmp.Diff([]int32{3000, 4000, DefaultPort}, got); diff != "" {
+	if diff := cmp.Diff([]int32{3000, 4000, tfjob.DefaultPort}, got); diff != "" {
 		t.Errorf("service ports (-want +got):\n%s", diff)
 	}
 }

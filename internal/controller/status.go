@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // maxMessageLength bounds condition and failure messages.
@@ -96,7 +97,7 @@ func observe(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation 
 	for _, pod := range pods {
 		key, ok := podKey(pod)
 		spec := job.Spec.TFReplicaSpecs[key.Type]
-		if !ok || spec == nil || key.Index >= replicas(spec) {
+		if !ok || spec == nil || key.Index >= tfjob.Replicas(spec) {
 			// Not a replica of this job's spec: nothing to count.
 			if hasFinalizer(pod) {
 				o.release = append(o.release, pod)
@@ -194,7 +195,7 @@ func (o *observation) sum() {
 func failureOf(pod *corev1.Pod, key ReplicaKey, now metav1.Time) tfv1.ReplicaFailure {
 	f := tfv1.ReplicaFailure{Index: key.Index, Pod: pod.Name, ExitCode: -1, Reason: pod.Status.Reason,
 		Message: truncate(pod.Status.Message), Time: now}
-	if t := terminatedState(pod); t != nil {
+	if t := tfjob.Terminated(pod); t != nil {
 		f.ExitCode = t.ExitCode
 		if f.Reason == "" {
 			f.Reason = t.Reason
@@ -212,7 +213,7 @@ func failureOf(pod *corev1.Pod, key ReplicaKey, now metav1.Time) tfv1.ReplicaFai
 // noteContainerFailure records, as the replica type's last failure, a live pod's
 // container that the kubelet restarted after it failed, if it is the newest failure.
 func noteContainerFailure(rs *tfv1.ReplicaStatus, pod *corev1.Pod, key ReplicaKey) {
-	t := terminatedState(pod)
+	t := tfjob.Terminated(pod)
 	if t == nil || t.ExitCode == 0 || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
@@ -229,7 +230,7 @@ func allReplicasRunning(job *tfv1.TFJob, o *observation, types []tfv1.ReplicaTyp
 	for _, rt := range types {
 		rs := o.status.ReplicaStatuses[rt]
 		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
-		for i := range replicas(job.Spec.TFReplicaSpecs[rt]) {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
 			if done.Has(i) {
 				continue
 			}
@@ -282,7 +283,7 @@ func jobState(st *tfv1.TFJobStatus) tfv1.JobState {
 
 // describeFailure says in a sentence what failed.
 func describeFailure(rt tfv1.ReplicaType, f tfv1.ReplicaFailure) string {
-	msg := fmt.Sprintf("%s %d (pod %s) failed with exit code %d", strings.ToLower(string(rt)), f.Index, f.Pod, f.ExitCode)
+	msg := fmt.Sprintf("%s %d (pod %s) failed with exit code %d", tfjob.TaskType(rt), f.Index, f.Pod, f.ExitCode)
 	if f.Reason != "" {
 		msg += " (" + f.Reason + ")"
 	}

@@ -14,6 +14,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // now is the clock of every status test.
@@ -66,7 +67,7 @@ func TestObserve(t *testing.T) {
 		st.Conditions = []metav1.Condition{{Type: string(tfv1.JobSucceeded), Status: metav1.ConditionTrue, Reason: tfv1.ReasonSucceeded}}
 	}
 	failure := func(index int32, code int32, reason string) tfv1.ReplicaFailure {
-		return tfv1.ReplicaFailure{Index: index, Pod: PodName("j", tfv1.ReplicaTypeWorker, index), ExitCode: code, Reason: reason, Time: now}
+		return tfv1.ReplicaFailure{Index: index, Pod: tfjob.PodName("j", tfv1.ReplicaTypeWorker, index), ExitCode: code, Reason: reason, Time: now}
 	}
 	podDeleted := tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: -1, Reason: "PodDeleted",
 		Message: "the pod was deleted while running and restartPolicy is Never", Time: now}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // successPolicyMet reports whether the job has succeeded, and says why.
@@ -19,7 +20,7 @@ func successPolicyMet(job *tfv1.TFJob, st *tfv1.TFJobStatus) (bool, string) {
 	}
 	leader := tfv1.ReplicaType("")
 	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster} {
-		if replicas(job.Spec.TFReplicaSpecs[rt]) > 0 {
+		if tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) > 0 {
 			leader = rt
 		}
 	}
@@ -27,7 +28,7 @@ func successPolicyMet(job *tfv1.TFJob, st *tfv1.TFJobStatus) (bool, string) {
 		if leader != "" && !succeeded(leader, 0) {
 			return false, ""
 		}
-		n := replicas(job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker])
+		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker])
 		for i := range n {
 			if !succeeded(tfv1.ReplicaTypeWorker, i) {
 				return false, ""
@@ -37,7 +38,7 @@ func successPolicyMet(job *tfv1.TFJob, st *tfv1.TFJobStatus) (bool, string) {
 	}
 	if leader != "" {
 		if succeeded(leader, 0) {
-			return true, fmt.Sprintf("TFJob %s/%s succeeded: its %s succeeded", job.Namespace, job.Name, taskType(leader))
+			return true, fmt.Sprintf("TFJob %s/%s succeeded: its %s succeeded", job.Namespace, job.Name, tfjob.TaskType(leader))
 		}
 		return false, ""
 	}

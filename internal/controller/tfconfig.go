@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TFConfig is the TF_CONFIG environment variable TensorFlow's TFConfigClusterResolver
@@ -43,7 +44,6 @@ type ReplicaKey struct {
 
 // taskType is the TF_CONFIG task type of a replica type: its name in lower case, which is
 // what TensorFlow expects ("master" is the legacy chief of TensorFlow's Estimator).
-func taskType(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }
 
 // GenTFConfig returns the TF_CONFIG of one replica of job, or "" when the job has a single
 // replica in all: a single-node job runs TensorFlow locally, without a cluster.
@@ -87,7 +87,7 @@ func (t *TFConfigs) For(rt tfv1.ReplicaType, index int32) (string, error) {
 			return "", err
 		}
 	}
-	task, err := json.Marshal(TFTask{Type: taskType(rt), Index: index})
+	task, err := json.Marshal(TFTask{Type: tfjob.TaskType(rt), Index: index})
 	if err != nil {
 		return "", fmt.Errorf("encoding TF_CONFIG: %w", err)
 	}
@@ -108,18 +108,18 @@ func (t *TFConfigs) encodeCluster(self *ReplicaKey) (string, error) {
 	cluster := map[string]any{}
 	for _, rt := range tfv1.ReplicaTypes {
 		spec := t.job.Spec.TFReplicaSpecs[rt]
-		if spec == nil || rt == tfv1.ReplicaTypeEvaluator || replicas(spec) == 0 {
+		if spec == nil || rt == tfv1.ReplicaTypeEvaluator || tfjob.Replicas(spec) == 0 {
 			continue
 		}
 		if self != nil && rt == self.Type {
-			cluster[taskType(rt)] = map[string]string{strconv.Itoa(int(self.Index)): replicaAddress(t.job, rt, self.Index, t.opts)}
+			cluster[tfjob.TaskType(rt)] = map[string]string{strconv.Itoa(int(self.Index)): replicaAddress(t.job, rt, self.Index, t.opts)}
 			continue
 		}
-		addrs := make([]string, replicas(spec))
+		addrs := make([]string, tfjob.Replicas(spec))
 		for i := range addrs {
 			addrs[i] = replicaAddress(t.job, rt, int32(i), t.opts)
 		}
-		cluster[taskType(rt)] = addrs
+		cluster[tfjob.TaskType(rt)] = addrs
 	}
 	data, err := json.Marshal(cluster)
 	if err != nil {
@@ -135,7 +135,7 @@ func replicaAddress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts Addr
 	if p, ok := opts.HostPorts[ReplicaKey{rt, index}]; ok {
 		port = p
 	}
-	addr := PodName(job.Name, rt, index) + "." + job.Name + "." + job.Namespace + ".svc"
+	addr := tfjob.PodName(job.Name, rt, index) + "." + job.Name + "." + job.Namespace + ".svc"
 	if opts.ClusterDomain != "" {
 		addr += "." + opts.ClusterDomain
 	}
@@ -143,45 +143,29 @@ func replicaAddress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts Addr
 }
 
 // replicaPort is the container port named tfjob-port of the replica type's TensorFlow
-// container, else DefaultPort.
+// container, else tfjob.DefaultPort.
 func replicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
 	spec := job.Spec.TFReplicaSpecs[rt]
 	if spec == nil {
-		return DefaultPort
+		return tfjob.DefaultPort
 	}
-	c := TensorFlowContainer(spec.Template.Spec.Containers)
+	c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers)
 	if c == nil {
-		return DefaultPort
+		return tfjob.DefaultPort
 	}
 	for _, p := range c.Ports {
-		if p.Name == PortName {
+		if p.Name == tfjob.PortName {
 			return p.ContainerPort
 		}
 	}
-	return DefaultPort
-}
-
-// PodName is the name of a replica's pod: <job>-<type>-<index>, type in lower case.
-func PodName(job string, rt tfv1.ReplicaType, index int32) string {
-	return job + "-" + taskType(rt) + "-" + strconv.Itoa(int(index))
-}
-
-// replicas is the number of replicas a spec asks for (1 when unset, as defaulted).
-func replicas(spec *tfv1.ReplicaSpec) int32 {
-	if spec == nil {
-		return 0
-	}
-	if spec.Replicas == nil {
-		return 1
-	}
-	return *spec.Replicas
+	return tfjob.DefaultPort
 }
 
 // totalReplicas is the number of replicas of the job, all types together.
 func totalReplicas(job *tfv1.TFJob) int32 {
 	var n int32
 	for _, spec := range job.Spec.TFReplicaSpecs {
-		n += replicas(spec)
+		n += tfjob.Replicas(spec)
 	}
 	return n
 }

@@ -9,6 +9,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // tfConfigJSON is TF_CONFIG as TensorFlow's TFConfigClusterResolver reads it: json.loads
@@ -46,7 +47,7 @@ func decodeTFConfig(t *testing.T, s string) tfConfigJSON {
 // withPort names the tensorflow container's port tfjob-port on replica type rt only.
 func withPort(job *tfv1.TFJob, rt tfv1.ReplicaType, port int32) *tfv1.TFJob {
 	c := &job.Spec.TFReplicaSpecs[rt].Template.Spec.Containers[0]
-	c.Ports = append(c.Ports, corev1.ContainerPort{Name: PortName, ContainerPort: port})
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: tfjob.PortName, ContainerPort: port})
 	return job
 }
 
@@ -136,9 +137,9 @@ func TestGenTFConfig(t *testing.T) {
 			job: func() *tfv1.TFJob {
 				job := testutil.MakeTFJob("p", "ml").Workers(2).Obj()
 				spec := &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec
-				spec.Containers = append([]corev1.Container{{Name: "sidecar", Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: 1111}}}},
+				spec.Containers = append([]corev1.Container{{Name: "sidecar", Ports: []corev1.ContainerPort{{Name: tfjob.PortName, ContainerPort: 1111}}}},
 					spec.Containers...)
-				spec.Containers[1].Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: 4444}}
+				spec.Containers[1].Ports = []corev1.ContainerPort{{Name: tfjob.PortName, ContainerPort: 4444}}
 				return job
 			}(),
 			rt: tfv1.ReplicaTypeWorker, index: 1,
@@ -294,7 +295,7 @@ func TestPodName(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, PodName("job", tc.rt, tc.index)); diff != "" {
+			if diff := cmp.Diff(tc.want, tfjob.PodName("job", tc.rt, tc.index)); diff != "" {
 				t.Errorf("PodName (-want +got):\n%s", diff)
 			}
 		})
@@ -321,7 +322,7 @@ func TestTFConfigsEncodeLikeTheStruct(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			configs := NewTFConfigs(tc.job, tc.opts)
 			for _, rt := range tfv1.ReplicaTypes {
-				for i := range replicas(tc.job.Spec.TFReplicaSpecs[rt]) {
+				for i := range tfjob.Replicas(tc.job.Spec.TFReplicaSpecs[rt]) {
 					got, err := configs.For(rt, i)
 					if err != nil {
 						t.Fatal(err)
@@ -341,7 +342,7 @@ func TestTFConfigsEncodeLikeTheStruct(t *testing.T) {
 					if got != string(want) {
 						t.Errorf("%s %d:\n got %s\nwant %s", rt, i, got, want)
 					}
-					if whole.Task != (TFTask{Type: taskType(rt), Index: i}) {
+					if whole.Task != (TFTask{Type: tfjob.TaskType(rt), Index: i}) {
 						t.Errorf("%s %d: task %+v", rt, i, whole.Task)
 					}
 				}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Options configure the reconciler.
@@ -219,7 +220,7 @@ func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob
 
 // exitSummary says how a failed pod ended, for an event.
 func exitSummary(pod *corev1.Pod) string {
-	if t := terminatedState(pod); t != nil {
+	if t := tfjob.Terminated(pod); t != nil {
 		return fmt.Sprintf("exit code %d", t.ExitCode)
 	}
 	if pod.Status.Reason != "" {

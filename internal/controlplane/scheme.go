@@ -4,12 +4,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/tfk8s/tfk8s/internal/scheme"
 )
 
+// newScheme is tfk8s's scheme with the CRD type, which the control plane installs.
 func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	s := scheme.New()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

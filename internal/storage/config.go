@@ -12,19 +12,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"go.yaml.in/yaml/v3"
 )
 
-// Environment variables read by ResolveConfig. The tfk8s agent receives the same names
-// from the controller, so a job and a user's shell share one contract.
-const (
-	EnvEndpoint        = "TFK8S_S3_ENDPOINT"
-	EnvBucket          = "TFK8S_S3_BUCKET"
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	EnvRegion          = "AWS_REGION"
-	EnvInsecure        = "TFK8S_S3_INSECURE"
-)
+// The environment variables ResolveConfig reads are tfjob.EnvS3Endpoint, EnvS3Bucket,
+// EnvAccessKeyID, EnvSecretAccessKey, EnvRegion and EnvS3Insecure: the tfk8s agent
+// receives the same names from the controller, so a job and a user's shell share one
+// contract.
 
 // DefaultRegion is used when no region is configured. S3-compatible servers accept it,
 // and setting one spares minio-go a bucket-location request before every first access.
@@ -67,17 +62,17 @@ func ResolveConfig(explicit Config) (Config, error) {
 // decides Insecure by its scheme. The endpoint is returned as bare host:port.
 func LoadConfig(explicit Config, getenv func(string) string, configFile string) (Config, error) {
 	env := Config{
-		Endpoint:        getenv(EnvEndpoint),
-		Bucket:          getenv(EnvBucket),
-		AccessKeyID:     getenv(EnvAccessKeyID),
-		SecretAccessKey: getenv(EnvSecretAccessKey),
-		Region:          getenv(EnvRegion),
+		Endpoint:        getenv(tfjob.EnvS3Endpoint),
+		Bucket:          getenv(tfjob.EnvS3Bucket),
+		AccessKeyID:     getenv(tfjob.EnvAccessKeyID),
+		SecretAccessKey: getenv(tfjob.EnvSecretAccessKey),
+		Region:          getenv(tfjob.EnvRegion),
 	}
 	envInsecure, envInsecureSet := false, false
-	if v := getenv(EnvInsecure); v != "" {
+	if v := getenv(tfjob.EnvS3Insecure); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return Config{}, fmt.Errorf("parsing %s=%q: want true or false", EnvInsecure, v)
+			return Config{}, fmt.Errorf("parsing %s=%q: want true or false", tfjob.EnvS3Insecure, v)
 		}
 		envInsecure, envInsecureSet = b, true
 	}
@@ -129,7 +124,7 @@ func readConfigFile(name string) (Config, error) {
 // Insecure from its scheme.
 func (c Config) normalize() (Config, error) {
 	if c.Endpoint == "" {
-		return Config{}, fmt.Errorf("no S3 endpoint configured: set --s3-endpoint, %s or endpoint in %s", EnvEndpoint, "~/.tfk8s/config")
+		return Config{}, fmt.Errorf("no S3 endpoint configured: set --s3-endpoint, %s or endpoint in %s", tfjob.EnvS3Endpoint, "~/.tfk8s/config")
 	}
 	switch {
 	case strings.HasPrefix(c.Endpoint, "http://"):
@@ -144,7 +139,7 @@ func (c Config) normalize() (Config, error) {
 		return Config{}, fmt.Errorf("S3 endpoint %q: want host:port, without a path", c.Endpoint)
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
-		return Config{}, fmt.Errorf("S3 credentials incomplete: set both %s and %s, or neither", EnvAccessKeyID, EnvSecretAccessKey)
+		return Config{}, fmt.Errorf("S3 credentials incomplete: set both %s and %s, or neither", tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey)
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -35,8 +36,8 @@ insecure: true
 		{
 			name: "environment over file",
 			env: map[string]string{
-				EnvEndpoint: "env.example.com:9000", EnvBucket: "env-bucket", EnvAccessKeyID: "env-key",
-				EnvSecretAccessKey: "env-secret", EnvRegion: "us-west-2", EnvInsecure: "true",
+				tfjob.EnvS3Endpoint: "env.example.com:9000", tfjob.EnvS3Bucket: "env-bucket", tfjob.EnvAccessKeyID: "env-key",
+				tfjob.EnvSecretAccessKey: "env-secret", tfjob.EnvRegion: "us-west-2", tfjob.EnvS3Insecure: "true",
 			},
 			file: file,
 			want: Config{Endpoint: "env.example.com:9000", Bucket: "env-bucket", AccessKeyID: "env-key", SecretAccessKey: "env-secret", Region: "us-west-2", Insecure: true},
@@ -44,12 +45,12 @@ insecure: true
 		{
 			name:     "explicit over environment",
 			explicit: Config{Endpoint: "http://127.0.0.1:7070", Bucket: "flag-bucket"},
-			env:      map[string]string{EnvEndpoint: "env.example.com:9000", EnvBucket: "env-bucket", EnvInsecure: "false"},
+			env:      map[string]string{tfjob.EnvS3Endpoint: "env.example.com:9000", tfjob.EnvS3Bucket: "env-bucket", tfjob.EnvS3Insecure: "false"},
 			want:     Config{Endpoint: "127.0.0.1:7070", Bucket: "flag-bucket", Region: DefaultRegion, Insecure: true},
 		},
 		{
 			name: "environment insecure false beats file true",
-			env:  map[string]string{EnvEndpoint: "env.example.com", EnvInsecure: "false"},
+			env:  map[string]string{tfjob.EnvS3Endpoint: "env.example.com", tfjob.EnvS3Insecure: "false"},
 			file: "insecure: true\n",
 			want: Config{Endpoint: "env.example.com", Region: DefaultRegion},
 		},
@@ -60,7 +61,7 @@ insecure: true
 		},
 		{name: "empty file", file: "\n", wantErr: "no S3 endpoint configured"},
 		{name: "nothing at all", wantErr: "no S3 endpoint configured"},
-		{name: "bad insecure", env: map[string]string{EnvEndpoint: "h:1", EnvInsecure: "yes please"}, wantErr: `TFK8S_S3_INSECURE="yes please"`},
+		{name: "bad insecure", env: map[string]string{tfjob.EnvS3Endpoint: "h:1", tfjob.EnvS3Insecure: "yes please"}, wantErr: `TFK8S_S3_INSECURE="yes please"`},
 		{name: "bad scheme", explicit: Config{Endpoint: "ftp://h:1"}, wantErr: `"ftp://h:1": scheme must be http or https`},
 		{name: "endpoint with path", explicit: Config{Endpoint: "http://h:1/bucket"}, wantErr: `"h:1/bucket": want host:port`},
 		{name: "half credentials", explicit: Config{Endpoint: "h:1", AccessKeyID: "k"}, wantErr: "credentials incomplete"},
@@ -94,7 +95,7 @@ insecure: true
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
-	getenv := func(k string) string { return map[string]string{EnvEndpoint: "h:1"}[k] }
+	getenv := func(k string) string { return map[string]string{tfjob.EnvS3Endpoint: "h:1"}[k] }
 	if _, err := LoadConfig(Config{}, getenv, filepath.Join(t.TempDir(), "absent")); err != nil {
 		t.Fatalf("a missing config file must not be an error: %v", err)
 	}

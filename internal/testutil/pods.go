@@ -1,9 +1,7 @@
 package testutil
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,12 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
-
-// trackingFinalizer is the controller's tracking finalizer. The controller package
-// cannot be imported from here (its tests import this package), so the value is
-// repeated; the controller's tests fail if the two ever differ.
-const trackingFinalizer = "tfk8s.io/tracking"
 
 // PodWrapper builds a pod of a TFJob replica, as the kubelet would report it.
 type PodWrapper struct{ corev1.Pod }
@@ -25,7 +19,7 @@ type PodWrapper struct{ corev1.Pod }
 // <job>-<type>-<index>, labelled as the controller labels it, with UID "<name>-uid" and
 // one "tensorflow" container.
 func MakePod(job, namespace string, rt tfv1.ReplicaType, index int32) *PodWrapper {
-	name := fmt.Sprintf("%s-%s-%d", job, strings.ToLower(string(rt)), index)
+	name := tfjob.PodName(job, rt, index)
 	return &PodWrapper{corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -33,11 +27,11 @@ func MakePod(job, namespace string, rt tfv1.ReplicaType, index int32) *PodWrappe
 			UID:       types.UID(name + "-uid"),
 			Labels: map[string]string{
 				tfv1.LabelJobName:      job,
-				tfv1.LabelReplicaType:  strings.ToLower(string(rt)),
+				tfv1.LabelReplicaType:  tfjob.TaskType(rt),
 				tfv1.LabelReplicaIndex: strconv.Itoa(int(index)),
 			},
 		},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "tensorflow/tensorflow:2.16.1"}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: tfjob.ContainerName, Image: "tensorflow/tensorflow:2.16.1"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}}
 }
@@ -65,7 +59,7 @@ func (w *PodWrapper) Reason(reason string) *PodWrapper {
 
 // Finalizer adds the controller's tracking finalizer.
 func (w *PodWrapper) Finalizer() *PodWrapper {
-	w.Finalizers = append(w.Finalizers, trackingFinalizer)
+	w.Finalizers = append(w.Finalizers, tfjob.TrackingFinalizer)
 	return w
 }
 
@@ -101,10 +95,10 @@ func (w *PodWrapper) Condition(t corev1.PodConditionType) *PodWrapper {
 // tensorflowStatus is the status of the tensorflow container, added if missing.
 func (w *PodWrapper) tensorflowStatus() *corev1.ContainerStatus {
 	for i := range w.Status.ContainerStatuses {
-		if w.Status.ContainerStatuses[i].Name == "tensorflow" {
+		if w.Status.ContainerStatuses[i].Name == tfjob.ContainerName {
 			return &w.Status.ContainerStatuses[i]
 		}
 	}
-	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: "tensorflow"})
+	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: tfjob.ContainerName})
 	return &w.Status.ContainerStatuses[len(w.Status.ContainerStatuses)-1]
 }

@@ -36,6 +36,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkPodCreation(b *testing.B) {
 	defer cp.Stop()
 	r := &rig{b: b, cp: cp, cfg: rest.CopyConfig(cp.Config)}
 	r.cfg.QPS, r.cfg.Burst = 5000, 5000
-	if r.c, err = client.New(r.cfg, client.Options{Scheme: controller.Scheme()}); err != nil {
+	if r.c, err = client.New(r.cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		b.Fatal(err)
 	}
 	if r.hc, err = rest.HTTPClientFor(r.cfg); err != nil {

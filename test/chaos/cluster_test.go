@@ -21,8 +21,8 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
@@ -78,7 +78,7 @@ func upCluster(ctx context.Context, t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.client, err = client.New(cfg, client.Options{Scheme: controller.Scheme()}); err != nil {
+	if c.client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		t.Fatal(err)
 	}
 	if c.s3, err = storage.New(st.S3); err != nil {

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 )
 
 // podRun is one pod of a replica, as the watch saw it last.
@@ -46,7 +46,7 @@ func (c *cluster) record(ctx context.Context, t *testing.T) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	informers, err := cache.New(cfg, cache.Options{Scheme: controller.Scheme(),
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme.New(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,9 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -319,7 +319,7 @@ func newJobsCluster(t *testing.T, kubeconfig, config, dir string) *jobsCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Bucket is the bucket every server is started with.
@@ -99,12 +100,12 @@ func (s *Server) Config() storage.Config {
 // Env returns the environment variables that point tfk8s at the server, as NAME=value.
 func (s *Server) Env() []string {
 	return []string{
-		storage.EnvEndpoint + "=" + s.Endpoint,
-		storage.EnvBucket + "=" + s.Bucket,
-		storage.EnvAccessKeyID + "=" + s.AccessKey,
-		storage.EnvSecretAccessKey + "=" + s.SecretKey,
-		storage.EnvRegion + "=" + storage.DefaultRegion,
-		storage.EnvInsecure + "=true",
+		tfjob.EnvS3Endpoint + "=" + s.Endpoint,
+		tfjob.EnvS3Bucket + "=" + s.Bucket,
+		tfjob.EnvAccessKeyID + "=" + s.AccessKey,
+		tfjob.EnvSecretAccessKey + "=" + s.SecretKey,
+		tfjob.EnvRegion + "=" + storage.DefaultRegion,
+		tfjob.EnvS3Insecure + "=true",
 	}
 }
 

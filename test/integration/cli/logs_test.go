@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tfk8s/tfk8s/internal/agent"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // replicaScript prints a few lines and writes a checkpoint named after its replica.
@@ -162,9 +162,9 @@ func runAgent(t *testing.T, ns string, pod *corev1.Pod) string {
 		env = append(env, e.Name+"="+value)
 	}
 	env = append(env,
-		agent.EnvCodePath+"="+workspace,
-		agent.EnvArtifactsPaths+"="+string(paths),
-		agent.EnvLogDir+"="+filepath.Join(dir, "logs"),
+		tfjob.EnvCodePath+"="+workspace,
+		tfjob.EnvArtifactsPaths+"="+string(paths),
+		tfjob.EnvLogDir+"="+filepath.Join(dir, "logs"),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

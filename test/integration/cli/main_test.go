@@ -27,6 +27,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
@@ -71,7 +72,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cp.Stop()
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: controller.Scheme()}); err != nil {
+	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, "creating client:", err)
 		return 1
 	}

@@ -23,6 +23,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // trainTree is a user's code directory, with things .tfk8signore leaves out.
@@ -327,7 +328,7 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 		{"missing DIR", nil, []string{"submit", "/nonexistent/code", "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "DIR /nonexistent/code: stat /nonexistent/code: no such file or directory"},
 		{"DIR is a file", nil, []string{"submit", file, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "DIR " + file + ": not a directory"},
 		{"missing --data DIR", nil, []string{"submit", code, "--data", "/nonexistent/data", "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "--data /nonexistent/data: stat"},
-		{"S3 unreachable", map[string]string{storage.EnvEndpoint: "http://" + closed}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "S3 endpoint http://" + closed + " unreachable"},
+		{"S3 unreachable", map[string]string{tfjob.EnvS3Endpoint: "http://" + closed}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "S3 endpoint http://" + closed + " unreachable"},
 		{"bucket missing", nil, []string{"submit", code, "--s3-bucket", "no-such-bucket", "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "bucket no-such-bucket does not exist at endpoint"},
 		{"no S3 configured", map[string]string{}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "no S3 endpoint configured: set --s3-endpoint, TFK8S_S3_ENDPOINT"},
 		{"negative workers", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--workers", "-1", "--", "python3", "t.py"}, "--workers -1: must not be negative"},

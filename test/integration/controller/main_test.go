@@ -22,6 +22,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -49,7 +50,7 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	fmt.Printf("control plane: kube-apiserver %s (%s)\n", cp.Version.GitVersion, cp.Version.Platform)
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: controller.Scheme()}); err != nil {
+	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, "creating client:", err)
 		return 1
 	}

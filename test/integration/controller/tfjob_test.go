@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestDistributedJobGetsPodsServiceAndTFConfig creates a chief + 2 PS + 3 workers +
@@ -130,7 +130,7 @@ func TestHostNetworkGivesEveryReplicaItsOwnPort(t *testing.T) {
 		}
 		var port corev1.ContainerPort
 		for _, p := range pod.Spec.Containers[0].Ports {
-			if p.Name == controller.PortName {
+			if p.Name == tfjob.PortName {
 				port = p
 			}
 		}

@@ -15,8 +15,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	tfk8sscheme "github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -54,7 +54,7 @@ func run(m *testing.M) int {
 
 // scheme is the controller's, with CRDs.
 func scheme() *runtime.Scheme {
-	s := controller.Scheme()
+	s := tfk8sscheme.New()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }
