@@ -197,7 +197,7 @@ func newControlPlane(opts Options) (*ControlPlane, error) {
 
 // pickPorts takes the fixed ports given, and free ones for the rest.
 func (s *starter) pickPorts(context.Context) error {
-	ports, err := freePorts(5)
+	ports, err := FreePorts(5)
 	if err != nil {
 		return fmt.Errorf("finding free ports: %w", err)
 	}
@@ -503,10 +503,18 @@ func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// DefaultBinDir is $TFK8S_BIN, else bin/ at the root of the tfk8s source tree.
+// DefaultBinDir is where tfk8s finds the binaries it runs, the one lookup of the whole
+// tree: $TFK8S_BIN, else the running executable's directory if it holds etcd (the
+// tfk8s command in bin/), else bin/ at the root of the tfk8s source tree.
 func DefaultBinDir() (string, error) {
 	if dir := os.Getenv("TFK8S_BIN"); dir != "" {
 		return dir, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "etcd")); err == nil {
+			return dir, nil
+		}
 	}
 	root, err := sourceRoot()
 	if err != nil {

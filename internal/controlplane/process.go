@@ -105,9 +105,10 @@ func (p *process) exitError() error {
 	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.name, p.err, p.logPath, p.logTail(20))
 }
 
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners are held
-// until all ports are chosen, so the same port is never handed out twice.
-func freePorts(n int) ([]int, error) {
+// FreePorts reserves n distinct free TCP ports on 127.0.0.1, the one free-port helper
+// of the whole tree. The listeners are held until all ports are chosen, so the same
+// port is never handed out twice.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var errs []error
 	for range n {

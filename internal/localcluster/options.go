@@ -205,18 +205,8 @@ func bridgeIP(cidr string) (netip.Addr, error) {
 	return prefix.Masked().Addr().Next(), nil
 }
 
-// defaultBinDir finds the binaries: $TFK8S_BIN, the running executable's directory if
-// it holds etcd, else bin/ of the source tree.
+// defaultBinDir finds the binaries as every part of tfk8s does.
 func defaultBinDir() (string, error) {
-	if dir := os.Getenv("TFK8S_BIN"); dir != "" {
-		return dir, nil
-	}
-	if exe, err := os.Executable(); err == nil {
-		dir := filepath.Dir(exe)
-		if _, err := os.Stat(filepath.Join(dir, "etcd")); err == nil {
-			return dir, nil
-		}
-	}
 	dir, err := controlplane.DefaultBinDir()
 	if err != nil {
 		return "", errBinDirNotFound

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,22 +255,14 @@ func restarts(p *corev1.Pod) int32 {
 	return n
 }
 
-// freePorts picks free ports for the components; DNS keeps 53 on the cluster's bridge.
+// freePorts picks free ports for the cluster's components.
 func freePorts(t *testing.T) localcluster.Ports {
 	t.Helper()
-	var ports []int
-	for range 10 {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	p, err := localcluster.FreePorts()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return localcluster.Ports{
-		APIServer: ports[0], Etcd: ports[1], EtcdPeer: ports[2], ControllerManager: ports[3], Scheduler: ports[4],
-		Kubelet: ports[5], DNS: 53, DNSReady: ports[6], S3: ports[7], ControllerMetrics: ports[8], ControllerHealth: ports[9],
-	}
+	return p
 }
 
 // testWriter sends the cluster's progress lines to the test's log.

@@ -262,24 +262,14 @@ func checkS3(ctx context.Context, t *testing.T, st *localcluster.Status, userCon
 	}
 }
 
-// freePorts picks free ports for every component listening on 127.0.0.1, and for the
-// ones on the bridge (whose address does not exist yet) ports free on every address.
-// DNS stays 53: pods cannot be told another port.
+// freePorts picks free ports for the cluster's components.
 func freePorts(t *testing.T) localcluster.Ports {
 	t.Helper()
-	var ports []int
-	for range 10 {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	p, err := localcluster.FreePorts()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return localcluster.Ports{
-		APIServer: ports[0], Etcd: ports[1], EtcdPeer: ports[2], ControllerManager: ports[3], Scheduler: ports[4],
-		Kubelet: ports[5], DNS: 53, DNSReady: ports[6], S3: ports[7], ControllerMetrics: ports[8], ControllerHealth: ports[9],
-	}
+	return p
 }
 
 // pidsOf maps each component to its pid.
