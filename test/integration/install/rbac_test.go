@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -36,7 +37,12 @@ func asServiceAccount() *rest.Config {
 // status, the tracking finalizers removed; its log has no "forbidden".
 func TestControllerRunsWithTheChartsRBAC(t *testing.T) {
 	installChart(t)
-	ctrl.SetLogger(zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2))))
+	// client-go's informers and leader election log through klog: a list or watch
+	// refused shows there, so klog writes to the same log.
+	logger := zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2)))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	defer klog.ClearLogger()
 	mgr, err := controller.NewManager(asServiceAccount(), controller.ManagerOptions{
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "0",
