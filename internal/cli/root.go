@@ -16,7 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
@@ -103,7 +102,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
-		localcluster.NewCommand(env.IOStreams),
+		newLocalCommand(o),
 	)
 	return cmd
 }

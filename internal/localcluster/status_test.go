@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
@@ -60,40 +59,19 @@ func TestStatusOf(t *testing.T) {
 	}
 }
 
-func TestKubeconfigCommand(t *testing.T) {
+// TestKubeconfig: before up, an error saying to run it with the same --dir; after,
+// the kubeconfig's path and content.
+func TestKubeconfig(t *testing.T) {
 	dir := t.TempDir()
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
-		cmd.SetArgs(append([]string{"kubeconfig", "--dir", dir}, args...))
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		err := cmd.Execute()
-		return out.String(), err
-	}
-	if _, err := run(); err == nil || !strings.Contains(err.Error(), "run tfk8s local up --dir "+dir) {
+	if _, _, err := Kubeconfig(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "run tfk8s local up --dir "+dir) {
 		t.Errorf("before up: error = %v, want one saying to run up", err)
 	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, []byte("apiVersion: v1\n"), 0o600); err != nil {
+	want := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(want, []byte("apiVersion: v1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"path", nil, path + "\n"},
-		{"raw", []string{"--raw"}, "apiVersion: v1\n"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := run(tc.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("output %q, want %q", got, tc.want)
-			}
-		})
+	path, data, err := Kubeconfig(Options{Dir: dir})
+	if err != nil || path != want || string(data) != "apiVersion: v1\n" {
+		t.Errorf("Kubeconfig = %q, %q, %v; want %q and its content", path, data, err, want)
 	}
 }

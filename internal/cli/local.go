@@ -1,19 +1,20 @@
-package localcluster
+package cli
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
-// NewCommand returns `tfk8s local` and its subcommands up, down, status and
-// kubeconfig. Progress goes to streams.ErrOut, results to streams.Out.
-func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	opts := &Options{}
+// newLocalCommand returns `tfk8s local` and its subcommands up, down, status and
+// kubeconfig. Progress goes to stderr, results to stdout, as for every tfk8s command;
+// the S3 settings up writes go to tfk8s's own config file.
+func newLocalCommand(o *rootOptions) *cobra.Command {
+	opts := &localcluster.Options{UserConfigFile: o.env.ConfigFile}
+	streams := o.env.IOStreams
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Run a one-machine Kubernetes cluster with tfk8s (needs root and Linux)",
@@ -30,7 +31,7 @@ State, logs and pid files are kept in ~/.tfk8s/local (--dir to change).`,
 }
 
 // newUpCommand returns `tfk8s local up`.
-func newUpCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+func newUpCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster, or what is missing of it",
@@ -42,7 +43,7 @@ up on a running cluster only prints its status. The S3 settings are also written
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
-			st, err := Up(cmd.Context(), *opts)
+			st, err := localcluster.Up(cmd.Context(), *opts)
 			if err != nil {
 				return err
 			}
@@ -53,16 +54,16 @@ up on a running cluster only prints its status. The S3 settings are also written
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Ports.APIServer, "apiserver-port", 0, "kube-apiserver's port on 127.0.0.1 (default 6443)")
-	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "pod network; DNS, S3 and the kubelet API listen on its first address (default "+DefaultPodCIDR+")")
-	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+DefaultBridge+")")
-	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+DefaultNodeName+")")
+	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "pod network; DNS, S3 and the kubelet API listen on its first address (default "+localcluster.DefaultPodCIDR+")")
+	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+localcluster.DefaultBridge+")")
+	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu the node advertises")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	return cmd
 }
 
 // newDownCommand returns `tfk8s local down`.
-func newDownCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+func newDownCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Stop the local cluster and remove its network, mounts and containers",
@@ -73,19 +74,19 @@ up starts the same cluster again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
-			return Down(cmd.Context(), *opts)
+			return localcluster.Down(cmd.Context(), *opts)
 		},
 	}
 }
 
 // newStatusCommand returns `tfk8s local status`.
-func newStatusCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+func newStatusCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show which components of the local cluster run",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			st, err := StatusOf(*opts)
+			st, err := localcluster.StatusOf(*opts)
 			if err != nil {
 				return err
 			}
@@ -96,7 +97,7 @@ func newStatusCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.
 }
 
 // newKubeconfigCommand returns `tfk8s local kubeconfig`.
-func newKubeconfigCommand(opts *Options, streams genericiooptions.IOStreams) *cobra.Command {
+func newKubeconfigCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
 	var raw bool
 	cmd := &cobra.Command{
 		Use:   "kubeconfig",
@@ -105,17 +106,9 @@ func newKubeconfigCommand(opts *Options, streams genericiooptions.IOStreams) *co
   tfk8s local kubeconfig --raw > ~/.kube/tfk8s-local`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			resolved, err := resolve(*opts)
+			path, data, err := localcluster.Kubeconfig(*opts)
 			if err != nil {
 				return err
-			}
-			path := pathsIn(resolved.Dir).kubeconfig
-			data, err := os.ReadFile(path)
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("no kubeconfig in %s: run tfk8s local up%s", resolved.Dir, dirFlag(resolved.Dir))
-			}
-			if err != nil {
-				return fmt.Errorf("reading the kubeconfig: %w", err)
 			}
 			if raw {
 				_, err = streams.Out.Write(data)
