@@ -15,19 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
-	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
@@ -40,70 +36,46 @@ var (
 	agentBin string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunSuite(m, controlplane.Options{}, setUp))
+}
 
-func run(m *testing.M) int {
+// setUp builds the agent once and runs the controller for the whole package, so that
+// submitted jobs get pods.
+func setUp(s *testutil.Suite) (func() error, error) {
+	cp, k8sClient = s.ControlPlane, s.Client
+	var err error
+	if clientset, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return nil, fmt.Errorf("creating clientset: %w", err)
+	}
 	tmp, err := os.MkdirTemp("", "tfk8s-cli-test-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
 	agentBin = filepath.Join(tmp, "tfk8s-agent")
 	build := exec.Command("go", "build", "-o", agentBin, "github.com/tfk8s/tfk8s/cmd/tfk8s-agent")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the agent: %v\n%s", err, out)
-		return 1
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("building the agent: %w\n%s", err, out)
 	}
-
-	// The controller's logs go to a file, kept and named only if a test fails.
-	logFile, err := os.CreateTemp("", "tfk8s-cli-test-*.log")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.Level(-2))))
-
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control plane:", err)
-		return 1
-	}
-	defer cp.Stop()
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "creating client:", err)
-		return 1
-	}
-	if clientset, err = kubernetes.NewForConfig(cp.Config); err != nil {
-		fmt.Fprintln(os.Stderr, "creating clientset:", err)
-		return 1
-	}
-
-	// The controller runs for the whole package, so that submitted jobs get pods.
 	cfg := *cp.Config
 	mgr, err := controller.NewManager(&cfg, controller.ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating controller:", err)
-		return 1
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("creating controller: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Printf("controller logs: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
-	return code
+	return func() error {
+		defer os.RemoveAll(tmp)
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // fixture is one test's namespace and S3 server.

@@ -11,18 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
-	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -32,36 +27,12 @@ var (
 	kubelet   testutil.Kubelet
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	// The controllers' logs go to a file, kept and named only if a test fails.
-	logFile, err := os.CreateTemp("", "tfk8s-controller-test-*.log")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.Level(-4))))
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control plane:", err)
-		return 1
-	}
-	defer cp.Stop()
-	fmt.Printf("control plane: kube-apiserver %s (%s)\n", cp.Version.GitVersion, cp.Version.Platform)
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "creating client:", err)
-		return 1
-	}
-	kubelet = testutil.Kubelet{Client: k8sClient}
-	code := m.Run()
-	if code != 0 {
-		fmt.Printf("controller logs: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
-	return code
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunSuite(m, controlplane.Options{}, func(s *testutil.Suite) (func() error, error) {
+		cp, k8sClient = s.ControlPlane, s.Client
+		kubelet = testutil.Kubelet{Client: k8sClient}
+		return nil, nil
+	}))
 }
 
 // startController runs the controller until the returned function is called (a crash,
