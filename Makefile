@@ -94,6 +94,7 @@ generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdschema config/crd/bases/tfk8s.io_tfjobs.yaml
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart
 
 # The agent runs in every pod, on whatever the image holds: static, without cgo.
 .PHONY: build
@@ -106,14 +107,15 @@ verify: generate $(STATICCHECK_STAMP)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	staticcheck ./...
-	git diff --exit-code -- api config || { echo "generated files are out of date: run make generate and commit"; exit 1; }
+	git diff --exit-code -- api config charts || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
 export TFK8S_BIN := $(BIN)
 
+# The install tests check the images make images writes.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) runc build)
+	@+$(call parallel,$(TEST_TOOLS) runc build images)
 	go test -count=1 -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit

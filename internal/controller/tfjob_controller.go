@@ -75,13 +75,14 @@ func NewTFJobReconciler(c client.Client, recorder events.EventRecorder, opts Opt
 	}
 }
 
-// +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs/status,verbs=get;update;patch
+// Only the verbs the controller uses (the leader election lease is in a namespaced Role
+// of the install, config/rbac/leader_election_role.yaml).
+// +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs/status,verbs=patch
 // +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one TFJob's pods and status in line with its spec.
 func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
