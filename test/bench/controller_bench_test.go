@@ -7,22 +7,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -311,105 +303,6 @@ func (r *rig) measure(name string, setup, create func(ns string) error, want int
 	return elapsed
 }
 
-// requestCounts reads kube-apiserver's count of write requests so far, by resource and
-// verb ("pods create", "tfjobs/status patch").
-func (r *rig) requestCounts() map[string]float64 {
-	resp, err := r.hc.Get(r.cfg.Host + "/metrics")
-	if err != nil {
-		r.b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		r.b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, m := range families["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "create", "update", "patch", "delete":
-		default:
-			continue
-		}
-		key := labels["resource"]
-		if sub := labels["subresource"]; sub != "" {
-			key += "/" + sub
-		}
-		out[key+" "+strings.ToLower(labels["verb"])] += m.GetCounter().GetValue()
-	}
-	return out
-}
-
-// requestDelta lists the counts that grew, largest first.
-func requestDelta(before, after map[string]float64) string {
-	type count struct {
-		key string
-		n   float64
-	}
-	var grew []count
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			grew = append(grew, count{k, d})
-		}
-	}
-	slices.SortFunc(grew, func(a, b count) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.key, b.key)) })
-	var parts []string
-	for _, c := range grew {
-		parts = append(parts, fmt.Sprintf("%s %.0f", c.key, c.n))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// profileAPIServer, when TFK8S_BENCH_PPROF names a directory, records CPU profiles of
-// kube-apiserver and of the controller (if it serves them) from now for
-// TFK8S_BENCH_PPROF_SECONDS (default 5), into <dir>/<scenario>.pprof and
-// <dir>/<scenario>-controller.pprof, for `go tool pprof`. The returned function waits
-// for them.
-func profileAPIServer(b *testing.B, cfg *rest.Config, ctl *controllerProcess, scenario string) func() {
-	dir := os.Getenv("TFK8S_BENCH_PPROF")
-	if dir == "" {
-		return func() {}
-	}
-	query := "/debug/pprof/profile?seconds=" + cmp.Or(os.Getenv("TFK8S_BENCH_PPROF_SECONDS"), "5")
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	fetch := func(hc *http.Client, url, out string) {
-		defer wg.Done()
-		resp, err := hc.Get(url)
-		for i := 0; err != nil && i < 100; i++ { // a controller just started may not listen yet
-			time.Sleep(10 * time.Millisecond)
-			resp, err = hc.Get(url)
-		}
-		if err != nil {
-			b.Logf("profiling: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		f, err := os.Create(filepath.Join(dir, out))
-		if err == nil {
-			_, err = io.Copy(f, resp.Body)
-			f.Close()
-		}
-		if err != nil {
-			b.Logf("profiling: %v", err)
-		}
-	}
-	wg.Add(1)
-	go fetch(hc, cfg.Host+query, scenario+".pprof")
-	if ctl != nil && ctl.pprofAddr != "" {
-		wg.Add(1)
-		go fetch(http.DefaultClient, "http://"+ctl.pprofAddr+query, scenario+"-controller.pprof")
-	}
-	return wg.Wait
-}
-
 // watchPodCount returns a channel closed once want pods exist in namespace ns, as seen
 // by a metadata informer started now (it lists, then watches, and re-lists on errors).
 func watchPodCount(ctx context.Context, cfg *rest.Config, ns string, want int) (<-chan struct{}, error) {
@@ -522,111 +415,4 @@ func waitDefaultServiceAccount(b *testing.B, c client.Client, ns string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.Fatalf("namespace %s has no default ServiceAccount", ns)
-}
-
-// controllerProcess is bin/tfk8s-controller running against the control plane.
-type controllerProcess struct {
-	cmd *exec.Cmd
-	// pprofAddr serves the controller's profiles, when TFK8S_BENCH_PPROF asks for them.
-	pprofAddr string
-}
-
-func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, error) {
-	bin, err := controlplane.DefaultBinDir()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(filepath.Join(bin, "tfk8s-controller"),
-		"--kubeconfig="+cp.Kubeconfig(), "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		fmt.Sprintf("--pod-create-concurrency=%d", creators), "--zap-log-level=error")
-	// TFK8S_BENCH_CONTROLLER_ARGS adds flags, e.g. "--zap-log-level=2" to trace reconciles.
-	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("TFK8S_BENCH_CONTROLLER_ARGS"))...)
-	var pprofAddr string
-	if os.Getenv("TFK8S_BENCH_PPROF") != "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		pprofAddr = l.Addr().String()
-		l.Close()
-		cmd.Args = append(cmd.Args, "--pprof-bind-address="+pprofAddr)
-	}
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting tfk8s-controller (run make build): %w", err)
-	}
-	return &controllerProcess{cmd: cmd, pprofAddr: pprofAddr}, nil
-}
-
-// peakRSS is the controller's high-water mark of resident memory, in bytes.
-func (p *controllerProcess) peakRSS() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return -1
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return -1
-}
-
-func (p *controllerProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
-
-// cpuSeconds returns the CPU time used so far by this machine's control plane processes,
-// tfk8s-controller and this benchmark, by command name.
-func cpuSeconds() map[string]float64 {
-	out := map[string]float64{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// comm is in parentheses; utime and stime are fields 14 and 15.
-		end := strings.LastIndexByte(string(stat), ')')
-		start := strings.IndexByte(string(stat), '(')
-		if start < 0 || end < 0 {
-			continue
-		}
-		comm := string(stat[start+1 : end])
-		switch {
-		case strings.HasPrefix(comm, "kube-"), comm == "etcd", comm == "tfk8s-controlle", pid == os.Getpid():
-		default:
-			continue
-		}
-		fields := strings.Fields(string(stat[end+2:]))
-		utime, _ := strconv.ParseFloat(fields[11], 64)
-		stime, _ := strconv.ParseFloat(fields[12], 64)
-		if pid == os.Getpid() {
-			comm = "bench"
-		}
-		out[comm] += (utime + stime) / 100 // clock ticks
-	}
-	return out
-}
-
-func cpuDelta(before, after map[string]float64) string {
-	var parts []string
-	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller", "tfk8s-controlle", "bench"} {
-		parts = append(parts, fmt.Sprintf("%s %.1f", name, after[name]-before[name]))
-	}
-	return strings.Join(parts, ", ")
 }
