@@ -141,7 +141,7 @@ func (s *session) prepare() (int, bool) {
 
 // prepare claims the attempt, fetches code and data, and restores the artifacts.
 func prepare(ctx context.Context, client *storage.Client, cfg Config, up *uploader, log *logger) error {
-	var prev *Manifest
+	var prev *storage.Manifest
 	if up != nil {
 		var err error
 		if prev, err = up.begin(ctx); err != nil {

@@ -18,36 +18,6 @@ import (
 // ManifestName is the name of the manifest, written last under the replica's prefix.
 const ManifestName = storage.ManifestName
 
-// Manifest lists what a replica has stored: every artifact and log file uploaded by
-// any of its attempts, with its size and SHA-256, and the attempts. It is written after
-// the files it lists, so it never names a file not yet stored.
-type Manifest struct {
-	Namespace string `json:"namespace"`
-	Job       string `json:"job"`
-	Replica   string `json:"replica"`
-	Container string `json:"container"`
-	// Final is true once the command has exited and the last upload is done.
-	Final bool `json:"final"`
-	// ExitCode is the command's, once it has exited.
-	ExitCode *int `json:"exitCode,omitempty"`
-	// Updated is when the manifest was written.
-	Updated time.Time `json:"updated"`
-	// Files are in key order.
-	Files []ManifestFile `json:"files"`
-	// Attempts are the replica's attempts known so far, oldest first, this one last.
-	Attempts []storage.Attempt `json:"attempts"`
-}
-
-// ManifestFile is one stored file.
-type ManifestFile struct {
-	// Path is the file's path in the container.
-	Path string `json:"path"`
-	// Key is its object key, in the destination's bucket.
-	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
 // uploader backs up the artifact paths and this attempt's log to the replica's prefix
 // <destination>/<namespace>/<job>/<replica>/ (see storage's layout.go), one sync at a
 // time.
@@ -59,15 +29,15 @@ type uploader struct {
 	// logOffset is where this attempt's part of the log file starts: a restarted
 	// container appends to the log file of the attempts before it.
 	logOffset int64
-	meta      Manifest
+	meta      storage.Manifest
 	log       *logger
 
 	mu            sync.Mutex // one sync at a time; guards what follows
 	state         *storage.SyncState
-	carried       map[string]ManifestFile // files of the earlier attempts, by key
-	logStored     storage.FileState       // this attempt's log, as last stored
-	attempts      []storage.Attempt       // the earlier attempts, oldest first
-	attempt       storage.Attempt         // this one; Number 0 until claimed
+	carried       map[string]storage.ManifestFile // files of the earlier attempts, by key
+	logStored     storage.FileState               // this attempt's log, as last stored
+	attempts      []storage.Attempt               // the earlier attempts, oldest first
+	attempt       storage.Attempt                 // this one; Number 0 until claimed
 	manifestDirty bool
 }
 
@@ -84,10 +54,10 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 		paths:     cfg.ArtifactsPaths,
 		logFile:   cfg.LogFile(),
 		logOffset: logOffset,
-		meta:      Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
+		meta:      storage.Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
 		log:       log,
 		state:     storage.NewSyncState(),
-		carried:   map[string]ManifestFile{},
+		carried:   map[string]storage.ManifestFile{},
 		attempt:   storage.Attempt{Pod: cfg.PodName, PodUID: cfg.PodUID, Container: cfg.ContainerName},
 	}, nil
 }
@@ -169,14 +139,14 @@ func (u *uploader) writeManifest(ctx context.Context, final bool, exitCode *int)
 	m.Final, m.ExitCode, m.Updated = final, exitCode, time.Now().UTC()
 	files := maps.Clone(u.carried)
 	for path, f := range u.state.Files() {
-		files[f.Key] = ManifestFile{Path: path, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
+		files[f.Key] = storage.ManifestFile{Path: path, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
 	}
 	if f := u.logStored; f.Key != "" {
-		files[f.Key] = ManifestFile{Path: u.logFile, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
+		files[f.Key] = storage.ManifestFile{Path: u.logFile, Key: f.Key, Size: f.Size, SHA256: f.SHA256}
 	}
-	m.Files = slices.SortedFunc(maps.Values(files), func(a, b ManifestFile) int { return strings.Compare(a.Key, b.Key) })
+	m.Files = slices.SortedFunc(maps.Values(files), func(a, b storage.ManifestFile) int { return strings.Compare(a.Key, b.Key) })
 	if m.Files == nil {
-		m.Files = []ManifestFile{}
+		m.Files = []storage.ManifestFile{}
 	}
 	m.Attempts = append(slices.Clone(u.attempts), u.attempt)
 	if err := u.putJSON(ctx, u.base.Join(ManifestName), m); err != nil {

@@ -23,7 +23,7 @@ import (
 // attempt before it. The files the earlier attempts stored are kept in the manifest,
 // and the artifacts among them are not uploaded again while unchanged. It returns the
 // previous manifest, nil if there is none.
-func (u *uploader) begin(ctx context.Context) (*Manifest, error) {
+func (u *uploader) begin(ctx context.Context) (*storage.Manifest, error) {
 	c := u.client.WithBackoff(fetchBackoff)
 	prev, err := readManifest(ctx, c, u.base)
 	if err != nil {
@@ -60,25 +60,18 @@ func (u *uploader) begin(ctx context.Context) (*Manifest, error) {
 
 // readManifest reads the manifest under the replica prefix base; nil if there is none,
 // or if it cannot be parsed.
-func readManifest(ctx context.Context, c *storage.Client, base storage.URI) (*Manifest, error) {
-	var buf bytes.Buffer
-	if _, err := c.Download(ctx, base.Join(ManifestName), &buf); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, nil
-		}
-		return nil, err
+func readManifest(ctx context.Context, c *storage.Client, base storage.URI) (*storage.Manifest, error) {
+	m, err := storage.ReadManifest(ctx, c, base)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrBadManifest) {
+		return nil, nil // none, or written by no tfk8s: as good as none
 	}
-	var m Manifest
-	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
-		return nil, nil // written by no tfk8s: as good as none
-	}
-	return &m, nil
+	return m, err
 }
 
 // earlierAttempts returns the replica's attempts, oldest first: those the previous
 // manifest lists, and those stored under attempts/ since (an attempt killed before its
 // last manifest), read from their records.
-func (u *uploader) earlierAttempts(ctx context.Context, c *storage.Client, prev *Manifest) ([]storage.Attempt, error) {
+func (u *uploader) earlierAttempts(ctx context.Context, c *storage.Client, prev *storage.Manifest) ([]storage.Attempt, error) {
 	byNumber := map[int]storage.Attempt{}
 	if prev != nil {
 		for _, a := range prev.Attempts {

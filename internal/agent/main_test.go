@@ -234,9 +234,9 @@ func download(t *testing.T, c *storage.Client, u storage.URI) string {
 }
 
 // manifest reads the replica's manifest.
-func (j *job) manifest(t *testing.T) agent.Manifest {
+func (j *job) manifest(t *testing.T) storage.Manifest {
 	t.Helper()
-	var m agent.Manifest
+	var m storage.Manifest
 	if err := json.Unmarshal([]byte(download(t, j.client, j.replicaURI(agent.ManifestName))), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func (j *job) manifest(t *testing.T) agent.Manifest {
 // its content and listed in the manifest with its size and SHA-256, and that every
 // file the manifest lists is stored with the size and SHA-256 it says. (It may list
 // files gone since, such as a trainer's temporary files caught by a periodic upload.)
-func (j *job) checkStoredModel(t *testing.T, m agent.Manifest) {
+func (j *job) checkStoredModel(t *testing.T, m storage.Manifest) {
 	t.Helper()
 	for _, f := range m.Files {
 		content := download(t, j.client, storage.URI{Bucket: j.srv.Bucket, Key: f.Key})
@@ -256,7 +256,7 @@ func (j *job) checkStoredModel(t *testing.T, m agent.Manifest) {
 			t.Errorf("manifest says %s has %d bytes, sha256 %s; stored: %d bytes, sha256 %x", f.Key, f.Size, f.SHA256, len(content), sum)
 		}
 	}
-	listed := map[string]agent.ManifestFile{}
+	listed := map[string]storage.ManifestFile{}
 	for _, f := range m.Files {
 		listed[f.Path] = f
 	}
@@ -275,7 +275,7 @@ func (j *job) checkStoredModel(t *testing.T, m agent.Manifest) {
 			t.Errorf("%s holds %q, want %q", key, got, content)
 		}
 		sum := sha256.Sum256(content)
-		want := agent.ManifestFile{Path: local, Key: key.Key, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}
+		want := storage.ManifestFile{Path: local, Key: key.Key, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}
 		if got := listed[local]; got != want {
 			t.Errorf("manifest entry of %s = %+v, want %+v", local, got, want)
 		}
@@ -283,9 +283,9 @@ func (j *job) checkStoredModel(t *testing.T, m agent.Manifest) {
 }
 
 // localFiles returns the manifest's files that exist locally.
-func localFiles(t *testing.T, m agent.Manifest) []agent.ManifestFile {
+func localFiles(t *testing.T, m storage.Manifest) []storage.ManifestFile {
 	t.Helper()
-	var out []agent.ManifestFile
+	var out []storage.ManifestFile
 	for _, f := range m.Files {
 		if _, err := os.Stat(f.Path); err == nil {
 			out = append(out, f)

@@ -32,7 +32,7 @@ type restoreStats struct {
 // attempt of a job resumed from another restores from that job's replica. Only files
 // missing locally are restored: a file that survived a container restart is as new as
 // any. Each is checked against the manifest's SHA-256 before it is put in place.
-func (u *uploader) restore(ctx context.Context, cfg Config, prev *Manifest) error {
+func (u *uploader) restore(ctx context.Context, cfg Config, prev *storage.Manifest) error {
 	src, m := u.base, prev
 	if u.attempt.Number == 1 {
 		if cfg.ArtifactsResumeFrom == "" {
@@ -65,15 +65,15 @@ func (u *uploader) restore(ctx context.Context, cfg Config, prev *Manifest) erro
 }
 
 // restoreFiles restores the manifest's artifacts under the artifact paths.
-func (u *uploader) restoreFiles(ctx context.Context, src storage.URI, m *Manifest) (*restoreStats, error) {
-	var files []ManifestFile
+func (u *uploader) restoreFiles(ctx context.Context, src storage.URI, m *storage.Manifest) (*restoreStats, error) {
+	var files []storage.ManifestFile
 	for _, f := range m.Files {
 		if storage.ArtifactURI(src, f.Path).Key == f.Key && u.underPaths(f.Path) {
 			files = append(files, f)
 		}
 	}
 	stats := &restoreStats{}
-	next := make(chan ManifestFile)
+	next := make(chan storage.ManifestFile)
 	errs := make([]error, restoreParallelism)
 	var wg sync.WaitGroup
 	for i := range restoreParallelism {
@@ -105,7 +105,7 @@ func (u *uploader) underPaths(p string) bool {
 
 // restoreFile restores one file unless it is there, through a temporary file renamed
 // into place once its SHA-256 is the manifest's.
-func (u *uploader) restoreFile(ctx context.Context, src storage.URI, f ManifestFile, stats *restoreStats) error {
+func (u *uploader) restoreFile(ctx context.Context, src storage.URI, f storage.ManifestFile, stats *restoreStats) error {
 	if st, err := os.Lstat(f.Path); err == nil {
 		sum, _ := storage.FileSHA256(f.Path)
 		stats.mu.Lock()

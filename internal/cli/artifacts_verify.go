@@ -55,7 +55,7 @@ func (f *jobFiles) verify(ctx context.Context, dir string) (verification, error)
 	if err != nil {
 		return verification{}, err
 	}
-	manifests := make([]*replicaManifest, len(replicas))
+	manifests := make([]*storage.Manifest, len(replicas))
 	errs := make([]error, len(replicas))
 	parallel(len(replicas), maxParallelReads, func(i int) {
 		manifests[i], errs[i] = readManifestAt(ctx, f.s3, f.base.Join(replicas[i]+"/"))
@@ -94,7 +94,7 @@ func (f *jobFiles) verify(ctx context.Context, dir string) (verification, error)
 
 // checkFile compares a downloaded file with its manifest entry; "" when they agree,
 // else what is wrong, naming the file.
-func checkFile(local, name string, want manifestFile) string {
+func checkFile(local, name string, want storage.ManifestFile) string {
 	st, err := os.Stat(local)
 	if err != nil {
 		return fmt.Sprintf("incomplete: %s: listed in the manifest (%d bytes), not downloaded", name, want.Size)

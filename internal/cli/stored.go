@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"maps"
@@ -18,34 +16,10 @@ import (
 // What the CLI reads of what a job's agents stored, laid out as internal/storage's
 // layout.go says.
 
-// replicaManifest is the part of a replica's manifest.json that the CLI reads: every
-// file stored so far, and the attempts.
-type replicaManifest struct {
-	Files    []manifestFile    `json:"files"`
-	Attempts []storage.Attempt `json:"attempts"`
-}
-
-// manifestFile is one stored file: Key in the destination's bucket.
-type manifestFile struct {
-	Path   string `json:"path"`
-	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
 // readManifestAt reads the manifest of the replica stored under prefix; an error
 // wrapping storage.ErrNotFound when it has none.
-func readManifestAt(ctx context.Context, c *storage.Client, replica storage.URI) (*replicaManifest, error) {
-	var buf bytes.Buffer
-	u := replica.Join(storage.ManifestName)
-	if _, err := c.Download(ctx, u, &buf); err != nil {
-		return nil, fmt.Errorf("reading the manifest: %w", err)
-	}
-	m := &replicaManifest{}
-	if err := json.Unmarshal(buf.Bytes(), m); err != nil {
-		return nil, fmt.Errorf("reading the manifest %s: %w", u, err)
-	}
-	return m, nil
+func readManifestAt(ctx context.Context, c *storage.Client, replica storage.URI) (*storage.Manifest, error) {
+	return storage.ReadManifest(ctx, c, replica)
 }
 
 // maxParallelReads bounds the S3 requests one command makes at once.

@@ -1,8 +1,12 @@
 package storage
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -122,4 +126,52 @@ func DataSetDigest(files []DataFile) string {
 		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Manifest lists what a replica has stored: every artifact and log file uploaded by any
+// of its attempts, with its size and SHA-256, and the attempts. The agent writes it
+// after the files it lists, so it never names a file not yet stored; the CLI reads it.
+type Manifest struct {
+	Namespace string `json:"namespace"`
+	Job       string `json:"job"`
+	Replica   string `json:"replica"`
+	Container string `json:"container"`
+	// Final is true once the command has exited and the last upload is done.
+	Final bool `json:"final"`
+	// ExitCode is the command's, once it has exited.
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Updated is when the manifest was written.
+	Updated time.Time `json:"updated"`
+	// Files are in key order.
+	Files []ManifestFile `json:"files"`
+	// Attempts are the replica's attempts known so far, oldest first, the latest last.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// ManifestFile is one stored file.
+type ManifestFile struct {
+	// Path is the file's path in the container.
+	Path string `json:"path"`
+	// Key is its object key, in the destination's bucket.
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ErrBadManifest is a manifest that does not parse: written by something else.
+var ErrBadManifest = errors.New("not a tfk8s manifest")
+
+// ReadManifest reads the manifest of the replica stored under the prefix replica; an
+// error wrapping ErrNotFound when it has none, ErrBadManifest when it does not parse.
+func ReadManifest(ctx context.Context, c *Client, replica URI) (*Manifest, error) {
+	var buf bytes.Buffer
+	u := replica.Join(ManifestName)
+	if _, err := c.Download(ctx, u, &buf); err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(buf.Bytes(), m); err != nil {
+		return nil, fmt.Errorf("reading the manifest %s: %w: %v", u, ErrBadManifest, err)
+	}
+	return m, nil
 }
