@@ -1,10 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -130,20 +127,7 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
+	return testutil.DecodeObjects(data)
 }
 
 // TestTemplateWithoutSpecIsRefused sends what only a manifest can say (a Go client

@@ -2,18 +2,16 @@ package install
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/testutil"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -52,7 +50,7 @@ func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
 		all.WriteString(out[name])
 		all.WriteString("\n---\n")
 	}
-	return decodeObjects(all.Bytes())
+	return testutil.DecodeObjects(all.Bytes())
 }
 
 // renderKustomize builds config/default as kubectl apply -k would.
@@ -66,25 +64,7 @@ func renderKustomize() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building config/default: %w", err)
 	}
-	return decodeObjects(data)
-}
-
-// decodeObjects reads every non-empty object of a YAML stream.
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("decoding the rendered objects: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
+	return testutil.DecodeObjects(data)
 }
 
 // identities names each object "Kind namespace/name", sorted.
