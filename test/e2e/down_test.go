@@ -41,9 +41,12 @@ func testDownKeepsFinalUploads(ctx context.Context, t *testing.T, c *jobsCluster
 		c.fail(t, "%v", err)
 	}
 	chief := c.pod(ctx, t, "last", "chief", 0)
+	// The program's own "running" line, not the agent's quote of the script, which
+	// comes before the program has set its SIGTERM handler.
+	printed := regexp.MustCompile(`(?m)^running$`)
 	c.eventually(ctx, t, "the job's program runs", func() (bool, error) {
 		logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		return err == nil && strings.Contains(string(logs), "running"), err
+		return err == nil && printed.Match(logs), err
 	})
 	if err := localcluster.Down(ctx, opts); err != nil {
 		t.Fatalf("down: %v", err)
