@@ -81,7 +81,7 @@ func TestRunKeepsEveryAttemptAndResumes(t *testing.T) {
 
 	// The container restarts in the same pod: its files survived, and a newer local
 	// checkpoint is kept rather than overwritten by the stored one.
-	writeFile(t, j.path("model", "ckpt-2"), "weights-2, trained on locally\n")
+	testutil.WriteFile(t, j.path("model", "ckpt-2"), "weights-2, trained on locally\n")
 	out = j.runStep(t, "3", 0, tfjob.EnvPodName+"=mnist-worker-1", tfjob.EnvPodUID+"=uid-b")
 	if !strings.Contains(out, "its weights: weights-2, trained on locally") {
 		t.Errorf("attempt 3 lost the local checkpoint:\n%s", out)

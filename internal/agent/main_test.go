@@ -102,11 +102,11 @@ func newJob(t *testing.T) *job {
 	ctx := testContext(t)
 
 	src := t.TempDir()
-	writeFile(t, filepath.Join(src, "train.py"), trainScript)
-	writeFile(t, filepath.Join(src, "lib", "__init__.py"), "")
-	writeFile(t, filepath.Join(src, "lib", "helper.py"), "def greeting():\n    return 'hello from lib'\n")
-	writeFile(t, filepath.Join(src, "scratch", "huge.bin"), "left out by .tfk8signore")
-	writeFile(t, filepath.Join(src, ".tfk8signore"), "scratch/\n")
+	testutil.WriteFile(t, filepath.Join(src, "train.py"), trainScript)
+	testutil.WriteFile(t, filepath.Join(src, "lib", "__init__.py"), "")
+	testutil.WriteFile(t, filepath.Join(src, "lib", "helper.py"), "def greeting():\n    return 'hello from lib'\n")
+	testutil.WriteFile(t, filepath.Join(src, "scratch", "huge.bin"), "left out by .tfk8signore")
+	testutil.WriteFile(t, filepath.Join(src, ".tfk8signore"), "scratch/\n")
 	archive, err := pack.Pack(src, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func newJob(t *testing.T) *job {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	writeFile(t, filepath.Join(data, "train", "part-0.csv"), "toy-dataset-v1")
+	testutil.WriteFile(t, filepath.Join(data, "train", "part-0.csv"), "toy-dataset-v1")
 	if _, err := j.client.SyncDir(ctx, data, storage.URI{Bucket: srv.Bucket, Key: "datasets/toy/"}, storage.NewSyncState()); err != nil {
 		t.Fatal(err)
 	}
@@ -210,17 +210,6 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// writeFile writes content to name, creating directories.
-func writeFile(t *testing.T, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // download returns the content of an object.

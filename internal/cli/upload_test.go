@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -51,7 +52,7 @@ func TestRenderBar(t *testing.T) {
 
 func TestScanDataIsContentAddressed(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) { writeFile(t, filepath.Join(dir, name), content) }
+	write := func(name, content string) { testutil.WriteFile(t, filepath.Join(dir, name), content) }
 	write("train/part-0.csv", "1,2,3\n")
 	write("test/part-0.csv", "4,5\n")
 	first, err := scanData(dir)
@@ -118,7 +119,7 @@ func TestScanDataDigestIsThePathOrderOne(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{"a/b": "in a dir\n", "a.txt": "beside it\n"}
 	for name, content := range files {
-		writeFile(t, filepath.Join(dir, name), content)
+		testutil.WriteFile(t, filepath.Join(dir, name), content)
 	}
 	d, err := scanData(dir)
 	if err != nil {
@@ -136,16 +137,5 @@ func TestScanDataDigestIsThePathOrderOne(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, d.list); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
-	}
-}
-
-// writeFile writes a file, and the directories it needs.
-func writeFile(t *testing.T, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
