@@ -25,6 +25,7 @@ CONTROLLER_GEN_VERSION := v0.21.0
 STATICCHECK_VERSION := v0.8.2
 VERSITYGW_VERSION := v1.8.0
 COREDNS_VERSION := v1.14.7
+DISTRIBUTION_VERSION := v3.1.2
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -33,6 +34,7 @@ CONTROLLER_GEN_STAMP := $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK_STAMP := $(STAMP)/staticcheck-$(STATICCHECK_VERSION)
 VERSITYGW_STAMP := $(STAMP)/versitygw-$(VERSITYGW_VERSION)
 COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
+DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
@@ -42,7 +44,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -58,7 +60,7 @@ prerequisites: $(PREREQUISITES)
 
 .PHONY: tools versitygw coredns runc
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) runc)
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) runc)
 versitygw: $(VERSITYGW_STAMP)
 coredns: $(COREDNS_STAMP)
 
@@ -87,6 +89,11 @@ $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
 $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 	cd hack/tools/versitygw && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
 	mkdir -p $(STAMP) && rm -f $(STAMP)/versitygw-* && touch $@
+
+# The CNCF Distribution registry serves the images of local mode's pods.
+$(DISTRIBUTION_STAMP): hack/tools/registry/go.mod
+	cd hack/tools/registry && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry github.com/distribution/distribution/v3/cmd/registry
+	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)
