@@ -1,6 +1,7 @@
 // Command tfk8s-node is a kubelet for processes: it registers a Node with the API
-// server and runs the pods bound to it as runc containers whose root is the host's own
-// file system (the image is ignored). It needs root and runc (apt-get install -y runc).
+// server and runs the pods bound to it as runc containers on their images, pulled from
+// their registries (or mirrors) and unpacked once; images named by --host-image run on
+// the host's own file system instead. It needs root and runc (apt-get install -y runc).
 // See package internal/node.
 //
 //	tfk8s-node --kubeconfig FILE [flags]   run until SIGTERM or SIGINT, then stop every pod
@@ -58,6 +59,22 @@ func run(args []string) int {
 		opts.MaskedPaths = splitList(s)
 		return nil
 	})
+	fs.Func("host-image", "image name (exact) whose containers run on the host's file system with the node's bin directory mounted, not pulled; repeatable (the docs use tfk8s.io/host)", func(s string) error {
+		opts.HostImages = append(opts.HostImages, s)
+		return nil
+	})
+	fs.Func("registry-mirror", "REGISTRY=URL: pull images of REGISTRY (docker.io for bare names, * for every registry) from the mirror URL first, same repository path, then from the registry; http:// is plain HTTP; repeatable", func(s string) error {
+		reg, url, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("%q is not REGISTRY=URL", s)
+		}
+		if opts.RegistryMirrors == nil {
+			opts.RegistryMirrors = map[string]string{}
+		}
+		opts.RegistryMirrors[reg] = url
+		return nil
+	})
+	fs.StringVar(&opts.ImageDir, "image-dir", "", "cache of image blobs (by digest) and unpacked image roots, shareable by several nodes (default <state-dir>/images)")
 	fs.BoolVar(&opts.LocalProvisioner, "local-provisioner", true, "bind hostPath volumes to claims of the tfk8s-local class or of no class")
 	fs.BoolVar(&cleanup, "cleanup", false, "remove the containers, mounts, network namespaces, veths and bridge a node left behind, then exit")
 	zapOpts := zap.Options{}

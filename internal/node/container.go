@@ -34,6 +34,10 @@ type containerRunner struct {
 	// restart count is one less.
 	created int32
 	backoff time.Duration
+	// imageID is the image the last instance ran, as the status reports it;
+	// pullBackoff the delay before the next pull after a failed one.
+	imageID     string
+	pullBackoff time.Duration
 }
 
 // instance is one run of a container.
@@ -73,6 +77,7 @@ func (r *containerRunner) status() corev1.ContainerStatus {
 	s := corev1.ContainerStatus{
 		Name:                 r.spec.Name,
 		Image:                r.spec.Image,
+		ImageID:              r.imageID,
 		State:                *r.state.DeepCopy(),
 		LastTerminationState: *r.last.DeepCopy(),
 		RestartCount:         r.restarts,
@@ -98,8 +103,12 @@ func (r *containerRunner) supervise(ctx context.Context) *exitInfo {
 		if r.w.stopping() {
 			return last
 		}
+		img := r.ensureImage(ctx)
+		if img == nil {
+			return last
+		}
 		startedAt := time.Now()
-		exit := r.runInstance(ctx)
+		exit := r.runInstance(ctx, img)
 		last = &exit
 		if r.w.stopping() || !r.restartable(exit) {
 			return last

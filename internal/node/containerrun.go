@@ -42,8 +42,8 @@ type bundlePaths struct {
 	dir, rootfs, upper, work, config, pidFile, runcLog, terminationLog string
 }
 
-// runInstance prepares, starts and waits for one instance of the container.
-func (r *containerRunner) runInstance(ctx context.Context) exitInfo {
+// runInstance prepares, starts and waits for one instance of the container on img.
+func (r *containerRunner) runInstance(ctx context.Context, img *image) exitInfo {
 	w := r.w
 	// Whether the pod is stopping is asked under the lock that marks the container as
 	// starting: stopContainer, run once the pod stops, then either finds it starting and
@@ -62,7 +62,7 @@ func (r *containerRunner) runInstance(ctx context.Context) exitInfo {
 		w.mu.Unlock()
 	}()
 	pod := w.currentPod()
-	cfg, memLimit, err := r.configure(pod)
+	cfg, memLimit, err := r.configure(pod, img)
 	if err != nil {
 		reason := ReasonCreateContainerError
 		if errors.Is(err, errConfig) {
@@ -129,12 +129,13 @@ func (r *containerRunner) runInstance(ctx context.Context) exitInfo {
 	return exitInfo{terminated: t}
 }
 
-// configure builds the container's OCI configuration and returns its memory limit.
-func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, error) {
+// configure builds the container's OCI configuration on img and returns its memory
+// limit.
+func (r *containerRunner) configure(pod *corev1.Pod, img *image) (containerConfig, int64, error) {
 	w := r.w
 	c := &r.spec
 	sb := w.sandboxInfo()
-	base := []corev1.EnvVar{{Name: "PATH", Value: containerPath(w.m.opts.BinDir)}, {Name: "HOSTNAME", Value: utsHostname(pod, w.m.opts.ClusterDomain)}}
+	base := append(imageEnv(img.config), corev1.EnvVar{Name: "HOSTNAME", Value: utsHostname(pod, w.m.opts.ClusterDomain)})
 	gpus := sb.gpus[c.Name]
 	base = append(base, gpuEnv(gpus)...)
 	env, err := containerEnv(pod, c, w.fields(), w.api(), base)
@@ -142,14 +143,14 @@ func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, er
 		return containerConfig{}, 0, err
 	}
 	paths := w.bundlePaths(c.Name)
-	cfg := containerConfig{Rootfs: paths.rootfs, NetNSPath: sb.netnsPath}
+	cfg := containerConfig{Rootfs: paths.rootfs, ImageRoot: img.root, NetNSPath: sb.netnsPath}
 	if !pod.Spec.HostNetwork {
 		cfg.Hostname = utsHostname(pod, w.m.opts.ClusterDomain)
 	}
 	if len(gpus) > 0 {
 		cfg.Devices = hostGPUDevices()
 	}
-	if err := applyContainer(&cfg, pod, c, env); err != nil {
+	if err := applyContainer(&cfg, pod, c, env, img, w.podRef()); err != nil {
 		return containerConfig{}, 0, err
 	}
 	volumes, err := volumeMounts(c, sb.volumes, env)
@@ -163,17 +164,20 @@ func (r *containerRunner) configure(pod *corev1.Pod) (containerConfig, int64, er
 	cfg.Mounts = append(sb.fileMounts(), specs.Mount{
 		Destination: termPath, Type: "bind", Source: paths.terminationLog, Options: []string{"bind", "rw"},
 	})
-	if dir := w.m.opts.BinDir; dir != "" {
+	if dir := w.m.opts.BinDir; dir != "" && img.host {
 		// The tfk8s binaries lead the container's PATH; mounted at their own path, they
 		// stay visible when they live under /tmp, which the container gets fresh.
 		cfg.Mounts = append(cfg.Mounts, specs.Mount{Destination: dir, Type: "bind", Source: dir, Options: []string{"rbind", "ro"}})
 	}
 	cfg.Mounts = append(cfg.Mounts, volumes...)
-	var dests []string
-	for _, m := range cfg.Mounts {
-		dests = append(dests, m.Destination)
+	if img.host {
+		// Only the host's root holds the host's secrets; an image's root does not.
+		var dests []string
+		for _, m := range cfg.Mounts {
+			dests = append(dests, m.Destination)
+		}
+		cfg.MaskedPaths = hiddenPaths(userHome(), w.m.opts.StateDir, w.m.opts.MaskedPaths, dests)
 	}
-	cfg.MaskedPaths = hiddenPaths(userHome(), w.m.opts.StateDir, w.m.opts.MaskedPaths, dests)
 	var memLimit int64
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		memLimit = q.Value()
@@ -204,7 +208,7 @@ func (r *containerRunner) prepareBundle(ctx context.Context, id string, paths bu
 	if err := os.Chmod(paths.terminationLog, 0o666); err != nil {
 		return 0, fmt.Errorf("opening termination log: %w", err)
 	}
-	if err := mountRootfs(paths.rootfs, paths.upper, paths.work); err != nil {
+	if err := mountRootfs(paths.rootfs, cfg.ImageRoot, paths.upper, paths.work); err != nil {
 		return 0, err
 	}
 	data, err := json.MarshalIndent(buildSpec(cfg), "", "  ")

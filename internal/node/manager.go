@@ -42,6 +42,7 @@ type manager struct {
 	gpus        *gpuAllocator
 	cgroups     cgroups
 	host        hostFiles
+	images      *imageStore
 	allocatable corev1.ResourceList
 	// ctx outlives the node's own context: stopping the node still needs the API to
 	// write the pods' final statuses.

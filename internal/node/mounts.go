@@ -13,17 +13,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountRootfs mounts at target an overlay whose only lower layer is the host's root and
-// whose upper layer is upper (on a tmpfs: an overlay's upper layer cannot live in its
-// lower one). runc creates the container's mount points there, never on the host, and
-// then makes the root read-only.
-func mountRootfs(target, upper, work string) error {
+// mountRootfs mounts at target an overlay whose only lower layer is lower (an image's
+// unpacked root, or the host's root) and whose upper layer is upper (on a tmpfs: an
+// overlay's upper layer cannot live in its lower one). runc creates the container's
+// mount points there, never in the image or on the host, and then makes the root
+// read-only.
+func mountRootfs(target, lower, upper, work string) error {
 	for _, d := range []string{target, upper, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating overlay directory: %w", err)
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=/,upperdir=%s,workdir=%s", upper, work)
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
 	if err := unix.Mount("overlay", target, "overlay", unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting the container root overlay at %s: %w", target, err)
 	}

@@ -147,6 +147,10 @@ func newManager(ctx context.Context, opts Options, client kubernetes.Interface, 
 	if err != nil {
 		return nil, hostInfo{}, err
 	}
+	images, err := newImageStore(opts.ImageDir, opts.RegistryMirrors)
+	if err != nil {
+		return nil, hostInfo{}, err
+	}
 	hostsFile, _ := os.ReadFile("/etc/hosts")
 	resolvFile, _ := os.ReadFile("/etc/resolv.conf")
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -163,6 +167,7 @@ func newManager(ctx context.Context, opts Options, client kubernetes.Interface, 
 		gpus:        newGPUAllocator(opts.GPUs),
 		cgroups:     detectCgroups("/sys/fs/cgroup"),
 		host:        hostFiles{hosts: hostsFile, resolv: parseResolvConf(resolvFile)},
+		images:      images,
 		allocatable: nodeCapacity(info, opts.GPUs),
 		ctx:         ctx,
 		workers:     map[types.UID]*podWorker{},

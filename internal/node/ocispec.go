@@ -1,20 +1,24 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // containerConfig is what the OCI runtime spec of one container run is built from.
 type containerConfig struct {
-	// Rootfs is the container's root: the overlay over the host's root.
-	Rootfs string
-	Args   []string
-	Env    []string
-	Cwd    string
+	// Rootfs is the container's root: an overlay over ImageRoot, the image's unpacked
+	// root (or the host's root for --host-image images).
+	Rootfs, ImageRoot string
+	Args              []string
+	Env               []string
+	Cwd               string
 	// Hostname, when set, gives the container its own UTS namespace with that name.
 	Hostname string
 	// NetNSPath is the pod's network namespace; empty shares the host's.
@@ -218,20 +222,16 @@ func capName(c string) string {
 // cpuPeriod is the CFS period CPU limits are expressed in, in microseconds.
 const cpuPeriod = 100000
 
-// applyContainer sets the parts of cfg that come from a pod's container: its command
-// and arguments (with $(VAR) references expanded against env), working directory,
-// identity, capabilities, sysctls and CPU share and quota. A container must name a
-// command: there is no image to supply an entrypoint.
-func applyContainer(cfg *containerConfig, pod *corev1.Pod, c *corev1.Container, env []string) error {
-	lookup := envLookup(env)
-	for _, a := range append(slices.Clone(c.Command), c.Args...) {
-		cfg.Args = append(cfg.Args, expand(a, lookup))
-	}
+// applyContainer sets the parts of cfg that come from a pod's container and its
+// image: the process line (with $(VAR) references expanded against env), working
+// directory, identity, capabilities, sysctls and CPU share and quota.
+func applyContainer(cfg *containerConfig, pod *corev1.Pod, c *corev1.Container, env []string, img *image, podRef string) error {
+	cfg.Args = containerProcess(c, img.config, envLookup(env))
 	if len(cfg.Args) == 0 {
-		return fmt.Errorf("%w: container %s has no command (the image is ignored, so it has no entrypoint)", errConfig, c.Name)
+		return fmt.Errorf("container %s: image %s has no entrypoint and no cmd, and the container has no command", c.Name, c.Image)
 	}
 	cfg.Env = env
-	cfg.Cwd = c.WorkingDir
+	cfg.Cwd = cmp.Or(c.WorkingDir, img.config.WorkingDir)
 	cfg.HostPID, cfg.HostIPC = pod.Spec.HostPID, pod.Spec.HostIPC
 
 	psc := pod.Spec.SecurityContext
@@ -242,11 +242,8 @@ func applyContainer(cfg *containerConfig, pod *corev1.Pod, c *corev1.Container, 
 	if sc == nil {
 		sc = &corev1.SecurityContext{}
 	}
-	if uid := firstInt64(sc.RunAsUser, psc.RunAsUser); uid != nil {
-		cfg.UID = uint32(*uid)
-	}
-	if gid := firstInt64(sc.RunAsGroup, psc.RunAsGroup); gid != nil {
-		cfg.GID = uint32(*gid)
+	if err := applyIdentity(cfg, pod, c, img, podRef); err != nil {
+		return err
 	}
 	for _, g := range psc.SupplementalGroups {
 		cfg.AdditionalGids = append(cfg.AdditionalGids, uint32(g))
@@ -279,6 +276,39 @@ func applyContainer(cfg *containerConfig, pod *corev1.Pod, c *corev1.Container, 
 	}
 	return nil
 }
+
+// applyIdentity sets the user and groups of the process: the image's user, resolved in
+// its own /etc/passwd and /etc/group, unless runAsUser and runAsGroup say otherwise; a
+// runAsUser without runAsGroup takes its group from the image's /etc/passwd, as
+// container runtimes do. runAsNonRoot is enforced with the kubelet's messages.
+func applyIdentity(cfg *containerConfig, pod *corev1.Pod, c *corev1.Container, img *image, podRef string) error {
+	psc := ptr.Deref(pod.Spec.SecurityContext, corev1.PodSecurityContext{})
+	sc := ptr.Deref(c.SecurityContext, corev1.SecurityContext{})
+	id, err := resolveUser(img.root, img.config.User)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.Name, err)
+	}
+	runAsUser := firstInt64(sc.RunAsUser, psc.RunAsUser)
+	if err := checkRunAsNonRoot(pod, c, runAsUser, id, podRef); err != nil {
+		return configError{err}
+	}
+	if runAsUser != nil && (id.Name != "" || int64(id.UID) != *runAsUser) {
+		id, _ = resolveUser(img.root, strconv.FormatInt(*runAsUser, 10))
+		id.Groups = nil
+	}
+	cfg.UID, cfg.GID, cfg.AdditionalGids = id.UID, id.GID, id.Groups
+	if gid := firstInt64(sc.RunAsGroup, psc.RunAsGroup); gid != nil {
+		cfg.GID = uint32(*gid)
+	}
+	return nil
+}
+
+// configError marks err as a configuration error (CreateContainerConfigError)
+// without changing its message, which is the kubelet's.
+type configError struct{ error }
+
+func (e configError) Is(target error) bool { return target == errConfig }
+func (e configError) Unwrap() error        { return e.error }
 
 // firstInt64 returns the first non-nil pointer.
 func firstInt64(ps ...*int64) *int64 {

@@ -173,12 +173,12 @@ func TestApplyContainer(t *testing.T) {
 				CPUShares: 256, CPUQuota: 100000, CPUPeriod: 100000,
 			},
 		},
-		{name: "no command", c: corev1.Container{Name: "main"}, wantErr: true},
 	}
+	img := &image{root: t.TempDir()}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got containerConfig
-			err := applyContainer(&got, pod, &tc.c, []string{"GREETING=hello"})
+			err := applyContainer(&got, pod, &tc.c, []string{"GREETING=hello"}, img, "p_ns(uid)")
 			if !configErrorAsWanted(t, err, tc.wantErr) {
 				return
 			}

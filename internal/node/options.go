@@ -59,14 +59,29 @@ type Options struct {
 	// by this CA (what kube-apiserver presents with --kubelet-client-certificate).
 	// Unset, the API serves anyone who reaches it.
 	ClientCAFile string
-	// BinDir leads the default PATH of containers: the host is the image, and the tfk8s
-	// binaries beside the node (tfk8s-agent above all) are part of it. Default: the
-	// directory of the running executable.
+	// BinDir leads the default PATH of the containers of HostImages, and is mounted into
+	// them: the host is their image, and the tfk8s binaries beside the node
+	// (tfk8s-agent above all) are part of it. Default: the directory of the running
+	// executable.
 	BinDir string
+	// HostImages are the image names (matched exactly) whose containers run on the
+	// host's filesystem, read-only, with BinDir mounted, as every container did before
+	// the node pulled images. The docs name tfk8s.io/host for it. Every other image is
+	// pulled; there is no fallback to the host.
+	HostImages []string
+	// RegistryMirrors map a registry (ghcr.io; docker.io for bare names; * for every
+	// registry) to a mirror URL tried first, with the same repository path; http://
+	// URLs are plain HTTP. The registry itself is tried when the mirror fails.
+	RegistryMirrors map[string]string
+	// ImageDir caches image blobs by digest and the unpacked root of each image by its
+	// config digest. Several nodes may share one: every write is to a temporary name
+	// renamed into place. Default: <StateDir>/images.
+	ImageDir string
 	// RuncPath is the runc binary. Default: runc on $PATH.
 	RuncPath string
-	// RestartBackoff is the first delay before restarting a failed container; it
-	// doubles up to MaxRestartBackoff.
+	// RestartBackoff is the first delay before restarting a failed container, and
+	// before pulling an image again after a failed pull; it doubles up to
+	// MaxRestartBackoff, as the kubelet's back-offs do.
 	RestartBackoff time.Duration
 	// ShutdownGracePeriod, when set, caps each pod's grace period when the node stops.
 	// Unset, every pod gets its own terminationGracePeriodSeconds, as when it is
@@ -118,6 +133,15 @@ func (opts Options) withHostDefaults() (Options, error) {
 		return opts, fmt.Errorf("resolving the state directory: %w", err)
 	}
 	opts.StateDir = abs
+	if opts.ImageDir == "" {
+		opts.ImageDir = filepath.Join(opts.StateDir, "images")
+	}
+	if opts.ImageDir, err = filepath.Abs(opts.ImageDir); err != nil {
+		return opts, fmt.Errorf("resolving --image-dir: %w", err)
+	}
+	if _, err := parseMirrors(opts.RegistryMirrors); err != nil {
+		return opts, err
+	}
 	if opts.PodCIDR == "" {
 		opts.PodCIDR = DefaultPodCIDR
 	}

@@ -39,7 +39,7 @@ func TestTwoContainersShareAnEmptyDir(t *testing.T) {
 	pod.Spec.Containers = []corev1.Container{
 		{
 			Name:       "writer",
-			Image:      "host",
+			Image:      hostImage,
 			Command:    []string{"sh", "-c", `{ echo "args=$*"; echo "pwd=$(pwd)"; env | grep -E '^(GREETING|TOKEN|MODE|CFG_|POD_)' | sort; } > /out/seen.tmp && mv /out/seen.tmp /out/seen`, "sh"},
 			Args:       []string{"first", "$(GREETING)"},
 			WorkingDir: "/out",
@@ -56,7 +56,7 @@ func TestTwoContainersShareAnEmptyDir(t *testing.T) {
 		},
 		{
 			Name:         "reader",
-			Image:        "host",
+			Image:        hostImage,
 			Command:      []string{"sh", "-c", "while [ ! -s /in/seen ]; do sleep 0.1; done; cat /in/seen"},
 			VolumeMounts: []corev1.VolumeMount{{Name: "out", MountPath: "/in", ReadOnly: true}},
 		},

@@ -90,7 +90,7 @@ func shPod(name, ns, script string) *corev1.Pod {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
 			Containers: []corev1.Container{{
-				Name: "main", Image: "ignored", Command: []string{"sh", "-c", script},
+				Name: "main", Image: hostImage, Command: []string{"sh", "-c", script},
 			}},
 		},
 	}

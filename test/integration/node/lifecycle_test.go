@@ -99,14 +99,14 @@ func TestReadinessProbes(t *testing.T) {
 	}})
 	pod.Spec.Containers = append(pod.Spec.Containers,
 		corev1.Container{
-			Name: "http", Image: "host",
+			Name: "http", Image: hostImage,
 			Command:        []string{"python3", "-c", "import time, http.server; time.sleep(2); http.server.HTTPServer(('', 8080), http.server.SimpleHTTPRequestHandler).serve_forever()"},
 			WorkingDir:     "/tmp",
 			Ports:          []corev1.ContainerPort{{Name: "web", ContainerPort: 8080}},
 			ReadinessProbe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("web")}}),
 		},
 		corev1.Container{
-			Name: "tcp", Image: "host",
+			Name: "tcp", Image: hostImage,
 			Command:        []string{"python3", "-c", "import socket, time; time.sleep(2); s = socket.socket(); s.bind(('', 9090)); s.listen(); time.sleep(600)"},
 			ReadinessProbe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9090)}}),
 		},

@@ -32,6 +32,9 @@ const (
 	testGPUs    = 2
 	clusterDNS  = "10.96.0.10"
 	testBackoff = 300 * time.Millisecond
+	// hostImage is the image name the nodes run on the host's filesystem
+	// (--host-image), as the docs name it; every other image is pulled.
+	hostImage = "tfk8s.io/host"
 )
 
 var (
@@ -113,6 +116,7 @@ func run(m *testing.M) int {
 			AllowedHostPaths:    []string{os.TempDir()},
 			MaskedPaths:         []string{maskedDir},
 			LocalProvisioner:    true,
+			HostImages:          []string{hostImage},
 			Log:                 zap.New(zap.WriteTo(nodeLog(cp.Dir))),
 		})
 	}()

@@ -127,8 +127,8 @@ func TestInitContainersRunFirstInOrder(t *testing.T) {
 	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
 	pod.Spec.Containers[0].VolumeMounts = mount
 	pod.Spec.InitContainers = []corev1.Container{
-		{Name: "first", Image: "host", Command: []string{"sh", "-c", "sleep 0.5; echo first >> /work/order"}, VolumeMounts: mount},
-		{Name: "second", Image: "host", Command: []string{"sh", "-c", "echo second >> /work/order"}, VolumeMounts: mount},
+		{Name: "first", Image: hostImage, Command: []string{"sh", "-c", "sleep 0.5; echo first >> /work/order"}, VolumeMounts: mount},
+		{Name: "second", Image: hostImage, Command: []string{"sh", "-c", "echo second >> /work/order"}, VolumeMounts: mount},
 	}
 	createPod(t, pod)
 	p := waitPhase(t, ns, "init", corev1.PodSucceeded)
@@ -146,7 +146,7 @@ func TestInitContainersRunFirstInOrder(t *testing.T) {
 
 	// A failing init container fails a Never pod; the container never runs.
 	failing := shPod("init-fails", ns, "echo should not run")
-	failing.Spec.InitContainers = []corev1.Container{{Name: "boom", Image: "host", Command: []string{"sh", "-c", "exit 4"}}}
+	failing.Spec.InitContainers = []corev1.Container{{Name: "boom", Image: hostImage, Command: []string{"sh", "-c", "exit 4"}}}
 	createPod(t, failing)
 	p = waitPhase(t, ns, "init-fails", corev1.PodFailed)
 	if s := containerStatus(p.Status.ContainerStatuses, "main"); s.State.Waiting == nil || s.RestartCount != 0 {

@@ -45,7 +45,7 @@ func TestNodeShutdown(t *testing.T) {
 	go func() {
 		done <- node.Run(nodeCtx, node.Options{
 			Config: cp.Config, NodeName: name, StateDir: state, PodCIDR: "10.251.0.0/24", Bridge: bridge,
-			ShutdownGracePeriod: 10 * time.Second, AllowedHostPaths: []string{os.TempDir()}, Log: zap.New(zap.WriteTo(nodeLog2(t))),
+			ShutdownGracePeriod: 10 * time.Second, AllowedHostPaths: []string{os.TempDir()}, HostImages: []string{hostImage}, Log: zap.New(zap.WriteTo(nodeLog2(t))),
 		})
 	}()
 	t.Cleanup(func() {
