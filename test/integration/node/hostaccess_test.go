@@ -1,17 +1,14 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfk8s/tfk8s/internal/node"
 	"github.com/tfk8s/tfk8s/internal/testutil"
@@ -74,22 +71,5 @@ func TestHostPathOutsideAllowedPathsRefused(t *testing.T) {
 	if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Running != nil {
 		t.Errorf("the container ran: %+v", cs[0].State)
 	}
-	waitEvent(t, ns, "etc", node.ReasonHostPathNotAllowed)
-}
-
-// waitEvent waits for an event of the pod with reason.
-func waitEvent(t *testing.T, ns, pod, reason string) {
-	t.Helper()
-	waitPod(t, ns, pod, 30*time.Second, "given a "+reason+" event", func(*corev1.Pod) bool {
-		events, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
-		if err != nil {
-			return false
-		}
-		for _, e := range events.Items {
-			if e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	})
+	waitEvent(t, ns, "etc", node.ReasonHostPathNotAllowed, "")
 }
