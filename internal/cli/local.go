@@ -19,14 +19,15 @@ func newLocalCommand(o *rootOptions) *cobra.Command {
 		Use:   "local",
 		Short: "Run a one-machine Kubernetes cluster with tfk8s (needs root and Linux)",
 		Long: `tfk8s local runs a real Kubernetes control plane and a node that runs pods as
-processes on this machine (with runc; the container image is ignored: the host's file
-system is the image), with cluster DNS, an S3 server and the tfk8s controller. It all
-comes from bin/ (make build tools) and keeps running after the command returns.
-State, logs and pid files are kept in ~/.tfk8s/local (--dir to change).`,
+runc containers on this machine, each on the image it names, pulled through the
+cluster's own image registry (which mirrors every registry), with cluster DNS, an S3
+server and the tfk8s controller. It all comes from bin/ (make build tools) and keeps
+running after the command returns. State, logs and pid files are kept in
+~/.tfk8s/local (--dir to change).`,
 	}
 	cmd.PersistentFlags().StringVar(&opts.Dir, "dir", "", "state directory of the cluster (default ~/.tfk8s/local)")
 	cmd.AddCommand(newUpCommand(opts, streams), newDownCommand(opts, streams),
-		newStatusCommand(opts, streams), newKubeconfigCommand(opts, streams))
+		newStatusCommand(opts, streams), newKubeconfigCommand(opts, streams), newLoadCommand(opts, streams))
 	return cmd
 }
 
@@ -35,11 +36,18 @@ func newUpCommand(opts *localcluster.Options, streams genericiooptions.IOStreams
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster, or what is missing of it",
-		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, tfk8s-node,
-CoreDNS, versitygw (S3, bucket tfk8s) and tfk8s-controller, each once the one before
-is ready, and writes the kubeconfig and the S3 settings. What already runs is kept, so
-up on a running cluster only prints its status. The S3 settings are also written to
-~/.tfk8s/config if that file does not exist.`,
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the image
+registry, tfk8s-node, CoreDNS, versitygw (S3, bucket tfk8s) and tfk8s-controller, each
+once the one before is ready, and writes the kubeconfig and the S3 settings. What
+already runs is kept, so up on a running cluster only prints its status. The S3
+settings are also written to ~/.tfk8s/config if that file does not exist.
+
+The registry (127.0.0.1:5000, --registry-port) gets every OCI image layout of the
+source tree's _out/images (make images, make tensorflow-image) and of --images, under
+the reference's repository path: ghcr.io/tfk8s/tensorflow:2.21.0-cpu is pushed as
+127.0.0.1:5000/tfk8s/tensorflow:2.21.0-cpu. The node looks for every image there first,
+then in its own registry, so pods name images by their usual references. Blobs the
+registry has are not sent again: a second up pushes nothing new.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
@@ -59,6 +67,10 @@ up on a running cluster only prints its status. The S3 settings are also written
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu the node advertises")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
+	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on 127.0.0.1 (default 5000)")
+	f.StringArrayVar(&opts.Images, "images", nil, "directory of OCI image layouts (or one layout) to push into the registry, besides the source tree's _out/images; repeatable")
+	f.StringVar(&opts.ImageDir, "image-dir", "", "the node's image cache, shared by every local cluster (default $XDG_CACHE_HOME/tfk8s/images or ~/.cache/tfk8s/images)")
+	f.StringArrayVar(&opts.HostImages, "host-image", nil, "image name whose pods run on the host's file system instead of a pulled image (the docs use tfk8s.io/host); repeatable")
 	return cmd
 }
 

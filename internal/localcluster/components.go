@@ -22,17 +22,18 @@ const (
 	compDNS               = "coredns"
 	compS3                = "versitygw"
 	compController        = "tfk8s-controller"
+	compRegistry          = "registry"
 )
 
 // allComponents are every component's name, in start order.
-var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compNode, compDNS, compS3, compController}
+var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compNode, compDNS, compS3, compController}
 
 // stopOrder is the order Down stops the components in, each while what it needs still
 // runs: the node first, whose pods (the agent's last upload above all) need S3, DNS
 // and the API server until they have stopped; then the controller and the control
-// plane that the node's final status writes went to; then DNS and S3, which serve pods
-// only; etcd last, under the API server.
-var stopOrder = []string{compNode, compController, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compEtcd}
+// plane that the node's final status writes went to; then DNS, S3 and the registry,
+// which serve pods only; etcd last, under the API server.
+var stopOrder = []string{compNode, compController, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compRegistry, compEtcd}
 
 // controlPlaneComponents are the components package controlplane starts.
 var controlPlaneComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler}
@@ -56,6 +57,7 @@ func components(opts Options) []component {
 		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}},
 		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}},
 		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}},
+		{compRegistry, []endpoint{tcp(lo, p.Registry)}},
 		{compNode, []endpoint{tcp(br, p.Kubelet)}},
 		{compDNS, []endpoint{udp(br, p.DNS), tcp(br, p.DNS), tcp(lo, p.DNSReady)}},
 		{compS3, []endpoint{tcp(br, p.S3)}},
@@ -80,7 +82,7 @@ func componentNamed(opts Options, name string) component {
 // nodeArgs are tfk8s-node's flags.
 func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string {
 	br, _ := bridgeIP(opts.PodCIDR)
-	return []string{
+	args := []string{
 		"--kubeconfig=" + p.kubeconfig,
 		"--node-name=" + opts.NodeName,
 		"--state-dir=" + p.nodeState,
@@ -95,7 +97,16 @@ func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string
 		// credentials, nor the user's tfk8s settings.
 		"--masked-paths=" + strings.Join([]string{p.dir, opts.UserConfigFile}, ","),
 		"--allowed-host-paths=" + strings.Join(opts.AllowedHostPaths, ","),
+		// Every image is looked for in the cluster's registry first, then in its own.
+		"--registry-mirror=*=" + registryURL(opts),
 	}
+	if opts.ImageDir != "" {
+		args = append(args, "--image-dir="+opts.ImageDir)
+	}
+	for _, name := range opts.HostImages {
+		args = append(args, "--host-image="+name)
+	}
+	return args
 }
 
 // apiServerArgs are kube-apiserver's extra flags: it reaches the node's kubelet API at

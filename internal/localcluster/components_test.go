@@ -76,6 +76,7 @@ func TestComponents(t *testing.T) {
 			wantAddrs: map[string][]string{
 				compEtcd:       {"127.0.0.1:2379/tcp", "127.0.0.1:2380/tcp"},
 				compAPIServer:  {"127.0.0.1:6443/tcp"},
+				compRegistry:   {"127.0.0.1:5000/tcp"},
 				compNode:       {"10.244.0.1:10250/tcp"},
 				compDNS:        {"10.244.0.1:53/udp", "10.244.0.1:53/tcp", "127.0.0.1:10282/tcp"},
 				compS3:         {"10.244.0.1:7070/tcp"},
@@ -85,7 +86,7 @@ func TestComponents(t *testing.T) {
 		{
 			name:      "without a node",
 			opts:      Options{WithoutNode: true, PodCIDR: "10.99.0.0/16", Ports: Ports{APIServer: 16443, S3: 17070}},
-			wantNames: []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compDNS, compS3, compController},
+			wantNames: []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compDNS, compS3, compController},
 			wantAddrs: map[string][]string{
 				compAPIServer: {"127.0.0.1:16443/tcp"},
 				compS3:        {"10.99.0.1:17070/tcp"},
@@ -116,7 +117,11 @@ func TestComponents(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	opts := defaulted(t, Options{GPUs: 2, UserConfigFile: "/home/ann/.tfk8s/config", AllowedHostPaths: []string{"/data", "/srv"}})
+	t.Setenv("XDG_CACHE_HOME", "/cache")
+	opts := defaulted(t, Options{
+		GPUs: 2, UserConfigFile: "/home/ann/.tfk8s/config", AllowedHostPaths: []string{"/data", "/srv"},
+		HostImages: []string{"tfk8s.io/host", "example.com/tools:1"},
+	})
 	p := pathsIn(opts.Dir)
 	tests := []struct {
 		name string
@@ -132,7 +137,24 @@ func TestArgs(t *testing.T) {
 				"--cluster-domain=cluster.local", "--port=10250",
 				"--client-ca-file=/state/cluster/kubelet-client-ca.crt", "--gpus=2",
 				"--masked-paths=/state,/home/ann/.tfk8s/config", "--allowed-host-paths=/data,/srv",
+				"--registry-mirror=*=http://127.0.0.1:5000", "--image-dir=/cache/tfk8s/images",
+				"--host-image=tfk8s.io/host", "--host-image=example.com/tools:1",
 			},
+		},
+		{
+			name: "tfk8s-node without host images, on another registry port",
+			got: func() []string {
+				o := opts
+				o.HostImages, o.Ports.Registry, o.ImageDir = nil, 15000, "/var/images"
+				args := nodeArgs(o, p, controlplane.KubeletClientPKIIn(p.run))
+				return args[len(args)-2:]
+			}(),
+			want: []string{"--registry-mirror=*=http://127.0.0.1:15000", "--image-dir=/var/images"},
+		},
+		{
+			name: "registry",
+			got:  registryArgs(p),
+			want: []string{"serve", "/state/cluster/registry.yml"},
 		},
 		{
 			name: "tfk8s-node cleanup",
@@ -181,4 +203,24 @@ func defaulted(t *testing.T, opts Options) Options {
 		t.Fatal(err)
 	}
 	return opts
+}
+
+// TestRegistryConfig: storage in the state directory, plain HTTP on 127.0.0.1 only.
+func TestRegistryConfig(t *testing.T) {
+	opts := defaulted(t, Options{Ports: Ports{Registry: 15000}})
+	want := `# The image registry of the tfk8s local cluster (tfk8s local up).
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: "/state/registry"
+  delete:
+    enabled: true
+http:
+  addr: "127.0.0.1:15000"
+`
+	if diff := cmp.Diff(want, string(registryConfig(opts, pathsIn(opts.Dir)))); diff != "" {
+		t.Errorf("registry.yml (-want +got):\n%s", diff)
+	}
 }

@@ -1,7 +1,8 @@
 // Package localcluster runs tfk8s's local mode: a one-machine Kubernetes cluster made
 // of the upstream control plane (etcd, kube-apiserver with gang scheduling,
-// kube-controller-manager, kube-scheduler), tfk8s-node (a kubelet that runs pods as
-// runc containers on the host's file system), CoreDNS, an S3 server (versitygw) and
+// kube-controller-manager, kube-scheduler), an OCI registry (CNCF Distribution) that
+// the node mirrors every registry to, tfk8s-node (a kubelet that runs pods as runc
+// containers on the images it pulls), CoreDNS, an S3 server (versitygw) and
 // tfk8s-controller, all from bin/. Each runs as a detached process with its pid file
 // and log in the state directory, so that the cluster outlives `tfk8s local up` and
 // `tfk8s local down`, run later, can stop it.
@@ -11,9 +12,11 @@
 //	kubeconfig      the cluster administrator's kubeconfig, context tfk8s-local
 //	s3.yaml         the S3 settings, in the format of ~/.tfk8s/config
 //	cluster.yaml    the network settings the cluster was created with
-//	cluster/        certificates, etcd's data, the Corefile, and <component>.pid and .log
+//	cluster/        certificates, etcd's data, the Corefile, registry.yml, and
+//	                <component>.pid and .log
 //	node/           tfk8s-node's state: pod sandboxes, volumes, container logs
 //	s3/             versitygw's buckets
+//	registry/       the registry's storage: the images pushed by up and load
 package localcluster
 
 import (
@@ -59,6 +62,9 @@ type Ports struct {
 	S3                int `json:"s3"`
 	ControllerMetrics int `json:"controllerMetrics"`
 	ControllerHealth  int `json:"controllerHealth"`
+	// Registry is the image registry's, on 127.0.0.1: the node pulls through it, and
+	// the user pushes to it.
+	Registry int `json:"registry"`
 }
 
 // DefaultPorts are the ports of a local cluster whose Options leave them unset.
@@ -74,6 +80,7 @@ var DefaultPorts = Ports{
 	S3:                7070,
 	ControllerMetrics: 10280,
 	ControllerHealth:  10281,
+	Registry:          5000,
 }
 
 // Options configure a local cluster. The zero value is the default cluster.
@@ -105,6 +112,18 @@ type Options struct {
 	// enforced on every namespace but the system ones, refuses hostPath volumes anyway
 	// unless the namespace is labelled pod-security.kubernetes.io/enforce=privileged.
 	AllowedHostPaths []string
+	// Images are directories Up pushes the OCI image layouts of into the cluster's
+	// registry: each a layout, or a directory of layouts. _out/images of the source
+	// tree around BinDir is pushed too, when it exists.
+	Images []string
+	// ImageDir is the node's image cache (tfk8s-node --image-dir). Default:
+	// $XDG_CACHE_HOME/tfk8s/images, else ~/.cache/tfk8s/images: one for every local
+	// cluster of the user, so that an image is pulled and unpacked once.
+	ImageDir string
+	// HostImages are the image names whose pods run on the host's file system
+	// (tfk8s-node --host-image), the docs' tfk8s.io/host among them when asked for.
+	// Default: none; every other image is pulled.
+	HostImages []string
 	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
 	// A cluster kept across reboots (the default) must not lose acknowledged writes.
 	UnsafeNoFsync bool
@@ -154,6 +173,12 @@ func (opts Options) withDefaults() (Options, error) {
 	opts.Bridge = cmp.Or(opts.Bridge, DefaultBridge)
 	opts.ClusterDomain = cmp.Or(opts.ClusterDomain, DefaultClusterDomain)
 	opts.Ports = opts.Ports.withDefaults()
+	if opts.ImageDir == "" {
+		// Without a cache directory the node keeps its default, under its state.
+		opts.ImageDir = defaultImageDir()
+	} else if opts.ImageDir, err = filepath.Abs(opts.ImageDir); err != nil {
+		return opts, fmt.Errorf("resolving --image-dir: %w", err)
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Minute
 	}
@@ -170,6 +195,16 @@ func (opts Options) withDefaults() (Options, error) {
 		return opts, err
 	}
 	return opts, nil
+}
+
+// defaultImageDir is $XDG_CACHE_HOME/tfk8s/images, else ~/.cache/tfk8s/images, else
+// "" when neither is known.
+func defaultImageDir() string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "tfk8s", "images")
 }
 
 // withDefaults fills the zero ports from DefaultPorts.
@@ -189,6 +224,7 @@ func (p Ports) or(d Ports) Ports {
 		S3:                cmp.Or(p.S3, d.S3),
 		ControllerMetrics: cmp.Or(p.ControllerMetrics, d.ControllerMetrics),
 		ControllerHealth:  cmp.Or(p.ControllerHealth, d.ControllerHealth),
+		Registry:          cmp.Or(p.Registry, d.Registry),
 	}
 }
 
@@ -219,22 +255,25 @@ var errBinDirNotFound = errors.New("cannot find the binaries: run tfk8s from bin
 
 // paths are the files and directories of a state directory.
 type paths struct {
-	dir, run, nodeState, s3Data string
-	kubeconfig, s3Config        string
-	clusterState, corefile      string
+	dir, run, nodeState, s3Data  string
+	kubeconfig, s3Config         string
+	clusterState, corefile       string
+	registryData, registryConfig string
 }
 
 // pathsIn lays out the state directory dir.
 func pathsIn(dir string) paths {
 	run := filepath.Join(dir, "cluster")
 	return paths{
-		dir:          dir,
-		run:          run,
-		nodeState:    filepath.Join(dir, "node"),
-		s3Data:       filepath.Join(dir, "s3"),
-		kubeconfig:   filepath.Join(dir, "kubeconfig"),
-		s3Config:     filepath.Join(dir, "s3.yaml"),
-		clusterState: filepath.Join(dir, "cluster.yaml"),
-		corefile:     filepath.Join(run, "Corefile"),
+		dir:            dir,
+		run:            run,
+		nodeState:      filepath.Join(dir, "node"),
+		s3Data:         filepath.Join(dir, "s3"),
+		kubeconfig:     filepath.Join(dir, "kubeconfig"),
+		s3Config:       filepath.Join(dir, "s3.yaml"),
+		clusterState:   filepath.Join(dir, "cluster.yaml"),
+		corefile:       filepath.Join(run, "Corefile"),
+		registryData:   filepath.Join(dir, "registry"),
+		registryConfig: filepath.Join(run, "registry.yml"),
 	}
 }

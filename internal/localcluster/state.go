@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/client-go/rest"
@@ -29,6 +30,10 @@ type settings struct {
 	GPUs          int    `json:"gpus,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
 	Ports         Ports  `json:"ports"`
+	// ImageDir and HostImages are the node's: kept, so that a node restarted by a
+	// later up pulls into the same cache and runs the same images on the host.
+	ImageDir   string   `json:"imageDir,omitempty"`
+	HostImages []string `json:"hostImages,omitempty"`
 }
 
 // settingsOf returns the settings of opts.
@@ -41,6 +46,8 @@ func settingsOf(opts Options) settings {
 		GPUs:          opts.GPUs,
 		WithoutNode:   opts.WithoutNode,
 		Ports:         opts.Ports,
+		ImageDir:      opts.ImageDir,
+		HostImages:    opts.HostImages,
 	}
 }
 
@@ -82,6 +89,8 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	opts.ClusterDomain = pick(&errs, "--cluster-domain", opts.ClusterDomain, saved.ClusterDomain, running)
 	opts.GPUs = pick(&errs, "--gpus", opts.GPUs, saved.GPUs, running)
 	opts.WithoutNode = pick(&errs, "without a node", opts.WithoutNode, saved.WithoutNode, running)
+	opts.ImageDir = pick(&errs, "--image-dir", opts.ImageDir, saved.ImageDir, running)
+	opts.HostImages = pickList(&errs, "--host-image", opts.HostImages, saved.HostImages, running)
 	ports := opts.Ports.or(saved.Ports)
 	if running && ports != saved.Ports.or(ports) {
 		errs = append(errs, fmt.Errorf("ports %+v differ from the running cluster's %+v", ports, saved.Ports))
@@ -101,6 +110,17 @@ func pick[T comparable](errs *[]error, name string, explicit, saved T, running b
 		return saved
 	}
 	if running && explicit != saved {
+		*errs = append(*errs, fmt.Errorf("%s is %v, not %v", name, saved, explicit))
+	}
+	return explicit
+}
+
+// pickList is pick for a list: the explicit one if not empty, else the saved one.
+func pickList(errs *[]error, name string, explicit, saved []string, running bool) []string {
+	if len(explicit) == 0 {
+		return saved
+	}
+	if running && !slices.Equal(explicit, saved) {
 		*errs = append(*errs, fmt.Errorf("%s is %v, not %v", name, saved, explicit))
 	}
 	return explicit

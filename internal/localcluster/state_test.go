@@ -48,6 +48,17 @@ func TestMergeSettings(t *testing.T) {
 			wantErr: "--bridge is br9, not br10\n--gpus is 2, not 1",
 		},
 		{
+			name:    "other host images while running are refused",
+			opts:    Options{HostImages: []string{"tfk8s.io/host"}},
+			running: true,
+			wantErr: "--host-image is [], not [tfk8s.io/host]",
+		},
+		{
+			name: "host images and image cache are kept",
+			opts: Options{HostImages: []string{"tfk8s.io/host"}, ImageDir: "/images"},
+			want: savedWith(func(s *settings) { s.HostImages, s.ImageDir = []string{"tfk8s.io/host"}, "/images" }),
+		},
+		{
 			name:    "another port while running is refused",
 			opts:    Options{Ports: Ports{APIServer: 7443}},
 			running: true,
@@ -101,6 +112,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 }
 
 func TestResolveUsesSavedSettings(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/cache")
 	dir := t.TempDir()
 	if err := saveSettings(pathsIn(dir).clusterState, settings{Bridge: "saved0", PodCIDR: "10.5.0.0/24", Ports: Ports{APIServer: 16443}}); err != nil {
 		t.Fatal(err)
@@ -110,7 +122,8 @@ func TestResolveUsesSavedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := settings{NodeName: "mine", PodCIDR: "10.5.0.0/24", Bridge: "saved0", ClusterDomain: DefaultClusterDomain,
-		Ports: func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }()}
+		Ports:    func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
+		ImageDir: "/cache/tfk8s/images"}
 	if diff := cmp.Diff(want, settingsOf(got)); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}

@@ -22,6 +22,8 @@ type Status struct {
 	S3ConfigFile string
 	// S3 are the settings of the cluster's S3 server.
 	S3 storage.Config
+	// Registry is the image registry's address, host:port, plain HTTP.
+	Registry string
 	// Components are the cluster's processes, in start order.
 	Components []ComponentStatus
 	// UserConfig is the user's tfk8s config file, and UserConfigWritten says whether
@@ -78,7 +80,7 @@ func StatusOf(opts Options) (*Status, error) {
 // statusOf is StatusOf with opts resolved.
 func statusOf(opts Options) *Status {
 	p := pathsIn(opts.Dir)
-	s := &Status{Dir: opts.Dir}
+	s := &Status{Dir: opts.Dir, Registry: registryAddr(opts)}
 	if _, err := os.Stat(p.kubeconfig); err == nil {
 		s.Kubeconfig = p.kubeconfig
 	}
@@ -135,6 +137,7 @@ func (s *Status) Print(w io.Writer) {
 	if s.S3ConfigFile != "" {
 		fmt.Fprintf(w, "S3: http://%s, bucket %s (settings in %s)\n", s.S3.Endpoint, s.S3.Bucket, s.S3ConfigFile)
 	}
+	fmt.Fprintf(w, "Registry: http://%s, the node's mirror of every registry (tfk8s local load IMAGE pushes to it)\n", s.Registry)
 }
 
 // PrintUsage writes how to use and stop the cluster.

@@ -36,7 +36,8 @@ const PodSecurityLevel = "baseline"
 const certValidity = 10 * 365 * 24 * time.Hour
 
 // Up starts the local cluster, or what is missing of it, and waits until every
-// component is ready: the API server answers /readyz, the node is Ready, DNS resolves
+// component is ready: the API server answers /readyz, the registry answers and holds
+// the images of the source tree and of Options.Images, the node is Ready, DNS resolves
 // the kubernetes Service, the S3 bucket exists and the controller is ready. Components
 // found running are kept. It writes the kubeconfig and the S3 settings, and the user's
 // ~/.tfk8s/config if there is none. On error, the processes this call started are
@@ -67,7 +68,7 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 		}
 	}()
 	for _, step := range []func(context.Context) error{
-		u.startControlPlane, u.startNode, u.startDNS, u.startS3, u.startController,
+		u.startControlPlane, u.startRegistry, u.startNode, u.startDNS, u.startS3, u.startController,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err

@@ -1,0 +1,91 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+)
+
+// registryEnv is the registry's environment: no trace exporter, or it would send its
+// traces to an OTLP collector on localhost and log each failure.
+var registryEnv = []string{"OTEL_TRACES_EXPORTER=none"}
+
+// registryAddr is where the registry listens: host:port on 127.0.0.1, reached by the
+// node (on the host) and the user, not by pods.
+func registryAddr(opts Options) string {
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(opts.Ports.Registry)).String()
+}
+
+// registryURL is the registry's URL, plain HTTP: what the node mirrors every registry to.
+func registryURL(opts Options) string { return "http://" + registryAddr(opts) }
+
+// registryArgs are the registry's arguments: its configuration file.
+func registryArgs(p paths) []string { return []string{"serve", p.registryConfig} }
+
+// registryConfig is the registry's configuration: filesystem storage in the state
+// directory, plain HTTP on 127.0.0.1, no auth (only the host reaches it), deletes
+// allowed so that images can be replaced and cleaned up.
+func registryConfig(opts Options, p paths) []byte {
+	return fmt.Appendf(nil, `# The image registry of the tfk8s local cluster (tfk8s local up).
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+http:
+  addr: %s
+`, strconv.Quote(p.registryData), strconv.Quote(registryAddr(opts)))
+}
+
+// startRegistry starts the registry and waits until it answers, then pushes the
+// image layouts of Options.Images and of the source tree into it.
+func (u *starter) startRegistry(ctx context.Context) error {
+	if err := os.MkdirAll(u.paths.registryData, 0o700); err != nil {
+		return fmt.Errorf("creating the registry's storage: %w", err)
+	}
+	if err := writeFileAtomic(u.paths.registryConfig, registryConfig(u.opts, u.paths), 0o644); err != nil {
+		return err
+	}
+	proc, _, err := u.ensureRunning(compRegistry, registryArgs(u.paths), registryEnv, false)
+	if err != nil {
+		return err
+	}
+	url := registryURL(u.opts) + "/v2/"
+	if err := u.waitReady(ctx, proc, "the registry on "+registryAddr(u.opts), func(ctx context.Context) error {
+		return httpOK(ctx, url)
+	}); err != nil {
+		return err
+	}
+	return u.pushImages(ctx)
+}
+
+// pushImages pushes every image layout Up finds (see imageDirs) into the registry,
+// a line each; blobs the registry has are not sent again.
+func (u *starter) pushImages(ctx context.Context) error {
+	dirs, err := imageDirs(u.opts)
+	if err != nil {
+		return err
+	}
+	var images []image
+	for _, dir := range dirs {
+		found, err := layoutsIn(dir)
+		if err != nil {
+			return err
+		}
+		images = append(images, found...)
+	}
+	if _, err := nameImages(images, ""); err != nil {
+		return err
+	}
+	for _, img := range images {
+		if err := pushImage(ctx, img, registryAddr(u.opts), u.opts.Progress); err != nil {
+			return err
+		}
+	}
+	return nil
+}
