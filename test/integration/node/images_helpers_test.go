@@ -151,7 +151,9 @@ func startImageNode(t *testing.T, mirror string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
-	t.Cleanup(func() { _ = clientset.CoreV1().Nodes().Delete(context.Background(), imageNodeName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = clientset.CoreV1().Nodes().Delete(context.Background(), imageNodeName, metav1.DeleteOptions{})
+	})
 	imageDir := filepath.Join(state, "images")
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
