@@ -1,0 +1,275 @@
+// Command tensorflow-image builds the images tfk8s runs Python programs in, without
+// Docker: make tensorflow-image runs it.
+//
+//	go run ./hack/tensorflow-image --out _out/images [--cache DIR] [--mirror URL]
+//
+// It writes two OCI layouts, each the linux/amd64 image in an image index whose
+// index.json names the full reference:
+//
+//   - OUT/python/: ghcr.io/tfk8s/python:3.11, one layer: Debian bookworm minbase with
+//     python3, made by debootstrap from the Debian mirror this machine's apt uses
+//     (debootstrap is installed with apt-get when absent);
+//   - OUT/tensorflow/: ghcr.io/tfk8s/tensorflow:2.21.0-cpu, that layer and one more:
+//     requirements.txt (tensorflow-cpu 2.21.0, tf-keras, tensorboard and every package
+//     they require, pinned by hash) installed by pip into /usr/local/lib/python3.11/dist-packages.
+//
+// It needs root (debootstrap and chroot), Debian's mirror and PyPI. Downloads (.debs,
+// wheels), the root file system and the layers are kept in the cache directory
+// ($XDG_CACHE_HOME/tfk8s/tensorflow-image, else ~/.cache/tfk8s/tensorflow-image), so
+// that a fresh clone on the same machine builds in seconds; when both layouts hold the
+// key of the current inputs, nothing is done.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// version is the build's own version: change it when the way the images are made
+// changes, so that the key changes.
+const version = "1"
+
+func main() {
+	if err := build(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "tensorflow-image:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	out, cache, mirror, requirements string
+}
+
+func build(args []string) error {
+	fs := flag.NewFlagSet("tensorflow-image", flag.ExitOnError)
+	var o options
+	fs.StringVar(&o.out, "out", "_out/images", "directory the OCI layouts python/ and tensorflow/ are written under")
+	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of the downloads, root file system and layers kept between runs")
+	fs.StringVar(&o.mirror, "mirror", "", "Debian mirror (default: the one this machine's apt uses)")
+	fs.StringVar(&o.requirements, "requirements", "hack/tensorflow-image/requirements.txt", "the pinned Python packages")
+	_ = fs.Parse(args)
+	if o.mirror == "" {
+		o.mirror = aptMirror()
+	}
+	var err error
+	if o.cache, err = filepath.Abs(o.cache); err != nil {
+		return err
+	}
+	req, err := os.ReadFile(o.requirements)
+	if err != nil {
+		return fmt.Errorf("reading --requirements: %w", err)
+	}
+	rootKey := hashOf("tensorflow-image", version, suite, strings.Join(packages, ","), strings.Join(junk, ","))
+	key := hashOf(rootKey, pipWheel, string(req))
+	pyDir, tfDir := filepath.Join(o.out, "python"), filepath.Join(o.out, "tensorflow")
+	if layoutKey(pyDir) == key && layoutKey(tfDir) == key {
+		fmt.Printf("tensorflow-image: up to date (key %s)\n", key[:16])
+		return nil
+	}
+	start := time.Now()
+	b := builder{o: o, rootKey: rootKey[:16], key: key[:16]}
+	base, err := b.pythonLayer()
+	if err != nil {
+		return err
+	}
+	tf, err := b.tensorFlowLayer(base)
+	if err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		dir  string
+		spec imageSpec
+	}{{pyDir, pythonSpec(base)}, {tfDir, tensorFlowSpec(base, tf)}} {
+		if err := b.step("write "+w.dir, func() (int64, error) { return writeImage(w.dir, w.spec, key) }); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("tensorflow-image: built %s and %s in %v (key %s)\n", pythonSpec(nil).ref, tensorFlowSpec(nil, nil).ref,
+		time.Since(start).Round(100*time.Millisecond), key[:16])
+	return nil
+}
+
+// builder makes the layers, each once per key, in the cache.
+type builder struct {
+	o            options
+	rootKey, key string
+}
+
+// pythonLayer is the layer of the Debian root file system, built when not cached.
+func (b builder) pythonLayer() (*layerFile, error) {
+	root := filepath.Join(b.o.cache, "root-"+b.rootKey)
+	path := filepath.Join(b.o.cache, "layers", "python-"+b.rootKey+".tar.gz")
+	if l := readLayer(path); l != nil && exists(root) {
+		fmt.Printf("tensorflow-image: python layer cached: %s\n", l.Sum)
+		return l, nil
+	}
+	tmp := root + ".tmp"
+	steps := []struct {
+		name string
+		fn   func() (int64, error)
+	}{
+		{"debootstrap " + suite + " from " + b.o.mirror, func() (int64, error) {
+			err := debootstrap(tmp, filepath.Join(b.o.cache, "debs"), b.o.mirror)
+			return treeSize(tmp), err
+		}},
+		{"clean the root file system", func() (int64, error) {
+			if err := cleanRoot(tmp); err != nil {
+				return 0, err
+			}
+			return treeSize(tmp), os.Rename(tmp, root)
+		}},
+	}
+	if err := removeTree(root); err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if err := b.step(s.name, s.fn); err != nil {
+			return nil, err
+		}
+	}
+	var l *layerFile
+	err := b.step("python layer", func() (n int64, err error) {
+		l, err = b.layer(root, path)
+		return size(l), err
+	})
+	return l, err
+}
+
+// tensorFlowLayer is the layer of the Python packages, installed when not cached.
+func (b builder) tensorFlowLayer(base *layerFile) (*layerFile, error) {
+	path := filepath.Join(b.o.cache, "layers", "tensorflow-"+b.key+".tar.gz")
+	if l := readLayer(path); l != nil {
+		fmt.Printf("tensorflow-image: tensorflow layer cached: %s\n", l.Sum)
+		return l, nil
+	}
+	p := pipPaths{
+		root:         filepath.Join(b.o.cache, "root-"+b.rootKey),
+		work:         filepath.Join(b.o.cache, "work"),
+		wheels:       filepath.Join(b.o.cache, "wheels"),
+		pip:          filepath.Join(b.o.cache, "pip", pipWheel),
+		requirements: b.o.requirements,
+		stage:        filepath.Join(b.o.cache, "stage"),
+	}
+	err := b.step("pip install -r "+b.o.requirements, func() (int64, error) {
+		err := pipInstall(p)
+		return treeSize(p.stage), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var l *layerFile
+	err = b.step("tensorflow layer", func() (n int64, err error) {
+		l, err = b.layer(p.stage, path)
+		return size(l), err
+	})
+	if err == nil {
+		err = removeTree(p.stage)
+	}
+	return l, err
+}
+
+// layer writes the layer of dir to path in the cache, removing older ones of its kind.
+func (b builder) layer(dir, path string) (*layerFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	kind := strings.SplitN(filepath.Base(path), "-", 2)[0]
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), kind+"-*"))
+	for _, f := range old {
+		os.Remove(f)
+	}
+	return writeLayer(dir, path)
+}
+
+// step runs one step and prints its time and the size of what it made, which fn returns.
+func (b builder) step(name string, fn func() (int64, error)) error {
+	fmt.Printf("tensorflow-image: %s ...\n", name)
+	start := time.Now()
+	n, err := fn()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Printf("tensorflow-image: %s: %v, %s\n", name, time.Since(start).Round(100*time.Millisecond), megabytes(n))
+	return nil
+}
+
+// writeImage writes the layout of spec in dir and returns the size of its blobs.
+func writeImage(dir string, spec imageSpec, key string) (int64, error) {
+	idx, err := buildImage(spec)
+	if err != nil {
+		return 0, err
+	}
+	if err := writeLayout(dir, idx, spec.ref, key); err != nil {
+		return 0, err
+	}
+	return treeSize(dir), nil
+}
+
+// defaultCache is $XDG_CACHE_HOME/tfk8s/tensorflow-image, else ~/.cache/tfk8s/tensorflow-image.
+func defaultCache() string {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "tfk8s", "tensorflow-image")
+}
+
+// hashOf is the hex SHA-256 of the parts, each ended by a NUL.
+func hashOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// treeSize is the size of the regular files under dir, each inode counted once.
+func treeSize(dir string) int64 {
+	var n int64
+	seen := map[uint64]bool{}
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		n += info.Size()
+		return nil
+	})
+	return n
+}
+
+// size is a layer's compressed size, 0 for none.
+func size(l *layerFile) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.Length
+}
+
+func megabytes(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}

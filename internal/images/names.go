@@ -1,0 +1,19 @@
+// Package images names the images tfk8s builds for the programs it runs, so that the
+// CLI, the demo and the tests refer to them in one way.
+//
+// Both are built by make tensorflow-image (hack/tensorflow-image), without Docker, from
+// Debian's packages and PyPI's wheels, as OCI layouts _out/images/python/ and
+// _out/images/tensorflow/; tfk8s local up loads them into the local cluster's registry,
+// which the node uses as a mirror, so that the same references work on a real cluster
+// once the images are pushed there.
+package images
+
+const (
+	// Python is Debian bookworm (minbase) with python3 and nothing else: the image of
+	// the dependency-free trainer (examples/trainer) and the fast tests.
+	Python = "ghcr.io/tfk8s/python:3.11"
+
+	// TensorFlow is Python plus tensorflow-cpu 2.21.0, tf-keras and tensorboard with
+	// their pinned requirements: the image of examples/tensorflow and the demo.
+	TensorFlow = "ghcr.io/tfk8s/tensorflow:2.21.0-cpu"
+)
