@@ -63,10 +63,15 @@ func newImageStore(dir string, mirrors map[string]string) (*imageStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"blobs/sha256", "roots/sha256", "refs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+	// Only root may enter: unpacked roots hold the images' set-user-ID programs, and
+	// blobs the content of private images.
+	for _, d := range []string{"", "blobs/sha256", "roots/sha256", "refs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the image directory: %w", err)
 		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restricting the image directory to root: %w", err)
 	}
 	return &imageStore{
 		dir: dir, mirrors: parsed,

@@ -144,6 +144,9 @@ func TestStorePull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fi, err := os.Stat(store.dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("image directory %v %v, want it closed to all but root (0700): its roots hold set-user-ID programs", fi.Mode(), err)
+	}
 	ref, _ := name.ParseReference(host + "/tfk8s/app:1")
 	if _, ok := store.lookup(ref); ok {
 		t.Fatal("an image was present before any pull")

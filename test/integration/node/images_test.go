@@ -13,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -181,6 +184,28 @@ func TestImages(t *testing.T) {
 		if len(roots) != 1 || len(tmp) != 0 {
 			t.Errorf("unpacked roots of the image %v and temporary entries %v, want one root and nothing temporary", roots, tmp)
 		}
+	})
+
+	t.Run("PullAndUnpackTime", func(t *testing.T) {
+		t.Parallel()
+		// 96 MiB of incompressible data in 6 layers over the probe: a measure of the
+		// node's pull+unpack throughput from a registry on the same machine.
+		img := probeImage(t, probeConfig("big"))
+		for range 6 {
+			l, err := random.Layer(16<<20, types.OCILayer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img, err = mutate.AppendLayers(img, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ref := reg.Push(t, img, "tfk8s/big:1")
+		start := time.Now()
+		createPod(t, imagePod("big", ns, ref))
+		waitPhase(t, ns, "big", corev1.PodSucceeded)
+		t.Logf("96 MiB image: pod created → Succeeded in %s; %s", time.Since(start).Round(time.Millisecond),
+			waitEvent(t, ns, "big", "Pulled", "Successfully pulled"))
 	})
 
 	t.Run("ImageConfigErrors", func(t *testing.T) {
