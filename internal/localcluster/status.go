@@ -156,6 +156,8 @@ func (s *Status) PrintUsage(w io.Writer) {
 			"or export its settings (TFK8S_S3_ENDPOINT, TFK8S_S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, TFK8S_S3_INSECURE=true).\n",
 			s.UserConfig, s.S3ConfigFile)
 	}
+	fmt.Fprintf(w, "Images: pods pull through the cluster's registry (http://%s), which holds the images of _out/images;\n"+
+		"  tfk8s local load%s IMAGE.tar pushes one more (OCI layout or archive, docker save tarball).\n", s.Registry, dirFlag(s.Dir))
 	fmt.Fprintf(w, "Stop it:\n  tfk8s local down%s\n", dirFlag(s.Dir))
 }
 

@@ -3,10 +3,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"k8s.io/client-go/discovery"
@@ -23,6 +29,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/node"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/version"
 )
 
 // The e2e cluster's network: not the default one, so that it runs beside a
@@ -35,8 +42,8 @@ const (
 
 // TestLocalCluster brings a local cluster up in a temporary directory on ports other
 // than the defaults, checks every component as a user would reach it, brings it up
-// again (nothing restarts), restarts a crashed component, brings it down and checks
-// that nothing is left on the host. Without tfk8s-node in bin/ it tests all the rest.
+// again (nothing restarts, no image is sent again), restarts a crashed component,
+// brings it down and checks that nothing is left on the host. Without tfk8s-node in bin/ it tests all the rest.
 func TestLocalCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -66,6 +73,7 @@ func TestLocalCluster(t *testing.T) {
 	if withNode {
 		t.Run("node Ready", func(t *testing.T) { checkNodeReady(ctx, t, st.Kubeconfig, "e2e-node") })
 	}
+	t.Run("registry", func(t *testing.T) { checkRegistry(t, st, binDir) })
 	t.Run("DNS", func(t *testing.T) { checkDNS(ctx, t) })
 	t.Run("S3", func(t *testing.T) {
 		if !st.UserConfigWritten {
@@ -79,15 +87,27 @@ func TestLocalCluster(t *testing.T) {
 		})
 	}
 
-	t.Run("up again restarts nothing", func(t *testing.T) {
+	t.Run("up again restarts nothing and sends no image again", func(t *testing.T) {
 		start := time.Now()
-		again, err := localcluster.Up(ctx, opts)
+		var progress bytes.Buffer
+		quiet := opts
+		quiet.Progress = io.MultiWriter(&progress, testWriter{t})
+		again, err := localcluster.Up(ctx, quiet)
 		if err != nil {
 			t.Fatalf("up again: %v", err)
 		}
 		t.Logf("up again took %v", time.Since(start).Round(time.Millisecond))
 		if got := pidsOf(again); !equalMaps(pids, got) {
 			t.Errorf("pids changed: before %v, after %v", pids, got)
+		}
+		pushed := regexp.MustCompile(`(?m)^pushed .*$`).FindAllString(progress.String(), -1)
+		if len(pushed) != len(sourceImages(t, binDir)) {
+			t.Errorf("up again pushed %d images, want the %d layouts of the source tree:\n%s", len(pushed), len(sourceImages(t, binDir)), progress.String())
+		}
+		for _, line := range pushed {
+			if !strings.Contains(line, ", 0 B sent, ") {
+				t.Errorf("up again sent an image again: %s", line)
+			}
 		}
 	})
 
@@ -98,6 +118,7 @@ func TestLocalCluster(t *testing.T) {
 		restarted []string
 	}{
 		{"coredns", []string{"coredns"}},
+		{"registry", []string{"registry"}},
 	}
 	if withNode {
 		crashes = append(crashes, struct {
@@ -220,6 +241,72 @@ func checkAPIServer(t *testing.T, kubeconfig string) {
 			t.Errorf("%s not served: %v", gv, err)
 		}
 	}
+}
+
+// checkRegistry wants local status to show the registry running at its address, and
+// the registry to hold every image of the source tree's _out/images under its
+// repository path, the agent's among them when make images has run: the node finds
+// the controller's default agent image there.
+func checkRegistry(t *testing.T, st *localcluster.Status, binDir string) {
+	var out bytes.Buffer
+	st.Print(&out)
+	row := regexp.MustCompile(`(?m)^registry +\d+ +running +` + regexp.QuoteMeta(st.Registry) + ` `)
+	if !row.Match(out.Bytes()) || !strings.Contains(out.String(), "Registry: http://"+st.Registry+",") {
+		t.Errorf("local status shows no running registry at %s:\n%s", st.Registry, out.String())
+	}
+	for ref, digest := range sourceImages(t, binDir) {
+		src, err := name.ParseReference(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := st.Registry + "/" + src.Context().RepositoryStr() + ":" + src.Identifier()
+		r, err := name.ParseReference(local, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := remote.Head(r)
+		if err != nil {
+			t.Errorf("%s (%s) is not in the registry: %v", ref, local, err)
+			continue
+		}
+		if desc.Digest.String() != digest {
+			t.Errorf("%s has digest %s, the layout %s", local, desc.Digest, digest)
+		}
+	}
+}
+
+// sourceImages maps the reference of each image of the source tree's _out/images
+// (each layout directory's one image, tagged as make images tags them) to its digest.
+func sourceImages(t *testing.T, binDir string) map[string]string {
+	t.Helper()
+	root := filepath.Join(filepath.Dir(binDir), "_out", "images")
+	dirs, _ := os.ReadDir(root)
+	images := map[string]string{}
+	for _, d := range dirs {
+		p, err := layout.FromPath(filepath.Join(root, d.Name()))
+		if err != nil {
+			continue
+		}
+		idx, err := p.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, desc := range m.Manifests {
+			ref := desc.Annotations["org.opencontainers.image.ref.name"]
+			if !strings.Contains(ref, "/") {
+				ref = "ghcr.io/tfk8s/" + d.Name() + ":" + ref
+			}
+			images[ref] = desc.Digest.String()
+		}
+	}
+	if _, ok := images[version.Image("tfk8s-agent")]; !ok && len(images) > 0 {
+		t.Logf("%s holds no %s: make images has not run since the version changed", root, version.Image("tfk8s-agent"))
+	}
+	return images
 }
 
 // checkDNS resolves the kubernetes Service through the cluster DNS on the bridge.
