@@ -102,6 +102,7 @@ func (r *containerRunner) obtainImage(ctx context.Context) (*image, string, erro
 	}
 	ref, err := name.ParseReference(c.Image)
 	if err != nil {
+		//lint:ignore ST1005 the kubelet's words, shown as the container's waiting message
 		err = fmt.Errorf("Failed to apply default image tag %q: %w", c.Image, err)
 		r.w.event(corev1.EventTypeWarning, "InspectFailed", "%v", err)
 		r.w.event(corev1.EventTypeWarning, "Failed", "Error: %s", ReasonInvalidImageName)
@@ -116,6 +117,7 @@ func (r *containerRunner) obtainImage(ctx context.Context) (*image, string, erro
 		}
 	}
 	if policy == corev1.PullNever {
+		//lint:ignore ST1005 the kubelet's words, shown as the container's waiting message
 		err := fmt.Errorf("Container image %q is not present with pull policy of Never", c.Image)
 		r.w.event(corev1.EventTypeWarning, ReasonErrImageNeverPull, "%v", err)
 		r.w.event(corev1.EventTypeWarning, "Failed", "Error: %s", ReasonErrImageNeverPull)

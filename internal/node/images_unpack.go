@@ -133,7 +133,7 @@ func writeEntry(root, target string, hdr *tar.Header, r io.Reader) error {
 		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader reports old-style regular files as TypeReg too
 		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
