@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -152,8 +153,9 @@ func layoutsIn(dir string) ([]image, error) {
 	return images, nil
 }
 
-// imageDirs are the directories Up pushes the layouts of: _out/images of the source
-// tree whose bin/ holds the binaries, when it exists, and Options.Images, which must.
+// imageDirs are the directories Up pushes the layouts of, each once: _out/images of
+// the source tree whose bin/ holds the binaries, when it exists, and Options.Images,
+// which must.
 func imageDirs(opts Options) ([]string, error) {
 	var dirs []string
 	if opts.BinDir != "" {
@@ -168,7 +170,9 @@ func imageDirs(opts Options) ([]string, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("--images %s: %w", dir, err)
 		}
-		dirs = append(dirs, dir)
+		if abs, err := filepath.Abs(dir); err == nil && !slices.Contains(dirs, abs) {
+			dirs = append(dirs, abs)
+		}
 	}
 	return dirs, nil
 }

@@ -149,7 +149,7 @@ func TestImageDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	extra := t.TempDir()
-	got, err := imageDirs(Options{BinDir: filepath.Join(root, "bin"), Images: []string{extra}})
+	got, err := imageDirs(Options{BinDir: filepath.Join(root, "bin"), Images: []string{extra, tree, extra}})
 	if diff := cmp.Diff([]string{tree, extra}, got); err != nil || diff != "" {
 		t.Errorf("imageDirs = %v, %v; (-want +got):\n%s", got, err, diff)
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -145,7 +146,7 @@ func (s *Status) PrintUsage(w io.Writer) {
 	fmt.Fprintf(w, "\nUse it:\n")
 	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", s.Kubeconfig)
 	fmt.Fprintf(w, "  kubectl get nodes\n")
-	fmt.Fprintf(w, "  tfk8s submit examples/trainer --name demo --image python:3.11-slim \\\n"+
+	fmt.Fprintf(w, "  tfk8s submit examples/trainer --name demo --image "+images.Python+" \\\n"+
 		"      --ps 2 --workers 3 --chief --artifacts checkpoints --follow \\\n"+
 		"      -- python3 trainer.py --steps 1000 --model-dir /workspace/checkpoints\n")
 	switch {

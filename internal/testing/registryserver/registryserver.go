@@ -21,7 +21,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
 
@@ -210,21 +209,13 @@ func (s *Server) Auth() authn.Authenticator {
 // Push pushes img, a v1.Image or a v1.ImageIndex, to repoAndTag
 // ("tfk8s/python:3.11") in the registry and returns its full reference
 // ("127.0.0.1:PORT/tfk8s/python:3.11").
-func (s *Server) Push(t testing.TB, img any, repoAndTag string) string {
+func (s *Server) Push(t testing.TB, img remote.Taggable, repoAndTag string) string {
 	t.Helper()
 	ref, err := name.ParseReference(s.Addr+"/"+repoAndTag, name.Insecure)
 	if err != nil {
 		t.Fatalf("parsing %q: %v", repoAndTag, err)
 	}
-	switch img := img.(type) {
-	case v1.Image:
-		err = remote.Write(ref, img, remote.WithAuth(s.Auth()))
-	case v1.ImageIndex:
-		err = remote.WriteIndex(ref, img, remote.WithAuth(s.Auth()))
-	default:
-		t.Fatalf("pushing %T: want a v1.Image or a v1.ImageIndex", img)
-	}
-	if err != nil {
+	if err := remote.Push(ref, img, remote.WithAuth(s.Auth())); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	return ref.String()
