@@ -2,7 +2,8 @@
 
 // Package examples holds tfk8s's example programs. Its tests run the dependency-free
 // trainer's own Python test suite and byte-compile every Python file, TensorFlow
-// programs included: TensorFlow is not installed where tfk8s is tested.
+// programs included; images_test.go and tensorflow_test.go run them in the images make
+// tensorflow-image builds, when they are there.
 package examples
 
 import (

@@ -1,4 +1,4 @@
-"""Keras training under tf.distribute.ParameterServerStrategy, for a tfk8s job with a
+"""Keras Model.fit under tf.distribute.ParameterServerStrategy, for a tfk8s job with a
 chief, parameter servers, workers and, if wanted, an evaluator.
 
 Every replica runs this same program; TF_CONFIG, which tfk8s writes into each pod,
@@ -6,21 +6,25 @@ tells it which task it is (read by TFConfigClusterResolver, the default resolver
 
   ps, worker  start a TensorFlow server and serve until tfk8s deletes the pod, once
               the chief has succeeded; the chief drives them.
-  chief       the coordinator: creates the model's variables on the parameter servers,
-              schedules training steps on the workers through a ClusterCoordinator
-              (which re-runs the steps of a worker that fails), checkpoints to
-              --model-dir every --checkpoint-every steps, and resumes from the latest
-              checkpoint when restarted.
-  evaluator   evaluates every checkpoint in --model-dir as it appears, and stops after
-              the last one; --model-dir must then be storage it shares with the chief.
+  chief       the coordinator: Model.fit creates the variables on the parameter servers
+              and schedules the steps on the workers through a ClusterCoordinator,
+              which re-runs the steps of a worker that fails. Each epoch it backs up
+              the training state (BackupAndRestore), saves the weights for the
+              evaluator (ModelCheckpoint) and writes TensorBoard summaries, all under
+              --model-dir; restarted, it resumes from the last backup.
+  evaluator   evaluates every checkpoint in --model-dir/checkpoints as it appears
+              (SidecarEvaluator) and stops after the last epoch's; --model-dir must
+              then be storage it shares with the chief.
 
-Keras 3, which is tf.keras in TensorFlow 2.16, has no parameter server training: this
-program uses Keras 2, the tf-keras package (pip install tf-keras~=2.16.0).
+tf.keras in TensorFlow 2.21 is Keras 3, which has no parameter server training and
+no SidecarEvaluator: this program uses Keras 2, the tf-keras package, which
+ghcr.io/tfk8s/tensorflow:2.21.0-cpu holds (pip install tf-keras==2.21.0 elsewhere).
 
 The data is a seeded synthetic regression set, so that the job needs no download.
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -33,40 +37,50 @@ import tensorflow as tf
 try:
     import tf_keras as keras
 except ImportError:
-    sys.exit("ps_strategy.py needs Keras 2: pip install tf-keras~=2.16.0 "
+    sys.exit("ps_strategy.py needs Keras 2: pip install tf-keras==2.21.0 "
              "(Keras 3 has no parameter server training)")
 
 NUM_FEATURES = 16
-NUM_EXAMPLES = 8192
+NUM_EXAMPLES = 4096
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=2000, help="training steps in all")
-    parser.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs in all")
+    parser.add_argument("--steps-per-epoch", type=int, default=50, help="steps between checkpoints")
     parser.add_argument("--batch-size", type=int, default=64, help="global batch size")
-    parser.add_argument("--lr", type=float, default=0.01, help="learning rate")
+    parser.add_argument("--lr", type=float, default=0.05, help="learning rate")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic data")
     parser.add_argument("--model-dir", default=os.environ.get("TFK8S_MODEL_DIR") or "/workspace/checkpoints",
-                        help="checkpoint directory (default $TFK8S_MODEL_DIR, else /workspace/checkpoints)")
+                        help="backup, checkpoints and TensorBoard logs "
+                             "(default $TFK8S_MODEL_DIR, else /workspace/checkpoints)")
     return parser.parse_args()
 
 
-def synthetic_dataset(seed, num_examples):
-    """y = x.w + b + noise, the same on every task for the same seed."""
-    features = tf.random.stateless_normal([num_examples, NUM_FEATURES], seed=[seed, 0])
+def synthetic_dataset(seed, num_examples, split=0):
+    """y = x.w + b + noise: w and b by seed, the examples by split (0 trains, 1 is
+    held out), the same on every task."""
+    features = tf.random.stateless_normal([num_examples, NUM_FEATURES], seed=[seed, 10 + split])
     weights = tf.random.stateless_uniform([NUM_FEATURES, 1], seed=[seed, 1], minval=-1.0, maxval=1.0)
-    noise = 0.1 * tf.random.stateless_normal([num_examples, 1], seed=[seed, 2])
+    noise = 0.1 * tf.random.stateless_normal([num_examples, 1], seed=[seed, 20 + split])
     labels = tf.matmul(features, weights) + 0.5 + noise
     return tf.data.Dataset.from_tensor_slices((features, labels))
 
 
-def build_model():
-    return keras.Sequential([
+def build_model(lr):
+    model = keras.Sequential([
         keras.Input(shape=(NUM_FEATURES,)),
         keras.layers.Dense(32, activation="relu"),
         keras.layers.Dense(1),
     ])
+    model.compile(optimizer=keras.optimizers.legacy.SGD(learning_rate=lr), loss="mse",
+                  metrics=[keras.metrics.RootMeanSquaredError()], steps_per_execution=10)
+    return model
+
+
+def cluster_summary(resolver):
+    """The cluster as TensorFlow resolved it from TF_CONFIG: job name -> task count."""
+    return {job: len(tasks) for job, tasks in sorted(resolver.cluster_spec().as_dict().items())}
 
 
 def run_server(resolver):
@@ -81,81 +95,86 @@ def run_server(resolver):
         protocol=resolver.rpc_layer or "grpc",
         start=True,
     )
-    print(f"[{resolver.task_type} {resolver.task_id}] server started", flush=True)
+    print(f"[{resolver.task_type} {resolver.task_id}] server started at {server.target} "
+          f"in cluster {json.dumps(cluster_summary(resolver))}", flush=True)
     server.join()
 
 
-def run_coordinator(args, resolver):
-    num_ps = len(resolver.cluster_spec().as_dict().get("ps", []))
+class ReportProgress(keras.callbacks.Callback):
+    """Prints where training starts (after BackupAndRestore restored it) and each epoch."""
+
+    def __init__(self, steps_per_epoch):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+
+    def on_train_begin(self, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step > 0:
+            print(f"[chief] resuming from step {step} (epoch {step // self.steps_per_epoch})", flush=True)
+        else:
+            print("[chief] starting from step 0", flush=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        print(f"[chief] epoch {epoch + 1} step {step} loss {logs.get('loss', float('nan')):.4f}", flush=True)
+
+
+def run_chief(args, resolver):
+    print(f"[chief] cluster {json.dumps(cluster_summary(resolver))}", flush=True)
+    num_ps = len(resolver.cluster_spec().job_tasks("ps"))
     # Spread large variables over the parameter servers; small ones stay whole.
     partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
         min_shard_bytes=256 << 10, max_shards=max(1, num_ps))
     strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+    # Model.fit uses this coordinator: one per strategy.
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    print(f"[chief] coordinator connected: {coordinator.strategy.extended._num_workers} workers, "
+          f"{coordinator.strategy.extended._num_ps} parameter servers", flush=True)
 
     with strategy.scope():
-        model = build_model()
-        optimizer = keras.optimizers.legacy.SGD(learning_rate=args.lr)
-        _ = optimizer.iterations  # created now, on a parameter server, so that it is restored
-        train_loss = keras.metrics.Mean(name="train_loss")
-
-    # model and optimizer, as the evaluator's SidecarEvaluator expects them.
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    manager = tf.train.CheckpointManager(checkpoint, args.model_dir, max_to_keep=5)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint)
-        print(f"[chief] resumed from {manager.latest_checkpoint}", flush=True)
+        model = build_model(args.lr)
 
     def dataset_fn(input_context):
         batch_size = input_context.get_per_replica_batch_size(args.batch_size)
         dataset = synthetic_dataset(args.seed, NUM_EXAMPLES)
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        return dataset.shuffle(NUM_EXAMPLES).repeat().batch(batch_size).prefetch(2)
+        return dataset.shuffle(NUM_EXAMPLES, seed=args.seed).repeat().batch(batch_size).prefetch(2)
 
-    @tf.function
-    def per_worker_dataset_fn():
-        return strategy.distribute_datasets_from_function(dataset_fn)
-
-    per_worker_iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
-
-    @tf.function
-    def train_step(iterator):
-        def replica_fn(features, labels):
-            with tf.GradientTape() as tape:
-                predictions = model(features, training=True)
-                per_example_loss = keras.losses.mean_squared_error(labels, predictions)
-                loss = tf.nn.compute_average_loss(per_example_loss)
-            gradients = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-            train_loss.update_state(loss)
-            return loss
-
-        features, labels = next(iterator)
-        return strategy.run(replica_fn, args=(features, labels))
-
-    step = int(optimizer.iterations.numpy())
-    while step < args.steps:
-        # Checkpoints fall on multiples of --checkpoint-every and on --steps itself,
-        # which is how the evaluator knows the last one.
-        for _ in range(min(args.checkpoint_every, args.steps - step)):
-            coordinator.schedule(train_step, args=(per_worker_iterator,))
-        coordinator.join()
-        step = int(optimizer.iterations.numpy())
-        path = manager.save(checkpoint_number=step)
-        print(f"[chief] step {step} loss {train_loss.result().numpy():.4f} saved {path}", flush=True)
-        train_loss.reset_states()
+    callbacks = [
+        # Restores the model, the optimizer and the epoch on a restart, so that a
+        # re-created chief resumes rather than starts over.
+        keras.callbacks.BackupAndRestore(backup_dir=os.path.join(args.model_dir, "backup")),
+        ReportProgress(args.steps_per_epoch),
+        # Weights per epoch, numbered by epoch, for the evaluator.
+        keras.callbacks.ModelCheckpoint(filepath=os.path.join(args.model_dir, "checkpoints", "ckpt-{epoch}"),
+                                        save_weights_only=True),
+        keras.callbacks.TensorBoard(log_dir=os.path.join(args.model_dir, "logs"), update_freq="epoch"),
+    ]
+    model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs,
+              steps_per_epoch=args.steps_per_epoch, callbacks=callbacks, verbose=0)
+    step = int(model.optimizer.iterations.numpy())
     print(f"[chief] training finished at step {step}", flush=True)
 
 
+class ReportEvaluation(keras.callbacks.Callback):
+    """Prints the metrics of each checkpoint the evaluator evaluates."""
+
+    def on_test_end(self, logs=None):
+        metrics = " ".join(f"{k} {v:.4f}" for k, v in sorted((logs or {}).items()))
+        print(f"[evaluator] evaluated a checkpoint: {metrics}", flush=True)
+
+
 def run_evaluator(args):
-    model = build_model()
-    # The optimizer only gives the evaluator the step of each checkpoint.
-    model.compile(optimizer=keras.optimizers.legacy.SGD(), loss="mse",
-                  metrics=[keras.metrics.RootMeanSquaredError()])
-    held_out = synthetic_dataset(args.seed + 1, 1024).batch(256)
-    # Checkpoints are numbered by step, so the last one is ckpt-<steps>.
-    keras.utils.SidecarEvaluator(model=model, data=held_out, checkpoint_dir=args.model_dir,
-                                 max_evaluations=args.steps).start()
+    model = build_model(args.lr)
+    held_out = synthetic_dataset(args.seed, 1024, split=1).batch(256)
+    print(f"[evaluator] evaluating the checkpoints in {args.model_dir}/checkpoints", flush=True)
+    # Checkpoints are numbered by epoch: the last one is ckpt-<epochs>.
+    keras.utils.SidecarEvaluator(model=model, data=held_out,
+                                 checkpoint_dir=os.path.join(args.model_dir, "checkpoints"),
+                                 max_evaluations=args.epochs,
+                                 callbacks=[ReportEvaluation(), keras.callbacks.TensorBoard(
+                                     log_dir=os.path.join(args.model_dir, "logs", "eval"))]).start()
+    print("[evaluator] evaluated the last checkpoint", flush=True)
 
 
 def main():
@@ -166,7 +185,7 @@ def main():
     elif resolver.task_type == "evaluator":
         run_evaluator(args)
     elif resolver.task_type == "chief":
-        run_coordinator(args, resolver)
+        run_chief(args, resolver)
     else:
         sys.exit(f"ps_strategy.py needs TF_CONFIG with a chief, ps and workers; this task is "
                  f"{resolver.task_type!r}: submit it with --chief --ps N --workers M")
