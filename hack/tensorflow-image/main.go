@@ -34,7 +34,7 @@ import (
 
 // version is the build's own version: change it when the way the images are made
 // changes, so that the key changes.
-const version = "1"
+const version = "2"
 
 func main() {
 	if err := build(os.Args[1:]); err != nil {
@@ -127,8 +127,12 @@ func (b builder) pythonLayer() (*layerFile, error) {
 			return treeSize(tmp), os.Rename(tmp, root)
 		}},
 	}
-	if err := removeTree(root); err != nil {
-		return nil, err
+	// Roots of other keys are of no more use.
+	olds, _ := filepath.Glob(filepath.Join(b.o.cache, "root-*"))
+	for _, dir := range append(olds, root) {
+		if err := removeTree(dir); err != nil {
+			return nil, err
+		}
 	}
 	for _, s := range steps {
 		if err := b.step(s.name, s.fn); err != nil {

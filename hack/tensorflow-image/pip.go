@@ -107,19 +107,19 @@ func prepareWork(p pipPaths) error {
 // runPip downloads, installs and compiles the packages in work, then imports them.
 func runPip(work string) error {
 	pip := []string{"python3", "/tmp/" + pipWheel + "/pip"}
-	common := []string{"--require-hashes", "--only-binary=:all:", "--no-deps", "--disable-pip-version-check", "--root-user-action=ignore",
+	common := []string{"--require-hashes", "--only-binary=:all:", "--no-deps", "--disable-pip-version-check",
 		"--cert", "/tmp/ca-certificates.crt", "-r", "/tmp/requirements.txt"}
 	env := proxyEnv()
 	if err := chroot(work, env, append(append(pip, "download", "-q", "--dest", "/tmp/wheels"), common...)...); err != nil {
 		return fmt.Errorf("downloading the wheels: %w", err)
 	}
-	install := append(pip, "install", "-q", "--no-index", "--find-links", "/tmp/wheels", "--no-compile",
+	install := append(pip, "install", "-q", "--root-user-action=ignore", "--no-index", "--find-links", "/tmp/wheels", "--no-compile",
 		"--no-warn-script-location", "--target", "/"+sitePackages)
 	if err := chroot(work, env, append(install, common...)...); err != nil {
 		return fmt.Errorf("installing the wheels: %w", err)
 	}
 	// Bytecode checked by hash: the layer fixes every file's time.
-	compile := exec.Command("chroot", work, "python3", "-m", "compileall", "-q", "-j", "0",
+	compile := exec.Command("chroot", work, "python3", "-m", "compileall", "-q", "-f", "-j", "0",
 		"--invalidation-mode", "unchecked-hash", "/"+sitePackages)
 	if out, err := compile.CombinedOutput(); err != nil {
 		// Some packages ship files that are not Python 3 (templates, tests): not fatal.

@@ -63,7 +63,7 @@ func cleanRoot(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "dev/shm"), 0o1777); err != nil {
 		return err
 	}
-	err := chroot(dir, nil, "python3", "-m", "compileall", "-q", "-j", "0",
+	err := chroot(dir, nil, "python3", "-m", "compileall", "-q", "-f", "-j", "0",
 		"--invalidation-mode", "unchecked-hash", "/usr/lib/python3.11", "/usr/lib/python3/dist-packages")
 	if err != nil {
 		return err
