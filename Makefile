@@ -119,10 +119,11 @@ verify: generate $(STATICCHECK_STAMP)
 # Integration tests find the control plane binaries through TFK8S_BIN.
 export TFK8S_BIN := $(BIN)
 
-# The install tests check the images make images writes.
+# The install tests check the images make images writes; the e2e tests run pods in them
+# and in the TensorFlow image.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) runc build images)
+	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
 	go test -count=1 -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
@@ -134,30 +135,33 @@ test-unit:
 # runs a short one (8 jobs, 20 s, 10 s).
 .PHONY: chaos
 chaos:
-	@+$(call parallel,$(TEST_TOOLS) runc build)
+	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
 	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
 		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
 bench:
-	@+$(call parallel,$(TEST_TOOLS) build)
+	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
 	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
-# The main job: a local cluster (a real control plane and a node running pods as
-# processes) and a distributed training job on it, 2 PS + 3 workers + a chief, its logs
-# streamed; then the checkpoints and logs it left in S3. The cluster stays up.
+# The main job: a local cluster (a real control plane, a registry holding the images and a
+# node running each pod in its image under runc) and a distributed TensorFlow job on it:
+# examples/tensorflow/ps_strategy.py, ParameterServerStrategy with 2 PS, 3 workers and a
+# chief, in ghcr.io/tfk8s/tensorflow:2.21.0-cpu, its logs streamed; then the checkpoints,
+# summaries and logs it left in S3. The cluster stays up.
 LOCAL_DIR ?= $(HOME)/.tfk8s/local
 DEMO_ENV := KUBECONFIG=$(LOCAL_DIR)/kubeconfig TFK8S_CONFIG=$(LOCAL_DIR)/s3.yaml
+DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
 demo:
-	@+$(call parallel,$(TEST_TOOLS) runc build)
+	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
 	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
-	$(DEMO_ENV) bin/tfk8s submit examples/trainer --name demo --image python:3.11-slim \
+	$(DEMO_ENV) bin/tfk8s submit examples/tensorflow --name demo --image $(DEMO_IMAGE) \
 		--ps 2 --workers 3 --chief --artifacts checkpoints --follow \
-		-- python3 trainer.py --steps 600 --model-dir /workspace/checkpoints; \
+		-- python3 ps_strategy.py --epochs 4 --steps-per-epoch 25 --model-dir /workspace/checkpoints; \
 	$(DEMO_ENV) bin/tfk8s get demo; \
 	echo; echo "pods left (the parameter servers are recycled once the chief succeeds):"; \
 	$(DEMO_ENV) bin/tfk8s describe demo | sed -n '/Replicas/,/^$$/p'; \
@@ -209,6 +213,14 @@ $(HELM_STAMP): hack/tools/helm/go.mod
 $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
+
+# ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3) and
+# ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements
+# pinned by hash in hack/tensorflow-image/requirements.txt), as OCI layouts under
+# _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a second.
+.PHONY: tensorflow-image
+tensorflow-image:
+	go run ./hack/tensorflow-image --out $(OUT)/images
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.

@@ -27,6 +27,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -121,7 +122,7 @@ func TestChaos(t *testing.T) {
 	for i := range p.jobs {
 		name, mode := fmt.Sprintf("chaos-%02d", i), modes[i%len(modes)]
 		jobs[name] = mode
-		c.mustTfk8s(ctx, t, "submit", code, "--name", name, "--image", "busybox", "--ps", "1", "--workers", "2",
+		c.mustTfk8s(ctx, t, "submit", code, "--name", name, "--image", images.Python, "--ps", "1", "--workers", "2",
 			"--artifacts", "ckpt", "--", "sh", "train.sh", mode, strconv.Itoa(p.steps))
 	}
 	t.Logf("%d jobs submitted, %d steps each", p.jobs, p.steps)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
@@ -98,7 +99,7 @@ func checkPodReachesServices(ctx context.Context, t *testing.T, kubeconfig, s3En
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe", Namespace: "default"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "probe", Image: "python:3", Command: []string{"python3", "-c", script}}},
+			Containers:    []corev1.Container{{Name: "probe", Image: images.Python, Command: []string{"python3", "-c", script}}},
 		},
 	}
 	// Pods are refused until kube-controller-manager has made the default ServiceAccount.
@@ -147,7 +148,7 @@ func startSleeper(ctx context.Context, t *testing.T, kubeconfig string) string {
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sleeper", Namespace: "default"},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](2), // sleep as pid 1 ignores SIGTERM
-			Containers:                    []corev1.Container{{Name: "sleep", Image: "busybox", Command: []string{"sleep", "3600"}}},
+			Containers:                    []corev1.Container{{Name: "sleep", Image: images.Python, Command: []string{"sleep", "3600"}}},
 		},
 	}
 	created, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})

@@ -21,6 +21,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
@@ -30,7 +31,7 @@ import (
 const (
 	jobsBridge  = "tfk8se2e1"
 	jobsPodCIDR = "10.248.0.0/24"
-	jobsImage   = "python:3.11-slim"
+	jobsImage   = images.Python
 	// jobsWait bounds every wait for a job or its pods.
 	jobsWait = 90 * time.Second
 )
@@ -312,6 +313,8 @@ type jobsCluster struct {
 	kubeconfig, config, dir string
 	cs                      *kubernetes.Clientset
 	cl                      client.Client
+	// wait bounds every wait for a job or its pods: jobsWait unless set.
+	wait time.Duration
 }
 
 func newJobsCluster(t *testing.T, kubeconfig, config, dir string) *jobsCluster {
@@ -323,7 +326,7 @@ func newJobsCluster(t *testing.T, kubeconfig, config, dir string) *jobsCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &jobsCluster{kubeconfig: kubeconfig, config: config, dir: dir, cs: clientset(t, kubeconfig), cl: cl}
+	return &jobsCluster{kubeconfig: kubeconfig, config: config, dir: dir, cs: clientset(t, kubeconfig), cl: cl, wait: jobsWait}
 }
 
 type cliResult struct {
@@ -398,7 +401,7 @@ func isReplica(p corev1.Pod, typ string, index int) bool {
 // waitAllRunning polls every interval until the job has n pods, all Running, or
 // stop closes.
 func (c *jobsCluster) waitAllRunning(ctx context.Context, job string, n int, interval time.Duration, stop <-chan struct{}) error {
-	deadline := time.Now().Add(jobsWait)
+	deadline := time.Now().Add(c.wait)
 	var last string
 	for {
 		ps, err := c.pods(ctx, job)
@@ -419,7 +422,7 @@ func (c *jobsCluster) waitAllRunning(ctx context.Context, job string, n int, int
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not %d pods Running within %v; last: %s", job, n, jobsWait, last)
+			return fmt.Errorf("%s: not %d pods Running within %v; last: %s", job, n, c.wait, last)
 		}
 		select {
 		case <-stop:
@@ -458,17 +461,17 @@ func (c *jobsCluster) waitFinished(ctx context.Context, t *testing.T, name strin
 	return c.job(ctx, t, name)
 }
 
-// eventually polls cond every 100 ms for up to jobsWait.
+// eventually polls cond every 100 ms for up to c.wait.
 func (c *jobsCluster) eventually(ctx context.Context, t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(jobsWait)
+	deadline := time.Now().Add(c.wait)
 	for {
 		ok, err := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.fail(t, "waiting %v for %s: last error %v", jobsWait, what, err)
+			c.fail(t, "waiting %v for %s: last error %v", c.wait, what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -499,7 +502,11 @@ func condition(job *tfv1.TFJob, typ tfv1.JobState) *metav1.Condition {
 
 // trainerPID finds the trainer process of a pod on the host: a python3 running
 // trainer.py in the pod's cgroup.
-func trainerPID(podUID string) (int, error) {
+func trainerPID(podUID string) (int, error) { return programPID(podUID, "trainer.py") }
+
+// programPID finds a pod's Python program on the host: a python3 running script in the
+// pod's cgroup.
+func programPID(podUID, script string) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -519,12 +526,12 @@ func trainerPID(podUID string) (int, error) {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if strings.HasPrefix(filepath.Base(args[0]), "python3") && strings.Contains(string(cmdline), "trainer.py") {
+		if strings.HasPrefix(filepath.Base(args[0]), "python3") && strings.Contains(string(cmdline), script) {
 			found = append(found, pid)
 		}
 	}
 	if len(found) != 1 {
-		return 0, fmt.Errorf("want one trainer process in the cgroup of pod %s, found %v", podUID, found)
+		return 0, fmt.Errorf("want one %s process in the cgroup of pod %s, found %v", script, podUID, found)
 	}
 	return found[0], nil
 }

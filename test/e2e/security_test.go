@@ -18,6 +18,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/node"
 )
 
@@ -75,7 +76,7 @@ func testHostPathRefused(ctx context.Context, t *testing.T, c *jobsCluster) {
 			ObjectMeta: metav1.ObjectMeta{Name: "hostetc", Namespace: ns},
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "cat", Image: "busybox", Command: []string{"cat", "/host/shadow"},
+				Containers: []corev1.Container{{Name: "cat", Image: images.Python, Command: []string{"cat", "/host/shadow"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "etc", MountPath: "/host"}}}},
 				Volumes: []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc"}}}},
 			},

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+)
+
+// The TensorFlow jobs' cluster has its own network, apart from the other suites'.
+const (
+	tfBridge  = "tfk8se2e2"
+	tfPodCIDR = "10.247.0.0/24"
+	// tfWait bounds every wait for a TensorFlow job: six TensorFlow processes share two
+	// cores, and each takes seconds to import TensorFlow.
+	tfWait = 5 * time.Minute
+	// psCluster is the cluster every task of a ParameterServerStrategy job must see.
+	psCluster = `{"chief": 1, "ps": 2, "worker": 3}`
+)
+
+// TestTensorFlowJobs trains examples/tensorflow with real TensorFlow in the TensorFlow
+// image on a local cluster of its own: the pods pull the image from the cluster's
+// registry, TensorFlow forms its cluster from the TF_CONFIG tfk8s writes, a killed
+// worker costs the job nothing, and a killed chief resumes from its last checkpoint.
+func TestTensorFlowJobs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fileExists(filepath.Join(binDir, "tfk8s-node")) {
+		t.Fatalf("no tfk8s-node in %s: training jobs need a node (make build)", binDir)
+	}
+	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "tensorflow", "index.json")) {
+		t.Fatalf("no TensorFlow image in %s/../_out/images: make tensorflow-image", binDir)
+	}
+	var pods []string
+	opts, st := upForTest(ctx, t, localcluster.Options{
+		BinDir:   binDir,
+		NodeName: "e2e-tensorflow-node",
+		PodCIDR:  tfPodCIDR,
+		Bridge:   tfBridge,
+	}, func() {
+		if left := leftNetworkOn(tfBridge, pods); len(left) > 0 {
+			t.Errorf("left on the host after down: %v", left)
+		}
+	})
+	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
+	c.wait = tfWait
+	defer func() { pods = c.allPodUIDs(ctx) }()
+
+	t.Run("ParameterServerStrategy trains", func(t *testing.T) { testParameterServerStrategy(ctx, t, c) })
+	t.Run("a killed worker costs nothing", func(t *testing.T) { testTensorFlowKilledWorker(ctx, t, c) })
+	t.Run("a killed chief resumes from its checkpoint", func(t *testing.T) { testTensorFlowKilledChief(ctx, t, c) })
+	t.Run("MultiWorkerMirroredStrategy trains", func(t *testing.T) { testMultiWorkerMirrored(ctx, t, c) })
+}
+
+// submitPS submits examples/tensorflow/ps_strategy.py with 2 PS, 3 workers and a chief.
+func submitPS(ctx context.Context, t *testing.T, c *jobsCluster, name string, epochs int) {
+	t.Helper()
+	c.mustTfk8s(ctx, t, "submit", "../../examples/tensorflow", "--name", name, "--image", images.TensorFlow,
+		"--ps", "2", "--workers", "3", "--chief", "--artifacts", "checkpoints",
+		"--", "python3", "ps_strategy.py", "--epochs", strconv.Itoa(epochs), "--steps-per-epoch", "20",
+		"--model-dir", "/workspace/checkpoints")
+}
+
+func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsCluster) {
+	start := time.Now()
+	submitPS(ctx, t, c, "ps", 3)
+	if err := c.waitAllRunning(ctx, "ps", 6, 50*time.Millisecond, nil); err != nil {
+		c.fail(t, "%v", err)
+	}
+	t.Logf("submit → every replica Running: %.2f s (the image pulled and unpacked on first use)", time.Since(start).Seconds())
+	job := c.waitFinished(ctx, t, "ps")
+	t.Logf("ps %s %.1f s after submit", job.Status.State, time.Since(start).Seconds())
+	logs := c.tfk8s(ctx, "logs", "ps")
+	if job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("ps state %s, want Succeeded: %+v\nlogs:\n%s", job.Status.State, job.Status.Conditions, logs)
+	}
+	// TensorFlow's own view: every server started in the cluster TF_CONFIG describes,
+	// and the chief's coordinator reached all of them.
+	want := []string{
+		"[chief] cluster " + psCluster,
+		"[chief] coordinator connected: 3 workers, 2 parameter servers",
+		"[chief] starting from step 0",
+		"[chief] training finished at step 60",
+	}
+	for _, task := range []string{"ps 0", "ps 1", "worker 0", "worker 1", "worker 2"} {
+		want = append(want, "["+task+"] server started at grpc://")
+	}
+	for _, w := range want {
+		if !strings.Contains(logs.stdout, w) {
+			t.Errorf("the job's logs lack %q:\n%s", w, logs.stdout)
+		}
+	}
+	if n := strings.Count(logs.stdout, "in cluster "+psCluster); n != 5 {
+		t.Errorf("%d servers saw the cluster %s, want 5:\n%s", n, psCluster, logs.stdout)
+	}
+	ls := c.mustTfk8s(ctx, t, "artifacts", "ls", "ps")
+	for _, w := range []string{"chief-0/artifacts/workspace/checkpoints/checkpoints/ckpt-3", "chief-0/artifacts/workspace/checkpoints/logs/train/events.out.tfevents."} {
+		if !strings.Contains(ls.stdout, w) {
+			t.Errorf("artifacts ls ps lacks %s:\n%s", w, ls.stdout)
+		}
+	}
+	c.mustTfk8s(ctx, t, "delete", "ps", "--wait")
+
+	// With the image cached, the same job starts as fast as the API allows.
+	start = time.Now()
+	submitPS(ctx, t, c, "ps-cached", 1)
+	if err := c.waitAllRunning(ctx, "ps-cached", 6, 20*time.Millisecond, nil); err != nil {
+		c.fail(t, "%v", err)
+	}
+	t.Logf("submit → every replica Running, image cached: %.2f s", time.Since(start).Seconds())
+	c.mustTfk8s(ctx, t, "delete", "ps-cached", "--wait")
+}
+
+// chiefLine matches the chief's progress lines, "[chief] epoch 2 step 40 loss 0.1".
+var chiefLine = regexp.MustCompile(`\[chief\] epoch (\d+) step (\d+)`)
+
+// waitChiefEpoch waits until the chief of the job has logged the end of an epoch of
+// at least epoch.
+func waitChiefEpoch(ctx context.Context, t *testing.T, c *jobsCluster, job string, chief corev1.Pod, epoch int) {
+	t.Helper()
+	c.eventually(ctx, t, fmt.Sprintf("%s's chief at epoch %d", job, epoch), func() (bool, error) {
+		logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range chiefLine.FindAllStringSubmatch(string(logs), -1) {
+			if n, _ := strconv.Atoi(m[1]); n >= epoch {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// killProgram SIGKILLs the Python program of a replica's pod.
+func killProgram(t *testing.T, pod corev1.Pod, script string) {
+	t.Helper()
+	pid, err := programPID(string(pod.UID), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing %s of %s (pod %s), pid %d", script, pod.Name, pod.UID, pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSucceeded waits for the job to finish and wants it Succeeded, with its logs if not.
+func waitSucceeded(ctx context.Context, t *testing.T, c *jobsCluster, name string) (*tfv1.TFJob, string) {
+	t.Helper()
+	job := c.waitFinished(ctx, t, name)
+	logs := c.tfk8s(ctx, "logs", name)
+	if job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("%s state %s, want Succeeded: %+v\nlogs:\n%s", name, job.Status.State, job.Status.Conditions, logs)
+	}
+	return job, logs.stdout
+}
+
+func testTensorFlowKilledWorker(ctx context.Context, t *testing.T, c *jobsCluster) {
+	submitPS(ctx, t, c, "ps-worker", 6)
+	defer c.tfk8s(ctx, "delete", "ps-worker")
+	if err := c.waitAllRunning(ctx, "ps-worker", 6, 100*time.Millisecond, nil); err != nil {
+		c.fail(t, "%v", err)
+	}
+	waitChiefEpoch(ctx, t, c, "ps-worker", c.pod(ctx, t, "ps-worker", "chief", 0), 1)
+	worker := c.pod(ctx, t, "ps-worker", "worker", 1)
+	killProgram(t, worker, "ps_strategy.py")
+	job, logs := waitSucceeded(ctx, t, c, "ps-worker")
+	if rs := job.Status.ReplicaStatuses[tfv1.ReplicaTypeWorker]; rs == nil || rs.Restarts != 1 {
+		t.Errorf("worker status %+v, want 1 restart", rs)
+	}
+	if !strings.Contains(logs, "[chief] training finished at step 120") {
+		t.Errorf("the chief did not finish all 120 steps:\n%s", logs)
+	}
+}
+
+func testTensorFlowKilledChief(ctx context.Context, t *testing.T, c *jobsCluster) {
+	submitPS(ctx, t, c, "ps-chief", 6)
+	defer c.tfk8s(ctx, "delete", "ps-chief")
+	if err := c.waitAllRunning(ctx, "ps-chief", 6, 100*time.Millisecond, nil); err != nil {
+		c.fail(t, "%v", err)
+	}
+	chief := c.pod(ctx, t, "ps-chief", "chief", 0)
+	waitChiefEpoch(ctx, t, c, "ps-chief", chief, 3)
+	killProgram(t, chief, "ps_strategy.py")
+	job, logs := waitSucceeded(ctx, t, c, "ps-chief")
+	if rs := job.Status.ReplicaStatuses[tfv1.ReplicaTypeChief]; rs == nil || rs.Restarts != 1 {
+		t.Errorf("chief status %+v, want 1 restart", rs)
+	}
+	// The second chief restored the first one's backups from S3 and went on from the
+	// last epoch they hold, not from step 0.
+	resumed := regexp.MustCompile(`\[chief\] resuming from step (\d+) \(epoch (\d+)\)`).FindStringSubmatch(logs)
+	if resumed == nil {
+		t.Fatalf("the restarted chief did not resume from a checkpoint:\n%s", logs)
+	}
+	if epoch, _ := strconv.Atoi(resumed[2]); epoch < 3 {
+		t.Errorf("the chief resumed from epoch %d, want ≥ 3 (it was killed after epoch 3):\n%s", epoch, logs)
+	}
+	t.Logf("the restarted chief: %s", resumed[0])
+	if !strings.Contains(logs, "[chief] training finished at step 120") {
+		t.Errorf("the chief did not finish all 120 steps:\n%s", logs)
+	}
+}
+
+func testMultiWorkerMirrored(ctx context.Context, t *testing.T, c *jobsCluster) {
+	c.mustTfk8s(ctx, t, "submit", "../../examples/tensorflow", "--name", "mwms", "--image", images.TensorFlow,
+		"--workers", "3", "--artifacts", "checkpoints",
+		"--", "python3", "multi_worker_mirrored.py", "--epochs", "3", "--steps-per-epoch", "10",
+		"--model-dir", "/workspace/checkpoints")
+	defer c.tfk8s(ctx, "delete", "mwms")
+	_, logs := waitSucceeded(ctx, t, c, "mwms")
+	for i := range 3 {
+		w := fmt.Sprintf(`[worker %d] joined the cluster {"worker": 3}: 3 replicas in sync`, i)
+		if !strings.Contains(logs, w) {
+			t.Errorf("the job's logs lack %q:\n%s", w, logs)
+		}
+	}
+	if !strings.Contains(logs, "[worker 0] saved the model to /workspace/checkpoints/model") {
+		t.Errorf("worker 0 did not save the model:\n%s", logs)
+	}
+}
