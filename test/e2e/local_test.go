@@ -51,7 +51,8 @@ const (
 // TestLocalCluster brings a local cluster up in a temporary directory on ports other
 // than the defaults, checks every component as a user would reach it, brings it up
 // again (nothing restarts, no image is sent again), restarts a crashed component,
-// brings it down and checks that nothing is left on the host. Without tfk8s-node in bin/ it tests all the rest.
+// brings it down and checks that nothing is left on the host. Without tfk8s-node in
+// bin/ it tests all the rest.
 func TestLocalCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -71,7 +72,7 @@ func TestLocalCluster(t *testing.T) {
 		Bridge:      e2eBridge,
 		WithoutNode: !withNode,
 	}, nil)
-	dir, userConfig := opts.Dir, opts.UserConfigFile
+	userConfig := opts.UserConfigFile
 	if !st.Running() {
 		t.Fatalf("after up, not every component runs: %+v", st.Components)
 	}
@@ -93,36 +94,13 @@ func TestLocalCluster(t *testing.T) {
 		t.Run("a pod reaches DNS and S3, its log the API server", func(t *testing.T) {
 			pods = append(pods, checkPodReachesServices(ctx, t, st.Kubeconfig, st.S3.Endpoint))
 		})
-	}
-
-	if withNode {
 		t.Run("a pod runs an image pushed with local load", func(t *testing.T) {
 			checkLoadedImageRuns(ctx, t, opts, st.Kubeconfig, binDir)
 		})
 	}
 
 	t.Run("up again restarts nothing and sends no image again", func(t *testing.T) {
-		start := time.Now()
-		var progress bytes.Buffer
-		quiet := opts
-		quiet.Progress = io.MultiWriter(&progress, testWriter{t})
-		again, err := localcluster.Up(ctx, quiet)
-		if err != nil {
-			t.Fatalf("up again: %v", err)
-		}
-		t.Logf("up again took %v", time.Since(start).Round(time.Millisecond))
-		if got := pidsOf(again); !equalMaps(pids, got) {
-			t.Errorf("pids changed: before %v, after %v", pids, got)
-		}
-		pushed := regexp.MustCompile(`(?m)^pushed .*$`).FindAllString(progress.String(), -1)
-		if len(pushed) != len(sourceImages(t, binDir)) {
-			t.Errorf("up again pushed %d images, want the %d layouts of the source tree:\n%s", len(pushed), len(sourceImages(t, binDir)), progress.String())
-		}
-		for _, line := range pushed {
-			if !strings.Contains(line, ", 0 B sent, ") {
-				t.Errorf("up again sent an image again: %s", line)
-			}
-		}
+		checkUpAgain(ctx, t, opts, pids, binDir)
 	})
 
 	// A crashed component is restarted alone, except the node: it re-creates the bridge,
@@ -142,93 +120,92 @@ func TestLocalCluster(t *testing.T) {
 	}
 	for _, crash := range crashes {
 		t.Run("up restarts a crashed "+crash.component, func(t *testing.T) {
-			crashed := pids[crash.component]
-			if err := syscall.Kill(crashed, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			waitGone(t, crashed)
-			if st, err := localcluster.StatusOf(opts); err != nil || st.Running() {
-				t.Fatalf("status after a crash: running %v, %v; want %s stopped", st.Running(), err, crash.component)
-			}
-			again, err := localcluster.Up(ctx, opts)
-			if err != nil {
-				t.Fatalf("up after a crash: %v", err)
-			}
-			got := pidsOf(again)
-			for name, pid := range pids {
-				if restarted := got[name] != pid; restarted != slices.Contains(crash.restarted, name) {
-					t.Errorf("%s: pid %d before, %d after; want only %v restarted", name, pid, got[name], crash.restarted)
-				}
-			}
-			pids = got
-			checkDNS(ctx, t)
-			checkS3(ctx, t, again, userConfig)
+			pids = crashAndUp(ctx, t, opts, pids, crash.component, crash.restarted, userConfig)
 		})
 	}
 
 	t.Run("down leaves nothing", func(t *testing.T) {
-		if withNode {
-			startSleeper(ctx, t, st.Kubeconfig)
-			pods = append(pods, podUIDs(ctx, t, st.Kubeconfig)...)
-		}
-		if err := localcluster.Down(ctx, opts); err != nil {
-			t.Fatalf("down: %v", err)
-		}
-		for name, pid := range pids {
-			if processRuns(pid) {
-				t.Errorf("%s (pid %d) still runs", name, pid)
-			}
-		}
-		st, err := localcluster.StatusOf(opts)
-		if err != nil || !st.Stopped() {
-			t.Errorf("status after down: stopped %v, %v", st.Stopped(), err)
-		}
-		if left := leftNetwork(pods); len(left) > 0 {
-			t.Errorf("left on the host: %v", left)
-		}
-		if mounts, err := node.MountsUnder(dir); err != nil || len(mounts) > 0 {
-			t.Errorf("mounts left under %s: %v %v", dir, mounts, err)
-		}
+		checkDownLeavesNothing(ctx, t, opts, st.Kubeconfig, pids, pods, withNode)
 	})
 
 	t.Run("a failed up stops what it started", func(t *testing.T) {
-		broken := opts
-		broken.Dir = t.TempDir()
-		broken.BinDir = binDirWithBrokenController(t, binDir)
-		broken.Timeout = 20 * time.Second
-		_, err := localcluster.Up(ctx, broken)
-		if err == nil || !strings.Contains(err.Error(), "tfk8s-controller exited") || !strings.Contains(err.Error(), "no controller today") {
-			t.Fatalf("up with a controller that exits: error = %v, want it to name the controller and quote its log", err)
-		}
-		st, err := localcluster.StatusOf(broken)
-		if err != nil || !st.Stopped() {
-			t.Errorf("after a failed up, something runs: %+v, %v", st, err)
-		}
-		if left := leftNetwork(nil); len(left) > 0 {
-			t.Errorf("left on the host: %v", left)
-		}
-		if err := localcluster.Down(ctx, broken); err != nil {
-			t.Errorf("down after a failed up: %v", err)
-		}
+		checkFailedUpStops(ctx, t, opts, binDir)
 	})
 
 	t.Run("up refuses a taken port", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		taken := opts
-		taken.Dir = t.TempDir() // a fresh cluster, not the one stopped above
-		taken.Ports.APIServer = l.Addr().(*net.TCPAddr).Port
-		_, err = localcluster.Up(ctx, taken)
-		if err == nil || !strings.Contains(err.Error(), "needed by kube-apiserver, is in use") {
-			t.Errorf("up with the API server's port taken: error = %v, want one naming the port and kube-apiserver", err)
-		}
-		if st, err := localcluster.StatusOf(taken); err != nil || !st.Stopped() {
-			t.Errorf("after a refused up, something runs: %v %v", st, err)
-		}
+		checkTakenPortRefused(ctx, t, opts)
 	})
+}
+
+// checkDownLeavesNothing brings the cluster down, with a running pod when it has a
+// node, and wants no process, network or mount of it left (pods are the UIDs of the
+// pods it ran before).
+func checkDownLeavesNothing(ctx context.Context, t *testing.T, opts localcluster.Options, kubeconfig string, pids map[string]int, pods []string, withNode bool) {
+	if withNode {
+		startSleeper(ctx, t, kubeconfig)
+		pods = append(pods, podUIDs(ctx, t, kubeconfig)...)
+	}
+	if err := localcluster.Down(ctx, opts); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	for name, pid := range pids {
+		if processRuns(pid) {
+			t.Errorf("%s (pid %d) still runs", name, pid)
+		}
+	}
+	st, err := localcluster.StatusOf(opts)
+	if err != nil || !st.Stopped() {
+		t.Errorf("status after down: stopped %v, %v", st.Stopped(), err)
+	}
+	if left := leftNetwork(pods); len(left) > 0 {
+		t.Errorf("left on the host: %v", left)
+	}
+	if mounts, err := node.MountsUnder(opts.Dir); err != nil || len(mounts) > 0 {
+		t.Errorf("mounts left under %s: %v %v", opts.Dir, mounts, err)
+	}
+}
+
+// checkFailedUpStops brings up a cluster whose controller exits at once: up fails
+// naming it and quoting its log, and stops what it started.
+func checkFailedUpStops(ctx context.Context, t *testing.T, opts localcluster.Options, binDir string) {
+	broken := opts
+	broken.Dir = t.TempDir()
+	broken.BinDir = binDirWithBrokenController(t, binDir)
+	broken.Timeout = 20 * time.Second
+	_, err := localcluster.Up(ctx, broken)
+	if err == nil || !strings.Contains(err.Error(), "tfk8s-controller exited") || !strings.Contains(err.Error(), "no controller today") {
+		t.Fatalf("up with a controller that exits: error = %v, want it to name the controller and quote its log", err)
+	}
+	st, err := localcluster.StatusOf(broken)
+	if err != nil || !st.Stopped() {
+		t.Errorf("after a failed up, something runs: %+v, %v", st, err)
+	}
+	if left := leftNetwork(nil); len(left) > 0 {
+		t.Errorf("left on the host: %v", left)
+	}
+	if err := localcluster.Down(ctx, broken); err != nil {
+		t.Errorf("down after a failed up: %v", err)
+	}
+}
+
+// checkTakenPortRefused brings up a fresh cluster whose API server port is taken:
+// up fails naming the port and kube-apiserver, and nothing runs.
+func checkTakenPortRefused(ctx context.Context, t *testing.T, opts localcluster.Options) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := opts
+	taken.Dir = t.TempDir() // a fresh cluster, not the one stopped above
+	taken.Ports.APIServer = l.Addr().(*net.TCPAddr).Port
+	_, err = localcluster.Up(ctx, taken)
+	if err == nil || !strings.Contains(err.Error(), "needed by kube-apiserver, is in use") {
+		t.Errorf("up with the API server's port taken: error = %v, want one naming the port and kube-apiserver", err)
+	}
+	if st, err := localcluster.StatusOf(taken); err != nil || !st.Stopped() {
+		t.Errorf("after a refused up, something runs: %v %v", st, err)
+	}
 }
 
 // checkAPIServer reaches kube-apiserver through the written kubeconfig and wants the
@@ -255,6 +232,58 @@ func checkAPIServer(t *testing.T, kubeconfig string) {
 			t.Errorf("%s not served: %v", gv, err)
 		}
 	}
+}
+
+// checkUpAgain brings the running cluster up again: no component restarts (pids are
+// the same), and every image of the source tree is pushed without sending a byte.
+func checkUpAgain(ctx context.Context, t *testing.T, opts localcluster.Options, pids map[string]int, binDir string) {
+	start := time.Now()
+	var progress bytes.Buffer
+	recorded := opts
+	recorded.Progress = io.MultiWriter(&progress, testWriter{t})
+	again, err := localcluster.Up(ctx, recorded)
+	if err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	t.Logf("up again took %v", time.Since(start).Round(time.Millisecond))
+	if got := pidsOf(again); !equalMaps(pids, got) {
+		t.Errorf("pids changed: before %v, after %v", pids, got)
+	}
+	pushed := regexp.MustCompile(`(?m)^pushed .*$`).FindAllString(progress.String(), -1)
+	if len(pushed) != len(sourceImages(t, binDir)) {
+		t.Errorf("up again pushed %d images, want the %d layouts of the source tree:\n%s", len(pushed), len(sourceImages(t, binDir)), progress.String())
+	}
+	for _, line := range pushed {
+		if !strings.Contains(line, ", 0 B sent, ") {
+			t.Errorf("up again sent an image again: %s", line)
+		}
+	}
+}
+
+// crashAndUp kills component, and wants up to restart it and only the components in
+// restarted, DNS and S3 to serve afterwards; it returns the new pids.
+func crashAndUp(ctx context.Context, t *testing.T, opts localcluster.Options, pids map[string]int, component string, restarted []string, userConfig string) map[string]int {
+	crashed := pids[component]
+	if err := syscall.Kill(crashed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, crashed)
+	if st, err := localcluster.StatusOf(opts); err != nil || st.Running() {
+		t.Fatalf("status after a crash: running %v, %v; want %s stopped", st.Running(), err, component)
+	}
+	again, err := localcluster.Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("up after a crash: %v", err)
+	}
+	got := pidsOf(again)
+	for name, pid := range pids {
+		if moved := got[name] != pid; moved != slices.Contains(restarted, name) {
+			t.Errorf("%s: pid %d before, %d after; want only %v restarted", name, pid, got[name], restarted)
+		}
+	}
+	checkDNS(ctx, t)
+	checkS3(ctx, t, again, userConfig)
+	return got
 }
 
 // checkRegistry wants local status to show the registry running at its address, and
