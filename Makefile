@@ -124,7 +124,7 @@ export TFK8S_BIN := $(BIN)
 .PHONY: test
 test:
 	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
-	go test -count=1 -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
+	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
 test-unit:

@@ -8,10 +8,11 @@ tells it which task it is (read by TFConfigClusterResolver, the default resolver
               the chief has succeeded; the chief drives them.
   chief       the coordinator: Model.fit creates the variables on the parameter servers
               and schedules the steps on the workers through a ClusterCoordinator,
-              which re-runs the steps of a worker that fails. Each epoch it backs up
-              the training state (BackupAndRestore), saves the weights for the
-              evaluator (ModelCheckpoint) and writes TensorBoard summaries, all under
-              --model-dir; restarted, it resumes from the last backup.
+              which re-runs the steps of a worker that fails. Each epoch it saves a
+              checkpoint (model, optimizer, epoch) through its own filesystem, the
+              parameter servers' variables included, and writes TensorBoard
+              summaries, all under --model-dir; restarted, it resumes from the last
+              checkpoint.
   evaluator   evaluates every checkpoint in --model-dir/checkpoints as it appears
               (SidecarEvaluator) and stops after the last epoch's; --model-dir must
               then be storage it shares with the chief.
@@ -52,7 +53,7 @@ def parse_args():
     parser.add_argument("--lr", type=float, default=0.05, help="learning rate")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic data")
     parser.add_argument("--model-dir", default=os.environ.get("TFK8S_MODEL_DIR") or "/workspace/checkpoints",
-                        help="backup, checkpoints and TensorBoard logs "
+                        help="checkpoints and TensorBoard logs "
                              "(default $TFK8S_MODEL_DIR, else /workspace/checkpoints)")
     return parser.parse_args()
 
@@ -100,23 +101,40 @@ def run_server(resolver):
     server.join()
 
 
-class ReportProgress(keras.callbacks.Callback):
-    """Prints where training starts (after BackupAndRestore restored it) and each epoch."""
+# Under ParameterServerStrategy the variables live on the parameter servers, and by
+# default each one writes its own part of a checkpoint to its own filesystem. Pods do
+# not share one, so every checkpoint is read and written through the chief's.
+CHIEF_IO = tf.train.CheckpointOptions(experimental_io_device="/job:chief/replica:0/task:0/device:CPU:0")
 
-    def __init__(self, steps_per_epoch):
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """Saves the model, the optimizer and the epoch at each epoch's end, numbered by
+    epoch, in <model-dir>/checkpoints: what a restarted chief resumes from and what the
+    evaluator evaluates."""
+
+    def __init__(self, model, directory, steps_per_epoch):
         super().__init__()
+        self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=self.epoch)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=None,
+                                                  checkpoint_name="ckpt")
         self.steps_per_epoch = steps_per_epoch
 
-    def on_train_begin(self, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if step > 0:
-            print(f"[chief] resuming from step {step} (epoch {step // self.steps_per_epoch})", flush=True)
+    def restore(self):
+        """Restores the last checkpoint, if any, and returns the epoch to start at."""
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(self.manager.latest_checkpoint, options=CHIEF_IO)
+            step = int(self.checkpoint.optimizer.iterations.numpy())
+            print(f"[chief] resuming from step {step} (epoch {int(self.epoch.numpy())})", flush=True)
         else:
             print("[chief] starting from step 0", flush=True)
+        return int(self.epoch.numpy())
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
         print(f"[chief] epoch {epoch + 1} step {step} loss {logs.get('loss', float('nan')):.4f}", flush=True)
+        self.epoch.assign(epoch + 1)
+        self.manager.save(checkpoint_number=epoch + 1, options=CHIEF_IO)
 
 
 def run_chief(args, resolver):
@@ -140,17 +158,15 @@ def run_chief(args, resolver):
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         return dataset.shuffle(NUM_EXAMPLES, seed=args.seed).repeat().batch(batch_size).prefetch(2)
 
+    # A re-created chief finds the checkpoints the agent restored from S3 and goes on
+    # from the last one rather than from step 0.
+    checkpoints = EpochCheckpoint(model, os.path.join(args.model_dir, "checkpoints"), args.steps_per_epoch)
+    initial_epoch = checkpoints.restore()
     callbacks = [
-        # Restores the model, the optimizer and the epoch on a restart, so that a
-        # re-created chief resumes rather than starts over.
-        keras.callbacks.BackupAndRestore(backup_dir=os.path.join(args.model_dir, "backup")),
-        ReportProgress(args.steps_per_epoch),
-        # Weights per epoch, numbered by epoch, for the evaluator.
-        keras.callbacks.ModelCheckpoint(filepath=os.path.join(args.model_dir, "checkpoints", "ckpt-{epoch}"),
-                                        save_weights_only=True),
+        checkpoints,
         keras.callbacks.TensorBoard(log_dir=os.path.join(args.model_dir, "logs"), update_freq="epoch"),
     ]
-    model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs,
+    model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs, initial_epoch=initial_epoch,
               steps_per_epoch=args.steps_per_epoch, callbacks=callbacks, verbose=0)
     step = int(model.optimizer.iterations.numpy())
     print(f"[chief] training finished at step {step}", flush=True)

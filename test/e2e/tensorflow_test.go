@@ -110,7 +110,7 @@ func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsClust
 		t.Errorf("%d servers saw the cluster %s, want 5:\n%s", n, psCluster, logs.stdout)
 	}
 	ls := c.mustTfk8s(ctx, t, "artifacts", "ls", "ps")
-	for _, w := range []string{"chief-0/artifacts/workspace/checkpoints/checkpoints/ckpt-3", "chief-0/artifacts/workspace/checkpoints/logs/train/events.out.tfevents."} {
+	for _, w := range []string{"chief-0/artifacts/workspace/checkpoints/checkpoints/ckpt-3.index", "chief-0/artifacts/workspace/checkpoints/logs/train/events.out.tfevents."} {
 		if !strings.Contains(ls.stdout, w) {
 			t.Errorf("artifacts ls ps lacks %s:\n%s", w, ls.stdout)
 		}
@@ -135,6 +135,9 @@ var chiefLine = regexp.MustCompile(`\[chief\] epoch (\d+) step (\d+)`)
 func waitChiefEpoch(ctx context.Context, t *testing.T, c *jobsCluster, job string, chief corev1.Pod, epoch int) {
 	t.Helper()
 	c.eventually(ctx, t, fmt.Sprintf("%s's chief at epoch %d", job, epoch), func() (bool, error) {
+		if s := c.jobState(ctx, job); s == tfv1.JobSucceeded || s == tfv1.JobFailed {
+			t.Fatalf("%s %s before its chief reached epoch %d; logs:\n%s", job, s, epoch, c.tfk8s(ctx, "logs", job))
+		}
 		logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
 			return false, err
