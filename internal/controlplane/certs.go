@@ -16,6 +16,13 @@ import (
 	"time"
 )
 
+// serviceCIDR is the Services' ClusterIP range; KubernetesServiceIP, its first
+// address, is the kubernetes Service's, which the API server's certificate names.
+const (
+	serviceCIDR         = "10.96.0.0/16"
+	KubernetesServiceIP = "10.96.0.1"
+)
+
 // credentials are the files a control plane needs to serve TLS, sign service-account
 // tokens and authenticate its admin.
 type credentials struct {
@@ -58,8 +65,11 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{c.servingHostIP, net.IPv6loopback},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		// Pods reach the API server at the kubernetes Service's ClusterIP (tfk8s-node
+		// relays it), and check that the certificate names it, as client-go's
+		// in-cluster configuration does.
+		IPAddresses: []net.IP{c.servingHostIP, net.IPv6loopback, net.ParseIP(KubernetesServiceIP)},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {

@@ -42,6 +42,9 @@ type Options struct {
 	// PolicyDir holds more manifests (ValidatingAdmissionPolicies and their bindings)
 	// created once the CRDs are established. Default: config/policy.
 	PolicyDir string
+	// NoManifests installs neither CRDs nor admission policies: something else
+	// installs tfk8s (a local cluster's Helm or kustomize install), and must own them.
+	NoManifests bool
 	// APIServerPort is kube-apiserver's port on 127.0.0.1; 0 picks a free one.
 	APIServerPort int
 	// Scheduler also starts kube-scheduler.
@@ -294,6 +297,9 @@ func (s *starter) startScheduler(context.Context) error {
 // installManifests installs the CRDs and the admission policies, and waits until both
 // are in force.
 func (s *starter) installManifests(ctx context.Context) error {
+	if s.opts.NoManifests {
+		return nil
+	}
 	if err := s.cp.installCRDs(ctx, s.crdDir); err != nil {
 		return err
 	}
@@ -321,7 +327,7 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 		"--service-account-key-file="+cp.creds.saPub,
 		"--service-account-signing-key-file="+cp.creds.saKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range="+serviceCIDR,
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",

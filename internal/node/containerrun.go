@@ -136,6 +136,7 @@ func (r *containerRunner) configure(pod *corev1.Pod, img *image) (containerConfi
 	c := &r.spec
 	sb := w.sandboxInfo()
 	base := append(imageEnv(img.config), corev1.EnvVar{Name: "HOSTNAME", Value: utsHostname(pod, w.m.opts.ClusterDomain)})
+	base = append(base, w.m.apiService.env(pod.Spec.HostNetwork)...)
 	gpus := sb.gpus[c.Name]
 	base = append(base, gpuEnv(gpus)...)
 	env, err := containerEnv(pod, c, w.fields(), w.api(), base)

@@ -44,6 +44,9 @@ type manager struct {
 	host        hostFiles
 	images      *imageStore
 	allocatable corev1.ResourceList
+	// apiService is where pods reach the API server: every container's
+	// KUBERNETES_SERVICE_* variables.
+	apiService apiService
 	// ctx outlives the node's own context: stopping the node still needs the API to
 	// write the pods' final statuses.
 	ctx context.Context

@@ -63,6 +63,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := m.net.setUp(); err != nil {
 		return err
 	}
+	if m.apiService, err = lookupAPIService(ctx, client, opts.Config.Host); err != nil {
+		return err
+	}
+	relay, err := serveAPIService(opts.Bridge, m.apiService, log)
+	if err != nil {
+		return err
+	}
+	defer relay.close()
 	if err := mountTmpfs(m.layersDir(), "mode=0700"); err != nil {
 		return err
 	}

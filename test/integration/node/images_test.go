@@ -54,8 +54,13 @@ func TestImages(t *testing.T) {
 		got := logLines(podLogs(t, ns, "probe", &corev1.PodLogOptions{Container: "main"}))
 		want := []string{
 			"args=/bin/probe entry cmd1", "cwd=/home/app", "uid=1234 gid=2345 groups=[3456]",
-			"env HOME=/home/app", "env HOSTNAME=probe", "env IMAGE_VAR=from-image", "env LIST=/data /data/sub",
-			"env MARKER=v1", "env OVERRIDE=container", "env PATH=/bin",
+			"env HOME=/home/app", "env HOSTNAME=probe", "env IMAGE_VAR=from-image",
+			// The kubernetes Service, as the kubelet gives it to every container.
+			"env KUBERNETES_PORT=tcp://10.96.0.1:443", "env KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443",
+			"env KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1", "env KUBERNETES_PORT_443_TCP_PORT=443",
+			"env KUBERNETES_PORT_443_TCP_PROTO=tcp", "env KUBERNETES_SERVICE_HOST=10.96.0.1",
+			"env KUBERNETES_SERVICE_PORT=443", "env KUBERNETES_SERVICE_PORT_HTTPS=443",
+			"env LIST=/data /data/sub", "env MARKER=v1", "env OVERRIDE=container", "env PATH=/bin",
 			"ls /data: keep sub", "ls /data/sub: new",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
