@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/cli"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// pulledIn reads the duration out of the node's Pulled event, "Successfully pulled image
+// X in 12.9s (12.9s including waiting). Image size: N bytes."
+var pulledIn = regexp.MustCompile(`Successfully pulled image "[^"]+" in ([0-9.]+[a-zµ]+) .*Image size: (\d+) bytes`)
+
+// BenchmarkLocalTensorFlow measures local mode with the TensorFlow image, on a local
+// cluster of its own with an empty image cache: (1) the first pod of
+// ghcr.io/tfk8s/tensorflow:2.21.0-cpu, its image pulled from the cluster's registry and
+// unpacked; (2) submit → every replica Running of a job of 2 PS, 3 workers and a chief
+// in that image, once it is cached (goal ≤ 3 s), the median of three rounds.
+func BenchmarkLocalTensorFlow(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if os.Geteuid() != 0 {
+		b.Fatal("the local cluster needs root: it creates a bridge, network namespaces and mounts")
+	}
+	opts := benchCluster(b)
+	st, err := localcluster.Up(ctx, opts)
+	if err != nil {
+		b.Fatalf("up: %v", err)
+	}
+	cs := newClientset(b, st.Kubeconfig)
+
+	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
+	var rounds []time.Duration
+	for i := range 3 {
+		rounds = append(rounds, submitToRunning(ctx, b, cs, opts, fmt.Sprintf("bench-%d", i)))
+	}
+	slices.Sort(rounds)
+	fmt.Printf("\nlocal mode, %s (%.1f MB):\n", images.TensorFlow, float64(size)/1e6)
+	fmt.Printf("%-62s %8.2f s\n", "image pulled from the local registry and unpacked", pull.Seconds())
+	fmt.Printf("%-62s %8.2f s\n", "first pod: created → Succeeded, image pull included", firstPod.Seconds())
+	fmt.Printf("%-62s %8.2f s   %.2f %.2f %.2f\n", "submit → 6 replicas Running, image cached (median of 3)",
+		rounds[1].Seconds(), rounds[0].Seconds(), rounds[1].Seconds(), rounds[2].Seconds())
+	b.ReportMetric(pull.Seconds(), "s-pull-unpack")
+	b.ReportMetric(rounds[1].Seconds(), "s-submit-to-running")
+}
+
+// benchCluster is the options of a throw-away local cluster with an empty image cache,
+// brought down and removed when the benchmark ends.
+func benchCluster(b *testing.B) localcluster.Options {
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/var/lib", "tfk8s-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ports, err := localcluster.FreePorts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := localcluster.Options{
+		Dir: dir, BinDir: binDir, NodeName: "bench-node", PodCIDR: "10.245.0.0/24", Bridge: "tfk8sbench0",
+		Ports: ports, ImageDir: filepath.Join(dir, "images"), UserConfigFile: filepath.Join(dir, "config"),
+		UnsafeNoFsync: true, Timeout: 3 * time.Minute,
+	}
+	b.Cleanup(func() {
+		if err := localcluster.Down(context.Background(), opts); err != nil {
+			b.Errorf("down: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	return opts
+}
+
+func newClientset(b *testing.B, kubeconfig string) *kubernetes.Clientset {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// firstPodOfImage runs a pod of the image that exits at once, and returns the pull time
+// the node reported, the image's size and the pod's time from creation to Succeeded.
+func firstPodOfImage(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, image string) (pull time.Duration, size int64, total time.Duration) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: image, Command: []string{"python3", "-c", "pass"}}},
+		},
+	}
+	start := time.Now()
+	// Pods are refused until kube-controller-manager has made the default ServiceAccount.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		b.Fatalf("creating pod: %v", err)
+	}
+	start = time.Now()
+	var phase corev1.PodPhase
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase = got.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	total = time.Since(start)
+	if err != nil || phase != corev1.PodSucceeded {
+		b.Fatalf("pod of %s: phase %s (%v)", image, phase, err)
+	}
+	events, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=first,reason=Pulled"})
+	if err != nil || len(events.Items) != 1 {
+		b.Fatalf("want one Pulled event of pod first: %v %v", events, err)
+	}
+	m := pulledIn.FindStringSubmatch(events.Items[0].Message)
+	if m == nil {
+		b.Fatalf("the Pulled event says no pull time: %q", events.Items[0].Message)
+	}
+	pull, err = time.ParseDuration(m[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Sscan(m[2], &size)
+	return pull, size, total
+}
+
+// submitToRunning submits a job of 2 PS, 3 workers and a chief in the TensorFlow image
+// through the CLI, returns the time until its 6 pods are Running, and deletes it.
+func submitToRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, opts localcluster.Options, name string) time.Duration {
+	run := func(args ...string) {
+		var out, errOut testutil.SyncBuffer
+		env := cli.Env{
+			IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			Getenv:     func(string) string { return "" },
+			ConfigFile: opts.UserConfigFile,
+		}
+		args = append([]string{"--kubeconfig", filepath.Join(opts.Dir, "kubeconfig"), "-n", "default"}, args...)
+		if code := cli.Main(ctx, args, env); code != 0 {
+			b.Fatalf("tfk8s %s: exit code %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
+	}
+	start := time.Now()
+	run("submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "sleep", "600")
+	selector := metav1.ListOptions{LabelSelector: tfv1.LabelJobName + "=" + name}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, selector)
+		if err != nil || len(pods.Items) != 6 {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: not 6 pods Running within 2 minutes", name)
+	}
+	run("delete", name, "--wait")
+	return took
+}
