@@ -47,7 +47,16 @@ source tree's _out/images (make images, make tensorflow-image) and of --images, 
 the reference's repository path: ghcr.io/tfk8s/tensorflow:2.21.0-cpu is pushed as
 127.0.0.1:5000/tfk8s/tensorflow:2.21.0-cpu. The node looks for every image there first,
 then in its own registry, so pods name images by their usual references. Blobs the
-registry has are not sent again: a second up pushes nothing new.`,
+registry has are not sent again: a second up pushes nothing new.
+
+With --install helm or --install kustomize, tfk8s-controller does not run as a host
+process: up installs tfk8s into the cluster from the images of _out/images (make
+images), as it would be installed on any cluster: bin/helm upgrade --install of
+charts/tfk8s, or bin/kustomize build config/default applied server-side (make
+install-tools builds both), in namespace tfk8s-system, and waits until the
+controller's Deployment is available. The controller then runs as two pods (one
+leads) under its ServiceAccount, with the chart's RBAC only. local status shows
+them; local down stops them with the node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
@@ -70,6 +79,7 @@ registry has are not sent again: a second up pushes nothing new.`,
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on 127.0.0.1 (default 5000)")
 	f.StringArrayVar(&opts.Images, "images", nil, "directory of OCI image layouts (or one layout) to push into the registry, besides the source tree's _out/images; repeatable")
 	f.StringVar(&opts.ImageDir, "image-dir", "", "the node's image cache, shared by every local cluster (default $XDG_CACHE_HOME/tfk8s/images or ~/.cache/tfk8s/images)")
+	f.StringVar(&opts.Install, "install", "", "install tfk8s into the cluster with "+localcluster.InstallHelm+" or "+localcluster.InstallKustomize+" instead of running the controller on the host")
 	f.StringArrayVar(&opts.HostImages, "host-image", nil, "image name whose pods run on the host's file system instead of a pulled image (the docs use tfk8s.io/host); repeatable")
 	return cmd
 }

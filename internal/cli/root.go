@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -32,7 +33,14 @@ type Env struct {
 	// DigestCacheFile remembers the digests of code and data directories already
 	// stored, so that re-submitting them reads nothing; "" keeps no cache.
 	DigestCacheFile string
+	// Name is the name the program was run by. As kubectl-tfk8s, the kubectl plugin
+	// (kubectl tfk8s ... runs it), its usage says "kubectl tfk8s".
+	Name string
 }
+
+// PluginName is the tfk8s binary's name as a kubectl plugin: kubectl finds it on PATH
+// and runs it for kubectl tfk8s.
+const PluginName = "kubectl-tfk8s"
 
 // DefaultEnv is the environment of the tfk8s binary: os.Stdin, os.Stdout, os.Stderr,
 // os.Getenv and ~/.tfk8s/config.
@@ -42,6 +50,7 @@ func DefaultEnv() Env {
 		Getenv:          os.Getenv,
 		ConfigFile:      configFile(),
 		DigestCacheFile: pack.DefaultDigestCacheFile(),
+		Name:            os.Args[0],
 	}
 }
 
@@ -84,6 +93,9 @@ distributed (chief, parameter servers, workers, evaluator), with the user's code
 data shipped through S3-compatible storage and checkpoints and logs backed up there.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if filepath.Base(env.Name) == PluginName {
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl tfk8s"}
 	}
 	cmd.SetIn(env.In)
 	cmd.SetOut(env.Out)

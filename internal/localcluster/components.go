@@ -66,6 +66,9 @@ func components(opts Options) []component {
 	if opts.WithoutNode {
 		cs = slices.DeleteFunc(cs, func(c component) bool { return c.name == compNode })
 	}
+	if opts.Install != "" { // the controller runs as pods on the node
+		cs = slices.DeleteFunc(cs, func(c component) bool { return c.name == compController })
+	}
 	return cs
 }
 

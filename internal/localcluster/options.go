@@ -124,6 +124,11 @@ type Options struct {
 	// (tfk8s-node --host-image), the docs' tfk8s.io/host among them when asked for.
 	// Default: none; every other image is pulled.
 	HostImages []string
+	// Install, when set (InstallHelm or InstallKustomize), installs tfk8s into the
+	// cluster from the images of _out/images instead of running tfk8s-controller as a
+	// host process: the controller then runs as pods, as its ServiceAccount with the
+	// chart's RBAC only. The CRD and admission policy are then the install's too.
+	Install string
 	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
 	// A cluster kept across reboots (the default) must not lose acknowledged writes.
 	UnsafeNoFsync bool
@@ -187,6 +192,9 @@ func (opts Options) withDefaults() (Options, error) {
 	}
 	if len(opts.Bridge) > 15 {
 		return opts, fmt.Errorf("bridge name %q is longer than 15 characters", opts.Bridge)
+	}
+	if err := checkInstall(opts.Install); err != nil {
+		return opts, err
 	}
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)

@@ -34,6 +34,9 @@ type settings struct {
 	// later up pulls into the same cache and runs the same images on the host.
 	ImageDir   string   `json:"imageDir,omitempty"`
 	HostImages []string `json:"hostImages,omitempty"`
+	// Install is how tfk8s was installed: kept, so that status and a later up know
+	// the controller runs as pods.
+	Install string `json:"install,omitempty"`
 }
 
 // settingsOf returns the settings of opts.
@@ -48,6 +51,7 @@ func settingsOf(opts Options) settings {
 		Ports:         opts.Ports,
 		ImageDir:      opts.ImageDir,
 		HostImages:    opts.HostImages,
+		Install:       opts.Install,
 	}
 }
 
@@ -90,6 +94,7 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	opts.GPUs = pick(&errs, "--gpus", opts.GPUs, saved.GPUs, running)
 	opts.WithoutNode = pick(&errs, "without a node", opts.WithoutNode, saved.WithoutNode, running)
 	opts.ImageDir = pick(&errs, "--image-dir", opts.ImageDir, saved.ImageDir, running)
+	opts.Install = pick(&errs, "--install", opts.Install, saved.Install, running)
 	opts.HostImages = pickList(&errs, "--host-image", opts.HostImages, saved.HostImages, running)
 	ports := opts.Ports.or(saved.Ports)
 	if running && ports != saved.Ports.or(ports) {

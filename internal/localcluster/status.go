@@ -27,6 +27,9 @@ type Status struct {
 	Registry string
 	// Components are the cluster's processes, in start order.
 	Components []ComponentStatus
+	// Install is the controller installed into the cluster (up --install), read from
+	// the API server while it runs; nil when tfk8s-controller is a host process.
+	Install *InstallStatus
 	// UserConfig is the user's tfk8s config file, and UserConfigWritten says whether
 	// Up wrote the S3 settings there (it never replaces an existing file). Only Up
 	// sets them.
@@ -95,6 +98,12 @@ func statusOf(opts Options) *Status {
 		}
 		s.Components = append(s.Components, cs)
 	}
+	if opts.Install != "" {
+		s.Install = &InstallStatus{Method: opts.Install}
+		if s.Kubeconfig != "" && controlplane.FindDetached(p.run, compAPIServer) != nil {
+			s.Install = readInstallStatus(opts.Install, s.Kubeconfig)
+		}
+	}
 	return s
 }
 
@@ -131,6 +140,9 @@ func (s *Status) Print(w io.Writer) {
 	_ = tw.Flush()
 	if s.Stopped() {
 		return
+	}
+	if s.Install != nil {
+		s.Install.print(w)
 	}
 	if s.Kubeconfig != "" {
 		fmt.Fprintf(w, "Kubeconfig: %s (context %s)\n", s.Kubeconfig, ContextName)

@@ -52,6 +52,9 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 	if err := checkBinaries(opts); err != nil {
 		return nil, err
 	}
+	if err := checkInstallSource(opts); err != nil {
+		return nil, err
+	}
 	p := pathsIn(opts.Dir)
 	for _, d := range []string{p.dir, p.run, p.s3Data} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -135,6 +138,7 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 		Durable:               !u.opts.UnsafeNoFsync,
 		PodSecurity:           PodSecurityLevel,
 		ExtraAPIServerArgs:    apiServerArgs(u.pki),
+		NoManifests:           u.opts.Install != "", // the install's own
 		Logf:                  u.logf,
 	})
 	if err != nil {
@@ -262,8 +266,12 @@ func (u *starter) startS3(ctx context.Context) error {
 	})
 }
 
-// startController starts tfk8s-controller and waits until it is ready.
+// startController starts tfk8s-controller and waits until it is ready, or installs
+// it into the cluster with Options.Install.
 func (u *starter) startController(ctx context.Context) error {
+	if u.opts.Install != "" {
+		return u.installController(ctx)
+	}
 	proc, _, err := u.ensureRunning(compController, controllerArgs(u.opts, u.paths), nil, false)
 	if err != nil {
 		return err
