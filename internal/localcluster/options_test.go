@@ -67,6 +67,11 @@ func TestWithDefaults(t *testing.T) {
 			wantErr: `parsing pod CIDR "10.0.0.0"`,
 		},
 		{
+			name:    "unknown install method",
+			opts:    Options{Dir: "/state", BinDir: "/bin", Install: "kubectl"},
+			wantErr: `--install "kubectl": want helm or kustomize`,
+		},
+		{
 			name:    "IPv6 CIDR",
 			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "fd00::/64"},
 			wantErr: "want an IPv4 network",

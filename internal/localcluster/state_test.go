@@ -59,6 +59,17 @@ func TestMergeSettings(t *testing.T) {
 			want: savedWith(func(s *settings) { s.HostImages, s.ImageDir = []string{"tfk8s.io/host"}, "/images" }),
 		},
 		{
+			name:    "another install method while running is refused",
+			opts:    Options{Install: InstallHelm},
+			running: true,
+			wantErr: "--install is , not helm",
+		},
+		{
+			name: "the install method is kept",
+			opts: Options{Install: InstallKustomize},
+			want: savedWith(func(s *settings) { s.Install = InstallKustomize }),
+		},
+		{
 			name:    "another port while running is refused",
 			opts:    Options{Ports: Ports{APIServer: 7443}},
 			running: true,
