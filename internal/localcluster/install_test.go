@@ -90,7 +90,11 @@ func TestDeploymentAvailable(t *testing.T) {
 		{name: "an older generation observed", status: func() appsv1.DeploymentStatus { s := rolledOut; s.ObservedGeneration = 1; return s }()},
 		{name: "one replica not ready", status: func() appsv1.DeploymentStatus { s := rolledOut; s.ReadyReplicas = 1; return s }()},
 		{name: "an old replica still there", status: func() appsv1.DeploymentStatus { s := rolledOut; s.Replicas = 3; return s }()},
-		{name: "not available", status: func() appsv1.DeploymentStatus { s := rolledOut; s.Conditions = available(corev1.ConditionFalse); return s }()},
+		{name: "not available", status: func() appsv1.DeploymentStatus {
+			s := rolledOut
+			s.Conditions = available(corev1.ConditionFalse)
+			return s
+		}()},
 		{name: "no condition yet", status: func() appsv1.DeploymentStatus { s := rolledOut; s.Conditions = nil; return s }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
