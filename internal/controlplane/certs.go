@@ -54,26 +54,9 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 	}
 	c.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw})
 
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srvCertPEM, srvKeyPEM, err := servingCertificate(c.servingHostIP, caCert, caKey, now, validity)
 	if err != nil {
 		return nil, err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		// Pods reach the API server at the kubernetes Service's ClusterIP (tfk8s-node
-		// relays it), and check that the certificate names it, as client-go's
-		// in-cluster configuration does.
-		IPAddresses: []net.IP{c.servingHostIP, net.IPv6loopback, net.ParseIP(KubernetesServiceIP)},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating serving certificate: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -97,8 +80,8 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 	}{
 		{c.caCert, c.caCertPEM},
 		{c.caKey, pemECKey(caKey)},
-		{c.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER})},
-		{c.servingKey, pemECKey(srvKey)},
+		{c.servingCert, srvCertPEM},
+		{c.servingKey, srvKeyPEM},
 		{c.saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)})},
 		{c.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub})},
 		{c.tokenFile, fmt.Appendf(nil, "%s,admin,admin,system:masters\n", c.adminToken)},
@@ -109,6 +92,69 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 		}
 	}
 	return c, nil
+}
+
+// servingCertificate issues kube-apiserver's serving certificate and key, PEM, for
+// hostIP and the names clients reach it by.
+func servingCertificate(hostIP net.IP, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		// Pods reach the API server at the kubernetes Service's ClusterIP (tfk8s-node
+		// relays it), and check that the certificate names it, as client-go's
+		// in-cluster configuration does.
+		IPAddresses: []net.IP{hostIP, net.IPv6loopback, net.ParseIP(KubernetesServiceIP)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating serving certificate: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pemECKey(srvKey), nil
+}
+
+// reissueServingCert replaces the serving certificate and key in c's files with new
+// ones from the CA there.
+func reissueServingCert(c *credentials, validity time.Duration) error {
+	caPEM, err := os.ReadFile(c.caCert)
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(c.caKey)
+	if err != nil {
+		return err
+	}
+	certBlock, _ := pem.Decode(caPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return fmt.Errorf("reissuing the serving certificate: no PEM in %s or %s", c.caCert, c.caKey)
+	}
+	caCert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return fmt.Errorf("reissuing the serving certificate: parsing %s: %w", c.caCert, err)
+	}
+	caKey, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return fmt.Errorf("reissuing the serving certificate: parsing %s: %w", c.caKey, err)
+	}
+	certOut, keyOut, err := servingCertificate(c.servingHostIP, caCert, caKey, time.Now(), validity)
+	if err != nil {
+		return err
+	}
+	// The key first: a kube-apiserver reloading between the two writes sees a pair
+	// that does not match and keeps the old one until the certificate follows.
+	if err := os.WriteFile(c.servingKey, keyOut, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(c.servingCert, certOut, 0o600)
 }
 
 // newCA generates a self-signed CA, valid from an hour before now for validity.

@@ -6,9 +6,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,6 +247,12 @@ func loadOrWriteCredentials(dir string) (*credentials, error) {
 		return nil, fmt.Errorf("parsing %s: %w", c.servingCert, err)
 	} else if time.Until(cert.NotAfter) < 24*time.Hour {
 		return writeCredentialsValidFor(dir, detachedCertValidity)
+	} else if !slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == KubernetesServiceIP }) {
+		// Made before pods reached the API server through the kubernetes Service:
+		// a new one from the same CA, which a running kube-apiserver reloads.
+		if err := reissueServingCert(c, detachedCertValidity); err != nil {
+			return nil, err
+		}
 	}
 	if c.caCertPEM, err = os.ReadFile(c.caCert); err != nil {
 		return nil, err
