@@ -1,11 +1,8 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfk8s/tfk8s/internal/manifests"
 )
 
 // installPolicies creates the admission policies in dir and waits until the API server
@@ -68,19 +66,11 @@ func readManifests(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("parsing %s: %w", path, err)
-			}
-			if len(obj.Object) > 0 {
-				objs = append(objs, obj)
-			}
+		found, err := manifests.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", path, err)
 		}
+		objs = append(objs, found...)
 	}
 	return objs, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tfk8s/tfk8s/internal/manifests"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
@@ -143,7 +142,7 @@ func (u *starter) kustomizeInstall(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building %s with kustomize: %w", dir, err)
 	}
-	objs, err := decodeObjects(out)
+	objs, err := manifests.Decode(out)
 	if err != nil {
 		return fmt.Errorf("reading kustomize build %s: %w", dir, err)
 	}
@@ -180,24 +179,6 @@ func firstLine(s []byte) string {
 		}
 	}
 	return ""
-}
-
-// decodeObjects reads every non-empty object of a YAML stream.
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 }
 
 // applyObjects applies objs server-side, namespaces and CRDs first, taking the fields

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tfk8s/tfk8s/internal/manifests"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,7 +109,7 @@ func TestDeploymentAvailable(t *testing.T) {
 
 // TestApplyOrder: namespaces and CRDs first, the rest in the order kustomize wrote it.
 func TestApplyOrder(t *testing.T) {
-	objs, err := decodeObjects([]byte(`apiVersion: v1
+	objs, err := manifests.Decode([]byte(`apiVersion: v1
 kind: ServiceAccount
 metadata: {name: sa, namespace: tfk8s-system}
 ---

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/manifests"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -127,7 +128,7 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return testutil.DecodeObjects(data)
+	return manifests.Decode(data)
 }
 
 // TestTemplateWithoutSpecIsRefused sends what only a manifest can say (a Go client

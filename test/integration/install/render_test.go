@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/manifests"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -50,7 +50,7 @@ func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
 		all.WriteString(out[name])
 		all.WriteString("\n---\n")
 	}
-	return testutil.DecodeObjects(all.Bytes())
+	return manifests.Decode(all.Bytes())
 }
 
 // renderKustomize builds config/default as kubectl apply -k would.
@@ -64,7 +64,7 @@ func renderKustomize() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building config/default: %w", err)
 	}
-	return testutil.DecodeObjects(data)
+	return manifests.Decode(data)
 }
 
 // identities names each object "Kind namespace/name", sorted.

@@ -1,4 +1,6 @@
-package testutil
+// Package manifests reads Kubernetes objects from YAML or JSON streams: the CRD and
+// policies a control plane installs, what kustomize builds, what the tests decode.
+package manifests
 
 import (
 	"bytes"
@@ -10,8 +12,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// DecodeObjects reads every non-empty object of a YAML (or JSON) stream.
-func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+// Decode reads every non-empty object of a YAML (or JSON) stream.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []*unstructured.Unstructured
 	for {
