@@ -101,40 +101,58 @@ def run_server(resolver):
     server.join()
 
 
-# Under ParameterServerStrategy the variables live on the parameter servers, and by
-# default each one writes its own part of a checkpoint to its own filesystem. Pods do
-# not share one, so every checkpoint is read and written through the chief's.
-CHIEF_IO = tf.train.CheckpointOptions(experimental_io_device="/job:chief/replica:0/task:0/device:CPU:0")
-
-
 class EpochCheckpoint(keras.callbacks.Callback):
     """Saves the model, the optimizer and the epoch at each epoch's end, numbered by
     epoch, in <model-dir>/checkpoints: what a restarted chief resumes from and what the
-    evaluator evaluates."""
+    evaluator evaluates.
 
-    def __init__(self, model, directory, steps_per_epoch):
+    Under ParameterServerStrategy the variables live on the parameter servers, and a
+    checkpoint saved or restored the default way has each parameter server write or read
+    its own part on its own filesystem, which pods do not share; and done through the
+    chief's filesystem instead, each parameter server calls the chief, at the address of
+    the chief it knew, which a re-created chief pod no longer has. So the chief keeps a
+    copy of the model: it fetches the values into the copy and saves that, and restores
+    into the copy and sends the values on. Every call goes from the chief to the others."""
+
+    def __init__(self, model, directory, lr):
         super().__init__()
-        self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=self.epoch)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=None,
-                                                  checkpoint_name="ckpt")
-        self.steps_per_epoch = steps_per_epoch
+        self.target = model
+        # Everything here lives on the chief: a device left unnamed ("/cpu:0", as the
+        # checkpoint's own save counter asks for) could be a parameter server's.
+        with tf.device("/job:chief/replica:0/task:0/device:CPU:0"):
+            self.copy = build_model(lr)
+            self.copy_step = self.copy.optimizer.iterations
+            self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+            checkpoint = tf.train.Checkpoint(model=self.copy, optimizer=self.copy.optimizer, epoch=self.epoch)
+            checkpoint.save_counter  # created now, on the chief
+        self.manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=None, checkpoint_name="ckpt")
 
     def restore(self):
         """Restores the last checkpoint, if any, and returns the epoch to start at."""
-        if self.manager.latest_checkpoint:
-            self.checkpoint.restore(self.manager.latest_checkpoint, options=CHIEF_IO)
-            step = int(self.checkpoint.optimizer.iterations.numpy())
-            print(f"[chief] resuming from step {step} (epoch {int(self.epoch.numpy())})", flush=True)
-        else:
+        path = self.manager.latest_checkpoint
+        if not path:
             print("[chief] starting from step 0", flush=True)
+            return 0
+        self.manager.checkpoint.restore(path).expect_partial()
+        for remote, value in zip(self.target.weights, self.copy.weights, strict=True):
+            remote.assign(value.numpy())
+        step = int(self.copy_step.numpy())
+        self.target.optimizer.iterations.assign(step)
+        print(f"[chief] resuming from step {step} (epoch {int(self.epoch.numpy())})", flush=True)
         return int(self.epoch.numpy())
+
+    def save(self, epoch):
+        for value, remote in zip(self.copy.weights, self.target.weights, strict=True):
+            value.assign(remote.numpy())
+        self.copy_step.assign(int(self.target.optimizer.iterations.numpy()))
+        self.epoch.assign(epoch)
+        path = self.manager.save(checkpoint_number=epoch)
+        print(f"[chief] epoch {epoch} saved in {path}", flush=True)
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
         print(f"[chief] epoch {epoch + 1} step {step} loss {logs.get('loss', float('nan')):.4f}", flush=True)
-        self.epoch.assign(epoch + 1)
-        self.manager.save(checkpoint_number=epoch + 1, options=CHIEF_IO)
+        self.save(epoch + 1)
 
 
 def run_chief(args, resolver):
@@ -160,7 +178,7 @@ def run_chief(args, resolver):
 
     # A re-created chief finds the checkpoints the agent restored from S3 and goes on
     # from the last one rather than from step 0.
-    checkpoints = EpochCheckpoint(model, os.path.join(args.model_dir, "checkpoints"), args.steps_per_epoch)
+    checkpoints = EpochCheckpoint(model, os.path.join(args.model_dir, "checkpoints"), args.lr)
     initial_epoch = checkpoints.restore()
     callbacks = [
         checkpoints,
