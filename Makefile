@@ -108,6 +108,7 @@ generate: $(CONTROLLER_GEN_STAMP)
 build:
 	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-node
 	CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/tfk8s-agent
+	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
 verify: generate $(STATICCHECK_STAMP)
