@@ -110,7 +110,6 @@ func firstPodOfImage(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 			Containers:    []corev1.Container{{Name: "main", Image: image, Command: []string{"python3", "-c", "pass"}}},
 		},
 	}
-	start := time.Now()
 	// Pods are refused until kube-controller-manager has made the default ServiceAccount.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
@@ -119,7 +118,7 @@ func firstPodOfImage(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 	if err != nil {
 		b.Fatalf("creating pod: %v", err)
 	}
-	start = time.Now()
+	start := time.Now()
 	var phase corev1.PodPhase
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
