@@ -134,9 +134,12 @@ func registerNode(ctx context.Context, client kubernetes.Interface, opts Options
 	return node, updateNodeStatus(ctx, client, opts, info, true, "")
 }
 
-// updateNodeStatus writes the Node's status with the given readiness.
+// updateNodeStatus writes the Node's status with the given readiness. A new Node is
+// written by kube-controller-manager too (taints, CIDR) while it registers, so a
+// conflict is retried over a second and a half (retry.DefaultBackoff), not the 50 ms of
+// retry.DefaultRetry that a loaded machine used up.
 func updateNodeStatus(ctx context.Context, client kubernetes.Interface, opts Options, info hostInfo, ready bool, message string) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		node, err := client.CoreV1().Nodes().Get(ctx, opts.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
