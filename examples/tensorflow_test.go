@@ -10,7 +10,7 @@ import (
 
 // TestParameterServerStrategyInImage trains ps_strategy.py in the TensorFlow image with
 // a chief, a parameter server, two workers and an evaluator; kills the chief after its
-// second epoch and starts it again, and checks it resumes from that epoch's step.
+// second epoch is saved and starts it again, and checks it resumes from that epoch.
 func TestParameterServerStrategyInImage(t *testing.T) {
 	root := imageRoot(t, "tensorflow")
 	ctx, cancel := context.WithTimeout(context.Background(), tfTimeout)
@@ -24,7 +24,7 @@ func TestParameterServerStrategyInImage(t *testing.T) {
 	}{{"ps", 0}, {"worker", 0}, {"worker", 1}, {"chief", 0}, {"evaluator", 0}} {
 		c.start(task.job, task.index)
 	}
-	c.waitFor("chief-0", "[chief] epoch 2 step 20 ")
+	c.waitFor("chief-0", "[chief] epoch 2 saved in ")
 	c.kill("chief-0")
 	killed := time.Since(start)
 	c.start("chief", 0)

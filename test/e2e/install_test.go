@@ -47,7 +47,7 @@ func TestInstallHelm(t *testing.T) {
 	t.Run("a distributed job succeeds", func(t *testing.T) { checkInstalledJob(ctx, t, c, "first") })
 	t.Run("no forbidden in the controller's log", func(t *testing.T) { checkNoForbidden(ctx, t, c) })
 	t.Run("controller memory at idle", func(t *testing.T) { logControllerMemory(ctx, t, c) })
-	t.Run("the other replica takes over from a killed leader", func(t *testing.T) { checkFailover(ctx, t, c) })
+	t.Run("another replica takes over from a killed leader", func(t *testing.T) { checkFailover(ctx, t, c) })
 	t.Run("no forbidden after the failover", func(t *testing.T) { checkNoForbidden(ctx, t, c) })
 	t.Run("helm uninstall leaves only the CRD", func(t *testing.T) { checkHelmUninstall(ctx, t, c, opts) })
 }
@@ -217,7 +217,7 @@ func podProcessRSS(podUID, program string) (int64, error) {
 }
 
 // checkFailover kills the leader's pod (grace period 0, as a crash), submits a job at
-// once, and wants the other replica to take the Lease, and the job to succeed.
+// once, and wants another pod to take the Lease, and the job to succeed.
 func checkFailover(ctx context.Context, t *testing.T, c *jobsCluster) {
 	leader := leaderPod(ctx, t, c, "")
 	var other string
@@ -236,8 +236,13 @@ func checkFailover(ctx context.Context, t *testing.T, c *jobsCluster) {
 	go func() { submitted <- submitJob(ctx, c, "meanwhile") }()
 	next := leaderPod(ctx, t, c, leader)
 	t.Logf("failover: leader pod deleted → new Lease holder %s: %.1f s", next, time.Since(killed).Seconds())
-	if next != other {
-		t.Errorf("new leader %s, want the other replica %s", next, other)
+	// The standby and the pod the Deployment starts in the killed one's place race for
+	// the expired Lease; either may win, never the killed pod (leaderPod waits for
+	// another holder).
+	if next == other {
+		t.Logf("the standby %s took over", next)
+	} else {
+		t.Logf("the replacement pod %s took over before the standby %s", next, other)
 	}
 	if r := <-submitted; r.code != 0 {
 		c.fail(t, "submit --follow meanwhile: %s", r)

@@ -32,6 +32,8 @@ const (
 	jobsBridge  = "tfk8se2e1"
 	jobsPodCIDR = "10.248.0.0/24"
 	jobsImage   = images.Python
+	// hostImage names the host's filesystem as a pod's image (tfk8s-node --host-image).
+	hostImage = "tfk8s.io/host"
 	// jobsWait bounds every wait for a job or its pods.
 	jobsWait = 90 * time.Second
 )
@@ -53,8 +55,10 @@ func TestTrainingJobs(t *testing.T) {
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-jobs-node",
-		PodCIDR:  jobsPodCIDR,
-		Bridge:   jobsBridge,
+		// The host's secrets stay hidden from a pod that runs on the host's filesystem.
+		HostImages: []string{hostImage},
+		PodCIDR:    jobsPodCIDR,
+		Bridge:     jobsBridge,
 	}, func() {
 		if left := leftNetworkOn(jobsBridge, pods); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)

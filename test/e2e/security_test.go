@@ -51,7 +51,7 @@ func testSecretsHidden(ctx context.Context, t *testing.T, c *jobsCluster) {
 			t.Fatalf("the host has no %s to hide: %v", p, err)
 		}
 	}
-	c.mustTfk8s(ctx, t, append([]string{"submit", "--name", "snoop", "--image", jobsImage, "--workers", "0", "--chief",
+	c.mustTfk8s(ctx, t, append([]string{"submit", "--name", "snoop", "--image", hostImage, "--workers", "0", "--chief",
 		"--", "python3", "-c", snoopScript}, targets...)...)
 	defer c.tfk8s(ctx, "delete", "snoop")
 	if job := c.waitFinished(ctx, t, "snoop"); job.Status.State != tfv1.JobSucceeded {
