@@ -150,23 +150,6 @@ func TestChartValues(t *testing.T) {
 			}
 		},
 	}, {
-		name:   "S3 defaults by reference",
-		values: `{storage: {endpoint: "https://s3.example", bucket: ml, secretName: s3-credentials}}`,
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			cm := find(objs, "ConfigMap", "tfk8s-storage")
-			if cm == nil {
-				t.Fatal("no ConfigMap tfk8s-storage")
-			}
-			want := map[string]any{"endpoint": "https://s3.example", "bucket": "ml", "region": "", "insecure": "false", "secretName": "s3-credentials"}
-			if diff := cmp.Diff(want, cm.Object["data"]); diff != "" {
-				t.Errorf("tfk8s-storage (-want +got):\n%s", diff)
-			}
-		},
-	}, {
-		name:    "S3 defaults without a Secret",
-		values:  `{storage: {endpoint: "https://s3.example"}}`,
-		wantErr: "storage.secretName is required",
-	}, {
 		name:   "ServiceMonitor on",
 		values: `{metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}}`,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
