@@ -121,10 +121,11 @@ verify: generate $(STATICCHECK_STAMP)
 export TFK8S_BIN := $(BIN)
 
 # The install tests check the images make images writes; the e2e tests run pods in them
-# and in the TensorFlow image.
+# and in the TensorFlow image, and install tfk8s into a local cluster with helm and
+# kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) runc build images tensorflow-image)
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
