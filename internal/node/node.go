@@ -27,17 +27,10 @@ const finalCallTimeout = 10 * time.Second
 // pod, marks the Node NotReady and removes its network, mounts and containers. Run
 // needs root and runc.
 func Run(ctx context.Context, opts Options) (err error) {
-	opts, err = opts.withDefaults()
-	if err != nil {
+	if opts, err = preflight(opts); err != nil {
 		return err
 	}
 	log := opts.Log.WithValues("node", opts.NodeName)
-	if os.Geteuid() != 0 {
-		return errors.New("tfk8s-node must run as root: it creates network namespaces, mounts and containers")
-	}
-	if opts.RuncPath, err = exec.LookPath(opts.RuncPath); err != nil {
-		return fmt.Errorf("finding runc (install it: apt-get install -y runc): %w", err)
-	}
 	client, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
@@ -63,10 +56,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := m.net.setUp(); err != nil {
 		return err
 	}
-	if m.apiService, err = lookupAPIService(ctx, client, opts.Config.Host); err != nil {
-		return err
-	}
-	relay, err := serveAPIService(opts.Bridge, m.apiService, log)
+	relay, err := m.startAPIService(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -118,6 +108,31 @@ func Run(ctx context.Context, opts Options) (err error) {
 	log.Info("Running pods")
 	<-ctx.Done()
 	return nil
+}
+
+// preflight defaults opts and checks what the node cannot run without: root and runc.
+func preflight(opts Options) (Options, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return opts, err
+	}
+	if os.Geteuid() != 0 {
+		return opts, errors.New("tfk8s-node must run as root: it creates network namespaces, mounts and containers")
+	}
+	if opts.RuncPath, err = exec.LookPath(opts.RuncPath); err != nil {
+		return opts, fmt.Errorf("finding runc (install it: apt-get install -y runc): %w", err)
+	}
+	return opts, nil
+}
+
+// startAPIService finds the kubernetes Service and serves it on the node's bridge, so
+// that pods reach the API server as on any cluster.
+func (m *manager) startAPIService(ctx context.Context, log logr.Logger) (*apiRelay, error) {
+	var err error
+	if m.apiService, err = lookupAPIService(ctx, m.client, m.opts.Config.Host); err != nil {
+		return nil, err
+	}
+	return serveAPIService(m.opts.Bridge, m.apiService, log)
 }
 
 // heartbeat renews the node's lease and status until ctx ends; the channel closes

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 )
 
 // startTimeout bounds how long the registry may take to answer after it is started.
@@ -187,14 +188,7 @@ func (s *Server) stop() {
 	if s.cmd == nil {
 		return
 	}
-	pgid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
-	}
+	procstop.Group(s.cmd.Process.Pid, s.done, 5*time.Second)
 	s.cmd = nil
 }
 

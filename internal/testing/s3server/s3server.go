@@ -23,6 +23,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -139,14 +140,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	pgid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
-	}
+	procstop.Group(s.cmd.Process.Pid, s.done, 5*time.Second)
 	s.cmd = nil
 }
 

@@ -102,7 +102,7 @@ func TestMadeImages(t *testing.T) {
 		t.Run(image, func(t *testing.T) {
 			dir := filepath.Join(repoRoot, "_out", "images", image)
 			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-				t.Skipf("%s not built: run make images", dir)
+				t.Fatalf("%s not built: run make images (make test runs it)", dir)
 			}
 			idx, err := ociimage.ReadLayout(dir)
 			if err != nil {
