@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 )
 
 // KubeletVersion is the kubelet version the node reports: that of the control plane
@@ -134,21 +134,21 @@ func registerNode(ctx context.Context, client kubernetes.Interface, opts Options
 	return node, updateNodeStatus(ctx, client, opts, info, true, "")
 }
 
-// updateNodeStatus writes the Node's status with the given readiness. A new Node is
-// written by kube-controller-manager too (taints, CIDR) while it registers, so a
-// conflict is retried over a second and a half (retry.DefaultBackoff), not the 50 ms of
-// retry.DefaultRetry that a loaded machine used up.
+// updateNodeStatus writes the Node's status with the given readiness, as a strategic
+// merge patch of the status subresource: kube-controller-manager writes a new Node too
+// (taints, CIDR), and an update from a read made before its write was refused as a
+// conflict again and again on a loaded machine.
 func updateNodeStatus(ctx context.Context, client kubernetes.Interface, opts Options, info hostInfo, ready bool, message string) error {
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		node, err := client.CoreV1().Nodes().Get(ctx, opts.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		node.Status = nodeStatus(opts, info, ready, message, metav1.Now(), node.Status.Conditions)
-		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		return err
-	})
+	node, err := client.CoreV1().Nodes().Get(ctx, opts.NodeName, metav1.GetOptions{})
 	if err != nil {
+		return fmt.Errorf("reading node %s: %w", opts.NodeName, err)
+	}
+	status := nodeStatus(opts, info, ready, message, metav1.Now(), node.Status.Conditions)
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return fmt.Errorf("encoding the status of node %s: %w", opts.NodeName, err)
+	}
+	if _, err := client.CoreV1().Nodes().PatchStatus(ctx, opts.NodeName, patch); err != nil {
 		return fmt.Errorf("updating the status of node %s: %w", opts.NodeName, err)
 	}
 	return nil
