@@ -175,3 +175,25 @@ func Terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	}
 	return s.LastTerminationState.Terminated
 }
+
+// The workspace beside the jobs: a TensorBoard per job, notebooks per namespace. The
+// CLI and the dashboard find them by these names and labels.
+const (
+	// LabelTensorBoard is on a job's TensorBoard Deployment, Service and pod; its value
+	// is the job's name.
+	LabelTensorBoard = "tfk8s.io/tensorboard"
+	// AnnotationTensorBoardRequested, an RFC 3339 time on a job, asks the controller to
+	// keep (or bring back) the job's TensorBoard until its time to live has passed since
+	// then, even when the job finished long before: `tfk8s tensorboard` sets it.
+	AnnotationTensorBoardRequested = "tfk8s.io/tensorboard-requested-at"
+	// TensorBoardPort is the port TensorBoard serves on, in its pod and its Service.
+	TensorBoardPort int32 = 6006
+	// LabelNotebook is on a notebook's objects (Deployment, Service, claim, account);
+	// its value is the notebook's name.
+	LabelNotebook = "tfk8s.io/notebook"
+	// NotebookPort is the port JupyterLab serves on, in its pod and its Service.
+	NotebookPort int32 = 8888
+)
+
+// TensorBoardName names a job's TensorBoard Deployment and Service.
+func TensorBoardName(job string) string { return job + "-tensorboard" }
