@@ -19,7 +19,13 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/klauspost/pgzip v1.2.6
+require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
+	github.com/klauspost/pgzip v1.2.6
+)
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
