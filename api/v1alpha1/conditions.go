@@ -40,6 +40,9 @@ const (
 	// ReasonRetryBackoff: a failed replica is re-created after a delay that doubles with
 	// each failure in a row (10s up to 6m).
 	ReasonRetryBackoff = "RetryBackoff"
+	// ReasonInvalidVolume: one of spec.volumes names a storage class or an existing
+	// claim that does not exist; the job fails before any pod is created.
+	ReasonInvalidVolume = "InvalidVolume"
 )
 
 // Annotations tfk8s puts on pods.

@@ -133,6 +133,12 @@ type TFJob struct {
 // +kubebuilder:validation:XValidation:rule="has(self.artifacts) == has(oldSelf.artifacts)",fieldPath=".artifacts",message="spec.artifacts is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",fieldPath=".storage",message="spec.storage is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.volumes) == has(oldSelf.volumes)",fieldPath=".volumes",message="spec.volumes is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || self.volumes.all(v, v.mountPath != '/tfk8s' && !v.mountPath.startsWith('/tfk8s/'))",fieldPath=".volumes",message="a volume's mountPath may not be /tfk8s or under it: the tfk8s agent's directory"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || !has(self.code) || self.volumes.all(v, v.mountPath != (has(self.code.path) ? self.code.path : '/workspace'))",fieldPath=".volumes",message="a volume's mountPath is spec.code.path, where the code is unpacked"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || !has(self.data) || self.volumes.all(v, self.data.all(d, d.path != v.mountPath))",fieldPath=".volumes",message="a volume's mountPath is the path of one of spec.data"
+// +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || !has(self.tensorboard.logDir) || !self.tensorboard.logDir.startsWith('s3://') || has(self.storage)",fieldPath=".tensorboard.logDir",message="an s3:// logDir needs spec.storage.secretRef: the TensorBoard's mirror reads S3 with it"
+// +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || !has(self.tensorboard.logDir) || !self.tensorboard.logDir.startsWith('/') || (has(self.volumes) && self.volumes.exists(v, self.tensorboard.logDir == v.mountPath || self.tensorboard.logDir.startsWith(v.mountPath + '/')))",fieldPath=".tensorboard.logDir",message="logDir is not in any of spec.volumes: TensorBoard runs in a pod of its own and sees only the job's volumes"
+// +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || has(self.tensorboard.logDir) || has(self.artifacts) || (has(self.volumes) && self.volumes.exists(v, v.name == 'logs'))",fieldPath=".tensorboard",message="TensorBoard has no summaries to read: set spec.artifacts (they are mirrored from S3), a volume named logs, or tensorboard.logDir"
 // +kubebuilder:validation:XValidation:rule="has(self.successPolicy) == has(oldSelf.successPolicy)",fieldPath=".successPolicy",message="spec.successPolicy is immutable"
 type TFJobSpec struct {
 	// Immutability of tfReplicaSpecs is checked by the ValidatingAdmissionPolicy in
@@ -207,12 +213,19 @@ type TFJobSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.destination == oldSelf.destination && has(self.paths) == has(oldSelf.paths) && (!has(self.paths) || self.paths == oldSelf.paths) && has(self.interval) == has(oldSelf.interval) && (!has(self.interval) || duration(self.interval) == duration(oldSelf.interval)) && has(self.resumeFrom) == has(oldSelf.resumeFrom) && (!has(self.resumeFrom) || self.resumeFrom == oldSelf.resumeFrom)",message="spec.artifacts is immutable"
 	Artifacts *Artifacts `json:"artifacts,omitempty"`
 
-	// Volumes asks for per-job persistent volume claims, mounted in every replica.
-	// +optional
+	// Volumes are persistent volume claims mounted in every container of every replica:
+	// a claim of <job>-<name> that tfk8s creates and deletes with the job (unless
+	// retain), or an existing claim. TensorBoard reads the one named "logs" when it has
+	// no logDir of its own.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(v, self.exists_one(w, w.mountPath == v.mountPath))",message="two volumes have the same mountPath"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.volumes is immutable"
-	Volumes *Volumes `json:"volumes,omitempty"`
+	// +optional
+	Volumes []JobVolume `json:"volumes,omitempty"`
 
-	// TensorBoard runs a TensorBoard beside the job.
+	// TensorBoard runs a TensorBoard beside the job, reading its summaries.
 	// +optional
 	TensorBoard *TensorBoard `json:"tensorboard,omitempty"`
 }
@@ -390,45 +403,92 @@ type Artifacts struct {
 	ResumeFrom string `json:"resumeFrom,omitempty"`
 }
 
-// Volumes asks for per-job persistent volume claims.
-type Volumes struct {
-	// Data is a claim shared by the replicas, mounted at its mountPath (default /data).
+// JobVolume is a persistent volume claim mounted in every replica.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.existingClaim) != has(self.size)",message="a volume needs either size (tfk8s creates its claim) or existingClaim, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || (!has(self.storageClassName) && !has(self.accessModes) && !self.retain)",message="storageClassName, accessModes and retain are for the claims tfk8s creates, not for an existingClaim"
+type JobVolume struct {
+	// Name names the volume; the claim tfk8s creates is <job>-<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// MountPath is where the volume appears in every container; not the code path, a
+	// data path or tfk8s's own /tfk8s.
+	// +kubebuilder:validation:Pattern=`^/.`
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	MountPath string `json:"mountPath"`
+	// ReadOnly mounts the volume read-only in every container.
 	// +optional
-	Data *VolumeClaim `json:"data,omitempty"`
-	// Logs is a claim for logs, mounted at its mountPath (default /logs).
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Size is the storage requested for the claim tfk8s creates.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
 	// +optional
-	Logs *VolumeClaim `json:"logs,omitempty"`
-}
-
-// VolumeClaim describes a persistent volume claim the job owns.
-type VolumeClaim struct {
-	// StorageClassName is the claim's storage class; unset uses the cluster default.
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName is the created claim's storage class; unset uses the cluster's
+	// default class. A class that does not exist fails the job.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
-	// Size is the storage requested.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
-	// +required
-	Size resource.Quantity `json:"size"`
-	// AccessModes of the claim; default ReadWriteMany, since every replica mounts it.
+	// AccessModes of the created claim; default ReadWriteMany, since replicas on
+	// several nodes mount it.
+	// +kubebuilder:validation:MaxItems=4
 	// +listType=atomic
 	// +optional
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
-	// MountPath is where the volume appears in every container.
-	// +kubebuilder:validation:Pattern=`^/`
+	// Retain keeps the created claim when the job is deleted; a later job of the same
+	// name and volume mounts it again.
 	// +optional
-	MountPath string `json:"mountPath,omitempty"`
+	Retain bool `json:"retain,omitempty"`
+	// ExistingClaim mounts a claim of the job's namespace that tfk8s neither creates nor
+	// deletes. A claim that does not exist fails the job.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ExistingClaim string `json:"existingClaim,omitempty"`
 }
 
-// TensorBoard runs a TensorBoard Deployment and Service beside the job.
+// TensorBoard runs a TensorBoard Deployment and Service beside the job. It starts with
+// the job, follows the summaries while the job runs, and stays for
+// ttlSecondsAfterFinished once the job finished.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.logDir) || self.logDir.startsWith('s3://') || self.logDir.startsWith('/')",fieldPath=".logDir",message="logDir is an s3:// prefix or an absolute path in one of spec.volumes"
 type TensorBoard struct {
 	// Enabled turns TensorBoard on.
 	Enabled bool `json:"enabled"`
-	// Image runs TensorBoard; default the image of the job's chief (or first) container.
+	// Image runs TensorBoard; default the controller's --tensorboard-image, tfk8s's
+	// TensorFlow image.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
-	// LogDir is the directory (or s3:// prefix) TensorBoard reads; default the artifacts.
+	// LogDir is what TensorBoard reads: an s3:// prefix (mirrored into the TensorBoard
+	// pod by the tfk8s agent), or a directory in one of spec.volumes (mounted
+	// read-only). Default: the volume named "logs" if the job has one, else the job's
+	// artifacts, <artifacts.destination>/<namespace>/<job>/, mirrored from S3.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	LogDir string `json:"logDir,omitempty"`
+	// TTLSecondsAfterFinished is how long TensorBoard stays once the job finished (or
+	// since `tfk8s tensorboard` last asked for it, whichever is later).
+	// +kubebuilder:default=3600
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// TensorBoardStatus says where the job's TensorBoard is.
+type TensorBoardStatus struct {
+	// ServiceName is the TensorBoard's Service, in the job's namespace.
+	ServiceName string `json:"serviceName"`
+	// URL is the TensorBoard's address inside the cluster; `tfk8s tensorboard JOB`
+	// opens it from outside.
+	URL string `json:"url"`
+	// Ready is true once TensorBoard serves.
+	Ready bool `json:"ready"`
+	// ExpiresAt is when tfk8s deletes the TensorBoard, once the job finished.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // JobState is a one-word summary of a job, shown by kubectl and the tfk8s CLI.
@@ -464,6 +524,10 @@ type TFJobStatus struct {
 	// +listType=set
 	// +optional
 	RecordedPods []types.UID `json:"recordedPods,omitempty"`
+
+	// TensorBoard says where the job's TensorBoard is, while it exists.
+	// +optional
+	TensorBoard *TensorBoardStatus `json:"tensorBoard,omitempty"`
 
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional

@@ -100,16 +100,7 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	var env []corev1.EnvVar
 	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
 	if s := job.Spec.Storage; s != nil {
-		fromSecret := func(name, key string, optional bool) {
-			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: s.SecretRef, Key: key, Optional: ptr.To(optional)},
-			}})
-		}
-		fromSecret(tfjob.EnvS3Endpoint, tfjob.SecretKeyEndpoint, false)
-		fromSecret(tfjob.EnvAccessKeyID, tfjob.SecretKeyAccessKeyID, false)
-		fromSecret(tfjob.EnvSecretAccessKey, tfjob.SecretKeySecretAccessKey, false)
-		fromSecret(tfjob.EnvRegion, tfjob.SecretKeyRegion, true)
-		fromSecret(tfjob.EnvS3Insecure, tfjob.SecretKeyInsecure, true)
+		env = append(env, storageEnv(s)...)
 		if s.ExposeCredentials {
 			add(tfjob.EnvExposeStorageCredentials, "true")
 		}
@@ -147,6 +138,23 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	}
 	fromField(tfjob.EnvPodName, "metadata.name")
 	fromField(tfjob.EnvPodUID, "metadata.uid")
+	return env
+}
+
+// storageEnv is the S3 endpoint and credentials, each read from the storage Secret by
+// the kubelet: never literal in a pod spec.
+func storageEnv(s *tfv1.Storage) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	fromSecret := func(name, key string, optional bool) {
+		env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: s.SecretRef, Key: key, Optional: ptr.To(optional)},
+		}})
+	}
+	fromSecret(tfjob.EnvS3Endpoint, tfjob.SecretKeyEndpoint, false)
+	fromSecret(tfjob.EnvAccessKeyID, tfjob.SecretKeyAccessKeyID, false)
+	fromSecret(tfjob.EnvSecretAccessKey, tfjob.SecretKeySecretAccessKey, false)
+	fromSecret(tfjob.EnvRegion, tfjob.SecretKeyRegion, true)
+	fromSecret(tfjob.EnvS3Insecure, tfjob.SecretKeyInsecure, true)
 	return env
 }
 

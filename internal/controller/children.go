@@ -80,6 +80,17 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	if len(missing) == 0 {
 		return nil
 	}
+	if len(job.Spec.Volumes) > 0 {
+		invalid, err := r.ensureClaims(ctx, job)
+		if err != nil {
+			return err
+		}
+		if invalid != "" {
+			r.event(job, corev1.EventTypeWarning, tfv1.ReasonInvalidVolume, "%s", invalid)
+			finish(o.status, tfv1.JobFailed, tfv1.ReasonInvalidVolume, invalid, metav1.NewTime(r.clock.Now()))
+			return nil
+		}
+	}
 	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
 
 	// Each pod is built by the goroutine that creates it and dropped once created: a

@@ -50,6 +50,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	r := NewTFJobReconciler(mgr.GetClient(), mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
+	r.APIReader = mgr.GetAPIReader()
 	if err := r.SetupWithManager(mgr, controller.Options{
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      &opts.SkipNameValidation,

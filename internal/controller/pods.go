@@ -17,6 +17,9 @@ type PodOptions struct {
 	AddressOptions
 	// Agent, when the job sets code, data or artifacts, wraps the command in the agent.
 	Agent AgentOptions
+	// TensorBoardImage runs the jobs' TensorBoards that name no image of their own;
+	// DefaultTensorBoardImage when empty.
+	TensorBoardImage string
 
 	// tfConfigs, when set, is the job's TF_CONFIG builder, shared by its pods.
 	tfConfigs *TFConfigs
@@ -80,6 +83,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	if tfConfig != "" {
 		tfjob.SetEnv(c, corev1.EnvVar{Name: tfjob.EnvTFConfig, Value: tfConfig})
 	}
+	addJobVolumes(job, &pod.Spec)
 	if tfjob.UsesStorage(job) {
 		injectAgent(job, pod, c, rt, index, opts.Agent)
 	}

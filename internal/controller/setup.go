@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +27,7 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -57,8 +59,18 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:     {Label: byJob, Transform: stripPod},
 			&corev1.Service{}: {Label: byJob},
+			// A job's TensorBoard.
+			&appsv1.Deployment{}: {Label: byJob, Transform: stripManagedFields},
 		},
 	}
+}
+
+// stripManagedFields drops the managed fields, which tfk8s never reads, from a cached object.
+func stripManagedFields(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // stripPod drops what tfk8s never reads from a cached pod.

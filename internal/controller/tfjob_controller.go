@@ -40,6 +40,9 @@ type Options struct {
 // TFJobReconciler reconciles TFJobs.
 type TFJobReconciler struct {
 	client.Client
+	// APIReader reads what the cache does not hold (storage classes, existing claims),
+	// only when a job's pods are about to be created; the client when nil.
+	APIReader client.Reader
 	Recorder events.EventRecorder
 	Options
 
@@ -83,6 +86,9 @@ func NewTFJobReconciler(c client.Client, recorder events.EventRecorder, opts Opt
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;delete
 
 // Reconcile brings one TFJob's pods and status in line with its spec.
 func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -138,6 +144,9 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 	// 6. Carry out the decision on the pods.
 	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
+	requeue = minPositive(requeue, wait)
+	errs = append(errs, err)
+	wait, err = r.syncTensorBoard(ctx, job, o.status, now.Time)
 	requeue = minPositive(requeue, wait)
 	errs = append(errs, err)
 

@@ -276,14 +276,76 @@ func TestInvalidTFJobsAreRefused(t *testing.T) {
 			wantMsg:   "should have at least 1 items",
 		},
 		{
-			name: "zero-sized volume",
+			name:      "zero-sized volume",
+			job:       withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "data", MountPath: "/data", Size: ptr.To(resource.MustParse("0"))}),
+			wantField: "spec.volumes[0].size",
+			wantMsg:   "size must be greater than zero",
+		},
+		{
+			name:      "volume with neither size nor existing claim",
+			job:       withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "data", MountPath: "/data"}),
+			wantField: "spec.volumes[0]",
+			wantMsg:   "either size",
+		},
+		{
+			name: "existing claim with a storage class",
+			job: withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "data", MountPath: "/data", ExistingClaim: "shared",
+				StorageClassName: ptr.To("fast")}),
+			wantField: "spec.volumes[0]",
+			wantMsg:   "not for an existingClaim",
+		},
+		{
+			name: "two volumes at one mount path",
+			job: withVolumes(validJob(ns).Obj(),
+				tfv1.JobVolume{Name: "data", MountPath: "/data", Size: ptr.To(resource.MustParse("1Gi"))},
+				tfv1.JobVolume{Name: "more", MountPath: "/data", Size: ptr.To(resource.MustParse("1Gi"))}),
+			wantField: "spec.volumes",
+			wantMsg:   "two volumes have the same mountPath",
+		},
+		{
+			name:      "volume over the agent's directory",
+			job:       withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "data", MountPath: "/tfk8s/bin", Size: ptr.To(resource.MustParse("1Gi"))}),
+			wantField: "spec.volumes",
+			wantMsg:   "the tfk8s agent's directory",
+		},
+		{
+			name: "volume over the code",
+			job: withVolumes(validJob(ns).Code("s3://tfk8s/code/sha256-00.tar.gz").Obj(),
+				tfv1.JobVolume{Name: "data", MountPath: "/workspace", Size: ptr.To(resource.MustParse("1Gi"))}),
+			wantField: "spec.volumes",
+			wantMsg:   "spec.code.path",
+		},
+		{
+			name: "volume over a container's own mount",
 			job: func() *tfv1.TFJob {
-				j := validJob(ns).Obj()
-				j.Spec.Volumes = &tfv1.Volumes{Data: &tfv1.VolumeClaim{Size: resource.MustParse("0")}}
+				j := withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "data", MountPath: "/data", Size: ptr.To(resource.MustParse("1Gi"))})
+				spec := &j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec
+				spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/data"})
 				return j
 			}(),
-			wantField: "spec.volumes.data.size",
-			wantMsg:   "size must be greater than zero",
+			wantField: "spec.volumes",
+			wantMsg:   "already mounted by a container of spec.tfReplicaSpecs.Worker",
+		},
+		{
+			name: "TensorBoard with nothing to read",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				j.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
+				return j
+			}(),
+			wantField: "spec.tensorboard",
+			wantMsg:   "no summaries to read",
+		},
+		{
+			name: "TensorBoard logDir outside the volumes",
+			job: func() *tfv1.TFJob {
+				j := withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "logs", MountPath: "/logs", Size: ptr.To(resource.MustParse("1Gi"))})
+				j.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true, LogDir: "/logsx/train"}
+				return j
+			}(),
+			wantField: "spec.tensorboard.logDir",
+			wantMsg:   "not in any of spec.volumes",
 		},
 	}
 	for _, tc := range cases {
@@ -428,4 +490,31 @@ func TestUpdates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withVolumes gives the job volumes.
+func withVolumes(j *tfv1.TFJob, vs ...tfv1.JobVolume) *tfv1.TFJob {
+	j.Spec.Volumes = vs
+	return j
+}
+
+// TestVolumeSizeThatDoesNotParse sends what a typed client cannot: a size that is not a
+// quantity.
+func TestVolumeSizeThatDoesNotParse(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	job := validJob(ns).Obj()
+	job.APIVersion, job.Kind = tfv1.GroupVersion.String(), "TFJob"
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "data", "mountPath": "/data", "size": "ten gigs"}}, "spec", "volumes"); err != nil {
+		t.Fatal(err)
+	}
+	err = k8sClient.Create(context.Background(), u)
+	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0].size") {
+		t.Fatalf("a size of \"ten gigs\" gave %v; want an error naming spec.volumes[0].size", err)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// LabelVolume is on the claims tfk8s creates for spec.volumes; its value is the
+// volume's name, beside the job-name label.
+const LabelVolume = "tfk8s.io/volume"
+
+// ClaimName is the claim tfk8s creates for a job's volume, or the existing claim it names.
+func ClaimName(job *tfv1.TFJob, v *tfv1.JobVolume) string {
+	if v.ExistingClaim != "" {
+		return v.ExistingClaim
+	}
+	return job.Name + "-" + v.Name
+}
+
+// podVolumeName is the pod volume of a job volume; the prefix keeps it apart from the
+// template's own volumes.
+func podVolumeName(v *tfv1.JobVolume) string { return "tfk8s-volume-" + v.Name }
+
+// addJobVolumes mounts the job's volumes in every container of the pod.
+func addJobVolumes(job *tfv1.TFJob, spec *corev1.PodSpec) {
+	for i := range job.Spec.Volumes {
+		v := &job.Spec.Volumes[i]
+		spec.Volumes = append(spec.Volumes, corev1.Volume{
+			Name: podVolumeName(v),
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: ClaimName(job, v), ReadOnly: v.ReadOnly,
+			}},
+		})
+		for j := range spec.Containers {
+			c := &spec.Containers[j]
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: podVolumeName(v), MountPath: v.MountPath, ReadOnly: v.ReadOnly})
+		}
+	}
+}
+
+// constructClaim builds the claim of a volume tfk8s creates: owned by the job, so
+// garbage collection deletes it with the job, unless the volume is retained.
+func constructClaim(job *tfv1.TFJob, v *tfv1.JobVolume) *corev1.PersistentVolumeClaim {
+	modes := v.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ClaimName(job, v),
+			Namespace: job.Namespace,
+			Labels:    map[string]string{tfv1.LabelJobName: job.Name, LabelVolume: v.Name},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      modes,
+			StorageClassName: v.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *v.Size}},
+		},
+	}
+	if !v.Retain {
+		pvc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))}
+	}
+	return pvc
+}
+
+// ensureClaims makes sure every volume's claim exists before the job's pods are
+// created: it creates the claims tfk8s owns and checks the existing claims and storage
+// classes named. It reads the API server directly rather than a cache, and only when
+// pods are about to be created, so that the controller watches no claims or classes.
+// A volume that can never be served is returned as invalid, naming its field.
+func (r *TFJobReconciler) ensureClaims(ctx context.Context, job *tfv1.TFJob) (invalid string, err error) {
+	for i := range job.Spec.Volumes {
+		v := &job.Spec.Volumes[i]
+		field := fmt.Sprintf("spec.volumes[%d]", i)
+		if v.ExistingClaim != "" {
+			err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: v.ExistingClaim}, &corev1.PersistentVolumeClaim{})
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace), nil
+			}
+			if err != nil {
+				return "", fmt.Errorf("reading claim %s: %w", v.ExistingClaim, err)
+			}
+			continue
+		}
+		if sc := v.StorageClassName; sc != nil && *sc != "" {
+			err := r.reader().Get(ctx, client.ObjectKey{Name: *sc}, &storagev1.StorageClass{})
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *sc), nil
+			}
+			if err != nil {
+				return "", fmt.Errorf("reading storage class %s: %w", *sc, err)
+			}
+		}
+		if err := r.Create(ctx, constructClaim(job, v)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating claim %s: %w", ClaimName(job, v), err)
+		}
+	}
+	return "", nil
+}
+
+// reader reads around the cache: APIReader when set, else the client.
+func (r *TFJobReconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
