@@ -43,7 +43,7 @@ type TFJobReconciler struct {
 	// APIReader reads what the cache does not hold (storage classes, existing claims),
 	// only when a job's pods are about to be created; the client when nil.
 	APIReader client.Reader
-	Recorder events.EventRecorder
+	Recorder  events.EventRecorder
 	Options
 
 	clock        clock.Clock
