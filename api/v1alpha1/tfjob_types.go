@@ -406,7 +406,7 @@ type Artifacts struct {
 // JobVolume is a persistent volume claim mounted in every replica.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.existingClaim) != has(self.size)",message="a volume needs either size (tfk8s creates its claim) or existingClaim, not both"
-// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || (!has(self.storageClassName) && !has(self.accessModes) && !self.retain)",message="storageClassName, accessModes and retain are for the claims tfk8s creates, not for an existingClaim"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || (!has(self.storageClassName) && !has(self.accessModes) && !(has(self.retain) && self.retain))",message="storageClassName, accessModes and retain are for the claims tfk8s creates, not for an existingClaim"
 type JobVolume struct {
 	// Name names the volume; the claim tfk8s creates is <job>-<name>.
 	// +kubebuilder:validation:MinLength=1
