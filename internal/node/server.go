@@ -49,6 +49,7 @@ func listenKubeletAPI(m *manager) (*kubeletServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	s.registerPortForward(mux)
 	s.srv = &http.Server{
 		Handler: mux, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
 		// Refused handshakes (clients without a certificate) are routine, not errors.
