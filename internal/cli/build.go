@@ -61,6 +61,10 @@ type jobParams struct {
 	ActiveDeadlineSeconds   *int64
 	TTLSecondsAfterFinished *int32
 	CleanPodPolicy          *tfv1.CleanPodPolicy
+	// Volumes replace the manifest's volumes of the same names, or are added.
+	Volumes []tfv1.JobVolume
+	// TensorBoard turns the job's TensorBoard on or off.
+	TensorBoard *bool
 }
 
 // newTFJob is an empty TFJob, with the apiVersion and kind a manifest needs.
@@ -117,6 +121,13 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 
 	if p.Code != nil {
 		job.Spec.Code = p.Code.DeepCopy()
+	}
+	mergeVolumes(job, p.Volumes)
+	if p.TensorBoard != nil {
+		if job.Spec.TensorBoard == nil {
+			job.Spec.TensorBoard = &tfv1.TensorBoard{}
+		}
+		job.Spec.TensorBoard.Enabled = *p.TensorBoard
 	}
 	job.Spec.Data = append(job.Spec.Data, p.Data...)
 	if p.ArtifactsDestination != "" || len(p.ArtifactPaths) > 0 {

@@ -99,6 +99,12 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	if s := job.Spec.Storage; s != nil {
 		field("Storage Secret", s.SecretRef.Name)
 	}
+	for _, v := range job.Spec.Volumes {
+		field("Volume", volumeSummary(job, v))
+	}
+	if tb := job.Spec.TensorBoard; tb != nil && tb.Enabled {
+		field("TensorBoard", tensorBoardSummary(job, now))
+	}
 	field("Run Policy", runPolicy(job))
 
 	fmt.Fprintln(tw, "Replicas:")

@@ -182,6 +182,10 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		s.archive.Remove()
 		return nil, err
 	}
+	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !hasVolume(s.job, "logs") &&
+		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: --tensorboard without --artifacts: TensorBoard shows the summaries stored from the --artifacts paths (e.g. --artifacts logs), and there are none")
+	}
 	return s, nil
 }
 
@@ -232,6 +236,9 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 		if err := checkResumeFrom(ctx, cs, c, s.job, s.p.ResumeFrom); err != nil {
 			return err
 		}
+	}
+	if err := checkVolumes(ctx, cs.client, s.job); err != nil {
+		return err
 	}
 	if err := cs.client.Create(ctx, s.job.DeepCopy(), client.DryRunAll); err != nil {
 		return fmt.Errorf("creating tfjob %s: %w", s.job.Name, err)

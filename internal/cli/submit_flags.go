@@ -32,6 +32,8 @@ type submitFlags struct {
 	clusterEndpoint string
 	policy          policyFlags
 	resumeFrom      string
+	tensorboard     bool
+	volumes         []string
 }
 
 func (f *submitFlags) addFlags(cmd *cobra.Command) {
@@ -54,6 +56,8 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
 	fs.StringVarP(&f.output, "output", "o", "", "print the job as yaml or json (default with --dry-run: yaml)")
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
+	fs.BoolVar(&f.tensorboard, "tensorboard", false, "run a TensorBoard beside the job, reading the summaries under its --artifacts paths (or its volume named logs); open it with `tfk8s tensorboard JOB`")
+	fs.StringArrayVar(&f.volumes, "volume", nil, volumeFlagHelp)
 	fs.StringVar(&f.resumeFrom, "resume-from", "", "earlier job (of the namespace) whose stored --artifacts paths every replica starts from")
 	f.policy.addFlags(fs)
 }
@@ -145,6 +149,21 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 		if a == "" {
 			return p, fmt.Errorf("--artifacts: empty path")
 		}
+	}
+	for _, s := range f.volumes {
+		v, err := parseVolume(s)
+		if err != nil {
+			return p, err
+		}
+		for _, w := range p.Volumes {
+			if w.Name == v.Name || w.MountPath == v.MountPath {
+				return p, fmt.Errorf("--volume %q: another --volume has the name %s or the mount %s", s, v.Name, v.MountPath)
+			}
+		}
+		p.Volumes = append(p.Volumes, v)
+	}
+	if changed("tensorboard") {
+		p.TensorBoard = &f.tensorboard
 	}
 	if f.resumeFrom != "" {
 		if errs := validation.IsDNS1035Label(f.resumeFrom); len(errs) > 0 {
