@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,6 +49,8 @@ type jobParams struct {
 	ArtifactPaths []string
 	// ArtifactsDestination, when set, backs up artifacts and logs under it.
 	ArtifactsDestination string
+	// ArtifactsInterval is the time between two uploads while the command runs.
+	ArtifactsInterval *time.Duration
 	// SecretName names the storage Secret.
 	SecretName string
 	// ExposeCredentials passes the storage credentials on to the user's command.
@@ -136,6 +139,9 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 		}
 		if p.ArtifactsDestination != "" {
 			job.Spec.Artifacts.Destination = p.ArtifactsDestination
+		}
+		if p.ArtifactsInterval != nil {
+			job.Spec.Artifacts.Interval = &metav1.Duration{Duration: *p.ArtifactsInterval}
 		}
 		if len(p.ArtifactPaths) > 0 {
 			job.Spec.Artifacts.Paths = artifactPaths(job, p.ArtifactPaths)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ type submitFlags struct {
 	policy          policyFlags
 	resumeFrom      string
 	tensorboard     bool
+	artifactsEvery  time.Duration
 	volumes         []string
 }
 
@@ -56,6 +58,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
 	fs.StringVarP(&f.output, "output", "o", "", "print the job as yaml or json (default with --dry-run: yaml)")
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
+	fs.DurationVar(&f.artifactsEvery, "artifacts-interval", 60*time.Second, "time between two uploads of the --artifacts paths while the job runs (0s: only when each replica stops)")
 	fs.BoolVar(&f.tensorboard, "tensorboard", false, "run a TensorBoard beside the job, reading the summaries under its --artifacts paths (or its volume named logs); open it with `tfk8s tensorboard JOB`")
 	fs.StringArrayVar(&f.volumes, "volume", nil, volumeFlagHelp)
 	fs.StringVar(&f.resumeFrom, "resume-from", "", "earlier job (of the namespace) whose stored --artifacts paths every replica starts from")
@@ -161,6 +164,12 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 			}
 		}
 		p.Volumes = append(p.Volumes, v)
+	}
+	if changed("artifacts-interval") {
+		if f.artifactsEvery < 0 {
+			return p, fmt.Errorf("--artifacts-interval %v: must not be negative", f.artifactsEvery)
+		}
+		p.ArtifactsInterval = &f.artifactsEvery
 	}
 	if changed("tensorboard") {
 		p.TensorBoard = &f.tensorboard
