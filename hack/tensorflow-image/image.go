@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,10 +26,14 @@ const (
 // source is the org.opencontainers.image.source label of both images.
 const source = "https://github.com/tfk8s/tfk8s"
 
-// imageSpec is one image to write: its reference, title, and layers on top of each other.
+// imageSpec is one image to write: its reference, title, and layers on top of each other;
+// and, where not root in / running python3, its user, working directory, added
+// environment and command.
 type imageSpec struct {
 	ref, title, description string
 	layers                  []*layerFile
+	user, workDir           string
+	env, cmd                []string
 }
 
 // buildImage is the linux/amd64 image of spec, in an image index of its own, as the
@@ -55,9 +60,13 @@ func buildImage(spec imageSpec) (v1.ImageIndex, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
-	cfg.Config.Cmd = []string{"python3"}
-	cfg.Config.WorkingDir = "/"
+	cfg.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}, spec.env...)
+	cfg.Config.Cmd = spec.cmd
+	if cfg.Config.Cmd == nil {
+		cfg.Config.Cmd = []string{"python3"}
+	}
+	cfg.Config.WorkingDir = cmp.Or(spec.workDir, "/")
+	cfg.Config.User = spec.user
 	cfg.Config.Labels = spec.labels()
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return nil, err
@@ -148,7 +157,7 @@ func layoutKey(dir string) string {
 	return m.Manifests[0].Annotations[keyAnnotation]
 }
 
-// pythonSpec and tensorFlowSpec describe the two images.
+// pythonSpec and tensorFlowSpec describe the two images TFJobs run in.
 func pythonSpec(base *layerFile) imageSpec {
 	return imageSpec{ref: images.Python, title: "python",
 		description: "Debian " + suite + " (minbase) with python3: tfk8s's image for programs with no dependencies",

@@ -3,7 +3,7 @@
 //
 //	go run ./hack/tensorflow-image --out _out/images [--cache DIR] [--mirror URL]
 //
-// It writes two OCI layouts, each the linux/amd64 image in an image index whose
+// It writes three OCI layouts, each the linux/amd64 image in an image index whose
 // index.json names the full reference:
 //
 //   - OUT/python/: ghcr.io/tfk8s/python:3.11, one layer: Debian bookworm minbase with
@@ -11,12 +11,17 @@
 //     (debootstrap is installed with apt-get when absent);
 //   - OUT/tensorflow/: ghcr.io/tfk8s/tensorflow:2.21.0-cpu, that layer and one more:
 //     requirements.txt (tensorflow-cpu 2.21.0, tf-keras, tensorboard and every package
-//     they require, pinned by hash) installed by pip into /usr/local/lib/python3.11/dist-packages.
+//     they require, pinned by hash) installed by pip into /usr/local/lib/python3.11/dist-packages;
+//   - OUT/jupyter/: ghcr.io/tfk8s/jupyter:2.21.0-cpu, those two layers, one of
+//     jupyter-requirements.txt (JupyterLab 4, pinned by hash) with the user jovyan (uid
+//     1000, the image's user) and its home /home/jovyan, and one of the tfk8s CLI
+//     (./cmd/tfk8s, static) at /usr/local/bin/tfk8s, so that a change of the CLI makes
+//     only that small layer again.
 //
 // It needs root (debootstrap and chroot), Debian's mirror and PyPI. Downloads (.debs,
 // wheels), the root file system and the layers are kept in the cache directory
 // ($XDG_CACHE_HOME/tfk8s/tensorflow-image, else ~/.cache/tfk8s/tensorflow-image), so
-// that a fresh clone on the same machine builds in seconds; when both layouts hold the
+// that a fresh clone on the same machine builds in seconds; when the layouts hold the
 // key of the current inputs, nothing is done.
 package main
 
@@ -30,6 +35,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // version is the build's own version: change it when the way the images are made
@@ -46,15 +54,19 @@ func main() {
 // options are the command's flags.
 type options struct {
 	out, cache, mirror, requirements string
+	jupyterRequirements, cli         string
 }
 
 func build(args []string) error {
 	fs := flag.NewFlagSet("tensorflow-image", flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.out, "out", "_out/images", "directory the OCI layouts python/ and tensorflow/ are written under")
+	fs.StringVar(&o.out, "out", "_out/images", "directory the OCI layouts python/, tensorflow/ and jupyter/ are written under")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of the downloads, root file system and layers kept between runs")
 	fs.StringVar(&o.mirror, "mirror", "", "Debian mirror (default: the one this machine's apt uses)")
 	fs.StringVar(&o.requirements, "requirements", "hack/tensorflow-image/requirements.txt", "the pinned Python packages")
+	fs.StringVar(&o.jupyterRequirements, "jupyter-requirements", "hack/tensorflow-image/jupyter-requirements.txt",
+		"the pinned Python packages JupyterLab adds")
+	fs.StringVar(&o.cli, "cli", "./cmd/tfk8s", "the Go package of the tfk8s CLI the Jupyter image holds")
 	_ = fs.Parse(args)
 	if o.mirror == "" {
 		o.mirror = aptMirror()
@@ -63,19 +75,17 @@ func build(args []string) error {
 	if o.cache, err = filepath.Abs(o.cache); err != nil {
 		return err
 	}
-	req, err := os.ReadFile(o.requirements)
+	k, err := inputKeys(o)
 	if err != nil {
-		return fmt.Errorf("reading --requirements: %w", err)
+		return err
 	}
-	rootKey := hashOf("tensorflow-image", version, suite, strings.Join(packages, ","), strings.Join(junk, ","))
-	key := hashOf(rootKey, pipWheel, string(req))
-	pyDir, tfDir := filepath.Join(o.out, "python"), filepath.Join(o.out, "tensorflow")
-	if layoutKey(pyDir) == key && layoutKey(tfDir) == key {
-		fmt.Printf("tensorflow-image: up to date (key %s)\n", key[:16])
+	pyDir, tfDir, jDir := filepath.Join(o.out, "python"), filepath.Join(o.out, "tensorflow"), filepath.Join(o.out, "jupyter")
+	if layoutKey(pyDir) == k.tf && layoutKey(tfDir) == k.tf && layoutKey(jDir) == k.jupyter {
+		fmt.Printf("tensorflow-image: up to date (key %s)\n", k.jupyter[:16])
 		return nil
 	}
 	start := time.Now()
-	b := builder{o: o, rootKey: rootKey[:16], key: key[:16]}
+	b := builder{o: o, rootKey: k.root[:16], key: k.tf[:16], jupyterKey: k.jupyterLayer[:16]}
 	base, err := b.pythonLayer()
 	if err != nil {
 		return err
@@ -84,23 +94,66 @@ func build(args []string) error {
 	if err != nil {
 		return err
 	}
+	jupyter, err := b.jupyterLayer(tf)
+	if err != nil {
+		return err
+	}
+	cli, err := b.cliLayer(k.cliBinary)
+	if err != nil {
+		return err
+	}
 	for _, w := range []struct {
-		dir  string
-		spec imageSpec
-	}{{pyDir, pythonSpec(base)}, {tfDir, tensorFlowSpec(base, tf)}} {
-		if err := b.step("write "+w.dir, func() (int64, error) { return writeImage(w.dir, w.spec, key) }); err != nil {
+		dir, key string
+		spec     imageSpec
+	}{{pyDir, k.tf, pythonSpec(base)}, {tfDir, k.tf, tensorFlowSpec(base, tf)}, {jDir, k.jupyter, jupyterSpec(base, tf, jupyter, cli)}} {
+		if err := b.step("write "+w.dir, func() (int64, error) { return writeImage(w.dir, w.spec, w.key) }); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("tensorflow-image: built %s and %s in %v (key %s)\n", pythonSpec(nil).ref, tensorFlowSpec(nil, nil).ref,
-		time.Since(start).Round(100*time.Millisecond), key[:16])
+	fmt.Printf("tensorflow-image: built %s, %s and %s in %v (key %s)\n", images.Python, images.TensorFlow, images.Jupyter,
+		time.Since(start).Round(100*time.Millisecond), k.jupyter[:16])
 	return nil
+}
+
+// keys are the hashes of the inputs of each layer and image.
+type keys struct {
+	root, tf           string // the python layer; the python and tensorflow images
+	jupyterLayer       string // the JupyterLab layer
+	jupyter, cliBinary string // the jupyter image; the CLI binary, which it includes
+}
+
+// inputKeys reads the requirements and builds the CLI (Go's build cache makes that
+// quick when nothing changed) to hash what each image is made of.
+func inputKeys(o options) (keys, error) {
+	req, err := os.ReadFile(o.requirements)
+	if err != nil {
+		return keys{}, fmt.Errorf("reading --requirements: %w", err)
+	}
+	jreq, err := os.ReadFile(o.jupyterRequirements)
+	if err != nil {
+		return keys{}, fmt.Errorf("reading --jupyter-requirements: %w", err)
+	}
+	bin, err := buildCLI(o.cli, filepath.Join(o.cache, "cli", "tfk8s"))
+	if err != nil {
+		return keys{}, err
+	}
+	sum, err := storage.FileSHA256(bin)
+	if err != nil {
+		return keys{}, fmt.Errorf("hashing the CLI: %w", err)
+	}
+	var k keys
+	k.root = hashOf("tensorflow-image", version, suite, strings.Join(packages, ","), strings.Join(junk, ","))
+	k.tf = hashOf(k.root, pipWheel, string(req))
+	k.jupyterLayer = hashOf(k.tf, jupyterVersion, string(jreq))
+	k.jupyter = hashOf(k.jupyterLayer, sum)
+	k.cliBinary = sum
+	return k, nil
 }
 
 // builder makes the layers, each once per key, in the cache.
 type builder struct {
-	o            options
-	rootKey, key string
+	o                        options
+	rootKey, key, jupyterKey string
 }
 
 // pythonLayer is the layer of the Debian root file system, built when not cached.
@@ -149,28 +202,43 @@ func (b builder) pythonLayer() (*layerFile, error) {
 
 // tensorFlowLayer is the layer of the Python packages, installed when not cached.
 func (b builder) tensorFlowLayer(base *layerFile) (*layerFile, error) {
-	path := filepath.Join(b.o.cache, "layers", "tensorflow-"+b.key+".tar.gz")
-	if l := readLayer(path); l != nil {
-		fmt.Printf("tensorflow-image: tensorflow layer cached: %s\n", l.Sum)
-		return l, nil
-	}
-	p := pipPaths{
+	p := b.pipPaths(b.o.requirements)
+	p.check = "import tensorflow as tf, tf_keras; print('tensorflow', tf.__version__, 'tf_keras', tf_keras.__version__)"
+	return b.pipLayer("tensorflow", b.key, p, nil)
+}
+
+// pipPaths are the directories pip installs requirements with, in the cache.
+func (b builder) pipPaths(requirements string) pipPaths {
+	return pipPaths{
 		root:         filepath.Join(b.o.cache, "root-"+b.rootKey),
 		work:         filepath.Join(b.o.cache, "work"),
 		wheels:       filepath.Join(b.o.cache, "wheels"),
 		pip:          filepath.Join(b.o.cache, "pip", pipWheel),
-		requirements: b.o.requirements,
+		requirements: requirements,
 		stage:        filepath.Join(b.o.cache, "stage"),
 	}
-	err := b.step("pip install -r "+b.o.requirements, func() (int64, error) {
+}
+
+// pipLayer is the layer kind-key of what pip installs as p says, and then more adds to
+// its stage (when not nil), made when not cached.
+func (b builder) pipLayer(kind, key string, p pipPaths, more func(stage string) error) (*layerFile, error) {
+	path := filepath.Join(b.o.cache, "layers", kind+"-"+key+".tar.gz")
+	if l := readLayer(path); l != nil {
+		fmt.Printf("tensorflow-image: %s layer cached: %s\n", kind, l.Sum)
+		return l, nil
+	}
+	err := b.step("pip install -r "+p.requirements, func() (int64, error) {
 		err := pipInstall(p)
+		if err == nil && more != nil {
+			err = more(p.stage)
+		}
 		return treeSize(p.stage), err
 	})
 	if err != nil {
 		return nil, err
 	}
 	var l *layerFile
-	err = b.step("tensorflow layer", func() (n int64, err error) {
+	err = b.step(kind+" layer", func() (n int64, err error) {
 		l, err = b.layer(p.stage, path)
 		return size(l), err
 	})

@@ -32,12 +32,31 @@ type pipPaths struct {
 	wheels       string // the wheels, kept between runs
 	pip          string // pip's wheel
 	requirements string // requirements.txt
-	stage        string // the result: usr/local/... of the TensorFlow layer
+	stage        string // the result: usr/local/... of the layer
+	// layers are unpacked over the copy before pip runs: the layers below this one,
+	// which the check imports from.
+	layers []string
+	// target is where pip installs in the copy, site-packages when empty.
+	target string
+	// check is the Python program run once the packages are installed, with
+	// PYTHONPATH=target, to prove they import.
+	check string
+	// data says that the share/ and etc/ pip writes beside the packages (JupyterLab's
+	// static files and server settings) go to usr/local/share and usr/local/etc.
+	data bool
+}
+
+// site is where pip installs in the copy.
+func (p pipPaths) site() string {
+	if p.target == "" {
+		return "/" + sitePackages
+	}
+	return p.target
 }
 
 // pipInstall installs the requirements into p.stage: pip downloads the wheels it does
 // not have yet into p.wheels, installs them with --require-hashes, the bytecode is
-// compiled, and importing tensorflow and tf_keras is checked, all in a copy of the root.
+// compiled, and p.check is run, all in a copy of the root.
 func pipInstall(p pipPaths) (err error) {
 	if err := fetchPip(p.pip); err != nil {
 		return err
@@ -60,6 +79,11 @@ func pipInstall(p pipPaths) (err error) {
 	if err := prepareWork(p); err != nil {
 		return err
 	}
+	for _, l := range p.layers {
+		if err := run("tar", "-xzf", l, "-C", p.work); err != nil {
+			return fmt.Errorf("unpacking %s into pip's root: %w", filepath.Base(l), err)
+		}
+	}
 	// The wheel cache moves into the copy and back, whatever happens.
 	wheelsIn := filepath.Join(p.work, "tmp/wheels")
 	if err := os.MkdirAll(p.wheels, 0o755); err != nil {
@@ -73,7 +97,7 @@ func pipInstall(p pipPaths) (err error) {
 			err = fmt.Errorf("moving the wheel cache back: %w", mvErr)
 		}
 	}()
-	if err := runPip(p.work); err != nil {
+	if err := runPip(p.work, p.site(), p.check); err != nil {
 		return err
 	}
 	return stageInstall(p)
@@ -104,8 +128,8 @@ func prepareWork(p pipPaths) error {
 	return nil
 }
 
-// runPip downloads, installs and compiles the packages in work, then imports them.
-func runPip(work string) error {
+// runPip downloads, installs and compiles the packages in work, into site, then runs check.
+func runPip(work, site, check string) error {
 	pip := []string{"python3", "/tmp/" + pipWheel + "/pip"}
 	common := []string{"--require-hashes", "--only-binary=:all:", "--no-deps", "--disable-pip-version-check",
 		"--cert", "/tmp/ca-certificates.crt", "-r", "/tmp/requirements.txt"}
@@ -114,37 +138,42 @@ func runPip(work string) error {
 		return fmt.Errorf("downloading the wheels: %w", err)
 	}
 	install := append(pip, "install", "-q", "--root-user-action=ignore", "--no-index", "--find-links", "/tmp/wheels", "--no-compile",
-		"--no-warn-script-location", "--target", "/"+sitePackages)
+		"--no-warn-script-location", "--target", site)
 	if err := chroot(work, env, append(install, common...)...); err != nil {
 		return fmt.Errorf("installing the wheels: %w", err)
 	}
 	// Bytecode checked by hash: the layer fixes every file's time.
 	compile := exec.Command("chroot", work, "python3", "-m", "compileall", "-q", "-f", "-j", "0",
-		"--invalidation-mode", "unchecked-hash", "/"+sitePackages)
+		"--invalidation-mode", "unchecked-hash", site)
 	if out, err := compile.CombinedOutput(); err != nil {
 		// Some packages ship files that are not Python 3 (templates, tests): not fatal.
 		fmt.Printf("tensorflow-image: compileall: %v (%d bytes of output, the first: %.300s)\n", err, len(out), out)
 	}
-	check := "import tensorflow as tf, tf_keras; print('tensorflow', tf.__version__, 'tf_keras', tf_keras.__version__)"
-	if err := chroot(work, []string{"TF_CPP_MIN_LOG_LEVEL=2"}, "python3", "-c", check); err != nil {
-		return fmt.Errorf("importing tensorflow in the image: %w", err)
+	if err := chroot(work, []string{"TF_CPP_MIN_LOG_LEVEL=2", "PYTHONPATH=" + site}, "python3", "-c", check); err != nil {
+		return fmt.Errorf("importing the packages in the image: %w", err)
 	}
 	return nil
 }
 
 // stageInstall moves what pip installed out of the copy into p.stage, its scripts into
-// /usr/local/bin.
+// /usr/local/bin (and with p.data, its share/ and etc/ into /usr/local).
 func stageInstall(p pipPaths) error {
 	site := filepath.Join(p.stage, sitePackages)
 	if err := os.MkdirAll(filepath.Dir(site), 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(p.work, sitePackages), site); err != nil {
+	if err := os.Rename(filepath.Join(p.work, p.site()), site); err != nil {
 		return fmt.Errorf("staging the packages: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(site, "bin")); err == nil {
-		if err := os.Rename(filepath.Join(site, "bin"), filepath.Join(p.stage, "usr/local/bin")); err != nil {
-			return fmt.Errorf("staging the scripts: %w", err)
+	dirs := []string{"bin"}
+	if p.data {
+		dirs = append(dirs, "share", "etc")
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(site, d)); err == nil {
+			if err := os.Rename(filepath.Join(site, d), filepath.Join(p.stage, "usr/local", d)); err != nil {
+				return fmt.Errorf("staging %s: %w", d, err)
+			}
 		}
 	}
 	return nil

@@ -17,3 +17,8 @@ const (
 	// their pinned requirements: the image of examples/tensorflow and the demo.
 	TensorFlow = "ghcr.io/tfk8s/tensorflow:2.21.0-cpu"
 )
+
+// Jupyter is TensorFlow plus JupyterLab 4 (pinned with its requirements) and the tfk8s
+// CLI at /usr/local/bin/tfk8s, run as jovyan (uid 1000) in /home/jovyan: the image of
+// tfk8s notebook, from whose cells !tfk8s submit runs jobs.
+const Jupyter = "ghcr.io/tfk8s/jupyter:2.21.0-cpu"
