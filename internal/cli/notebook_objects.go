@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// The Jupyter image's user and home (hack/tensorflow-image): the home claim is mounted
+// there, and the pod runs as that user.
+const (
+	notebookUID  int64 = 1000
+	notebookGID  int64 = 100
+	notebookHome       = "/home/jovyan"
+)
+
+// Keys of a notebook's token Secret, and the environment variable JupyterLab reads its
+// token from (so that the token is in no process's command line).
+const (
+	notebookTokenKey = "token"
+	envJupyterToken  = "JUPYTER_TOKEN"
+)
+
+// notebookSpec is what tfk8s notebook start makes a notebook of.
+type notebookSpec struct {
+	namespace, name string
+	image           string
+	size            resource.Quantity
+	storageClass    string
+	cpu, memory     *resource.Quantity
+	// s3 is the storage the CLI in the notebook uses, its endpoint as pods reach it.
+	s3    storage.Config
+	token string
+}
+
+// Names of a notebook's objects. The Deployment, Service, ServiceAccount, Role and
+// RoleBinding are named as the notebook; none of the suffixes is "-storage", which a
+// job's storage Secret has, so that no job's Secret takes a notebook's name.
+func notebookHomeClaim(name string) string   { return name + "-home" }
+func notebookTokenSecret(name string) string { return name + "-token" }
+func notebookS3Secret(name string) string    { return name + "-s3" }
+
+// notebookLabels are on every object of a notebook, and select its pod.
+func notebookLabels(name string) map[string]string {
+	return map[string]string{tfjob.LabelNotebook: name, labelManagedBy: managedByCLI}
+}
+
+// notebookMeta is the metadata of one of a notebook's objects.
+func notebookMeta(s notebookSpec, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: notebookLabels(s.name)}
+}
+
+// notebookRules are what the tfk8s CLI in a notebook needs in its namespace for submit,
+// list, get, describe, logs, wait, suspend, resume and delete, and nothing more:
+// TFJobs; the Secrets submit makes for a job's storage (RBAC cannot tell them from the
+// namespace's other Secrets by name, so get is on all of them, but list and watch are
+// not); the pods and their logs; the events describe shows.
+func notebookRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{tfv1.GroupVersion.Group}, Resources: []string{"tfjobs"}, Verbs: []string{"create", "get", "list", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	}
+}
+
+// constructNotebookAccount builds the ServiceAccount the notebook's pod runs as, its
+// Role and the RoleBinding between them: the namespace's only, nothing cluster-scoped.
+func constructNotebookAccount(s notebookSpec) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	sa := &corev1.ServiceAccount{ObjectMeta: notebookMeta(s, s.name)}
+	role := &rbacv1.Role{ObjectMeta: notebookMeta(s, s.name), Rules: notebookRules()}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: notebookMeta(s, s.name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.name, Namespace: s.namespace}},
+	}
+	return sa, role, binding
+}
+
+// constructNotebookClaim builds the claim of the notebook's home directory.
+func constructNotebookClaim(s notebookSpec) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: notebookMeta(s, notebookHomeClaim(s.name)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: s.size}},
+		},
+	}
+	if s.storageClass != "" {
+		pvc.Spec.StorageClassName = ptr.To(s.storageClass)
+	}
+	return pvc
+}
+
+// constructNotebookSecrets builds the Secret of JupyterLab's token and the Secret of
+// the S3 settings, keyed by the environment variables the CLI reads them from.
+func constructNotebookSecrets(s notebookSpec) (token, s3 *corev1.Secret) {
+	token = &corev1.Secret{
+		ObjectMeta: notebookMeta(s, notebookTokenSecret(s.name)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{notebookTokenKey: []byte(s.token)},
+	}
+	s3 = &corev1.Secret{
+		ObjectMeta: notebookMeta(s, notebookS3Secret(s.name)),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			tfjob.EnvS3Endpoint:      []byte(s.s3.Endpoint),
+			tfjob.EnvS3Bucket:        []byte(s.s3.Bucket),
+			tfjob.EnvAccessKeyID:     []byte(s.s3.AccessKeyID),
+			tfjob.EnvSecretAccessKey: []byte(s.s3.SecretAccessKey),
+			tfjob.EnvRegion:          []byte(s.s3.Region),
+			tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.s3.Insecure)),
+		},
+	}
+	return token, s3
+}
+
+// notebookEnv is the environment of JupyterLab: its token and the S3 settings, each
+// by reference to its Secret, so that no value shows in the Deployment.
+func notebookEnv(s notebookSpec) []corev1.EnvVar {
+	ref := func(env, secret, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
+		}}}
+	}
+	env := []corev1.EnvVar{ref(envJupyterToken, notebookTokenSecret(s.name), notebookTokenKey)}
+	for _, k := range []string{tfjob.EnvS3Endpoint, tfjob.EnvS3Bucket, tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, tfjob.EnvRegion, tfjob.EnvS3Insecure} {
+		env = append(env, ref(k, notebookS3Secret(s.name), k))
+	}
+	return env
+}
+
+// constructNotebookDeployment builds JupyterLab's Deployment: one pod at a time
+// (Recreate: the home claim is ReadWriteOnce), as the notebook's ServiceAccount and
+// the image's user, the home claim at the image's home, ready once /api answers.
+func constructNotebookDeployment(s notebookSpec) *appsv1.Deployment {
+	labels := notebookLabels(s.name)
+	container := corev1.Container{
+		Name:  "jupyter",
+		Image: s.image,
+		Command: []string{"jupyter", "lab", "--ip=0.0.0.0", "--port=" + strconv.Itoa(int(tfjob.NotebookPort)), "--no-browser",
+			"--ServerApp.root_dir=" + notebookHome},
+		WorkingDir:   notebookHome,
+		Env:          notebookEnv(s),
+		Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: tfjob.NotebookPort, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "home", MountPath: notebookHome}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api", Port: intstr.FromInt32(tfjob.NotebookPort)}},
+			PeriodSeconds: 2, FailureThreshold: 3,
+		},
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Resources:       notebookResources(s),
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: notebookMeta(s, s.name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{tfjob.LabelNotebook: s.name}},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: s.name,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsUser: ptr.To(notebookUID), RunAsGroup: ptr.To(notebookGID), FSGroup: ptr.To(notebookGID),
+						RunAsNonRoot: ptr.To(true),
+					},
+					Containers: []corev1.Container{container},
+					Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: notebookHomeClaim(s.name)},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+// notebookResources requests (and limits the pod to) --cpu and --memory, when given.
+func notebookResources(s notebookSpec) corev1.ResourceRequirements {
+	list := corev1.ResourceList{}
+	if s.cpu != nil {
+		list[corev1.ResourceCPU] = *s.cpu
+	}
+	if s.memory != nil {
+		list[corev1.ResourceMemory] = *s.memory
+	}
+	if len(list) == 0 {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
+}
+
+// constructNotebookService builds the Service in front of JupyterLab.
+func constructNotebookService(s notebookSpec) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: notebookMeta(s, s.name),
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{tfjob.LabelNotebook: s.name},
+			Ports: []corev1.ServicePort{{Name: "http", Port: tfjob.NotebookPort, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromString("http")}},
+		},
+	}
+}
