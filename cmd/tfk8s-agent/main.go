@@ -4,6 +4,8 @@
 //
 //	tfk8s-agent install DIR               copy this binary to DIR/tfk8s-agent
 //	tfk8s-agent run [flags] -- CMD ARGS   run CMD under the agent
+//	tfk8s-agent mirror --from s3://BUCKET/PREFIX/ --to DIR [--interval 5s] [--include GLOB]...
+//	                                      keep DIR up to date with the prefix (TensorBoard's summaries)
 package main
 
 import (
@@ -19,7 +21,8 @@ func main() {
 
 const usage = `usage:
   tfk8s-agent install DIR
-  tfk8s-agent run [flags] -- COMMAND [ARGS...]`
+  tfk8s-agent run [flags] -- COMMAND [ARGS...]
+  tfk8s-agent mirror --from s3://BUCKET/PREFIX/ --to DIR [--interval 5s] [--include GLOB]...`
 
 // run dispatches a subcommand and returns the exit code.
 func run(args []string) int {
@@ -45,6 +48,13 @@ func run(args []string) int {
 			return agent.ExitUsage
 		}
 		return agent.Run(cfg, os.Stdout, os.Stderr)
+	case "mirror":
+		cfg, err := agent.ParseMirrorArgs(args[1:], os.Getenv)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tfk8s-agent: %v\n%s\n", err, usage)
+			return agent.ExitUsage
+		}
+		return agent.RunMirror(cfg, os.Stderr)
 	default:
 		fmt.Fprintf(os.Stderr, "tfk8s-agent: unknown subcommand %q\n%s\n", args[0], usage)
 		return agent.ExitUsage
