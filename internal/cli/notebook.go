@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -128,11 +129,13 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 	if err != nil {
 		return err
 	}
-	if st, err := notebookStatus(ctx, cs.client, ns, name); err != nil || st.running {
-		if err == nil {
-			fmt.Fprintf(o.env.Out, "notebook %s/%s is already running: %s; tfk8s notebook open %s -n %s\n", ns, name, st.state, name, ns)
-		}
+	st, err := notebookStatus(ctx, cs.client, ns, name)
+	switch {
+	case err != nil && !errors.Is(err, errNoNotebook):
 		return err
+	case st.running:
+		fmt.Fprintf(o.env.Out, "notebook %s/%s is already running: %s; tfk8s notebook open %s -n %s\n", ns, name, st.state, name, ns)
+		return nil
 	}
 	if err := checkStorageClass(ctx, cs.client, f.storageClass); err != nil {
 		return err
