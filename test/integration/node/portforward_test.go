@@ -201,43 +201,53 @@ func pushLayout(t *testing.T, reg *registryserver.Server, dir, repoAndTag string
 	reg.Push(t, inner, repoAndTag)
 }
 
-// startForwardNode runs the test's node, pulling ghcr.io's images from mirror, until
-// the test ends.
+// startForwardNode runs the test's node, pulling ghcr.io's images from mirror.
 func startForwardNode(t *testing.T, mirror string) {
 	t.Helper()
-	state, err := os.MkdirTemp("/var/lib", "tfk8s-node-test-pf-")
+	startExtraNode(t, node.Options{
+		NodeName: forwardNodeName, PodCIDR: forwardCIDR, Bridge: forwardBridge,
+		RestartBackoff: testBackoff, ShutdownGracePeriod: 5 * time.Second,
+		RegistryMirrors: map[string]string{"ghcr.io": "http://" + mirror},
+	})
+}
+
+// startExtraNode runs a node beside the one the tests share, until the test ends,
+// with opts completed by a fresh state directory (and image directory in it), the
+// control plane's config and a log file; at the end it checks that the node left
+// nothing behind. It returns the state directory.
+func startExtraNode(t *testing.T, opts node.Options) string {
+	t.Helper()
+	state, err := os.MkdirTemp("/var/lib", "tfk8s-node-test-"+opts.NodeName+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
 	t.Cleanup(func() {
-		_ = clientset.CoreV1().Nodes().Delete(context.Background(), forwardNodeName, metav1.DeleteOptions{})
+		_ = clientset.CoreV1().Nodes().Delete(context.Background(), opts.NodeName, metav1.DeleteOptions{})
 	})
+	opts.Config, opts.StateDir, opts.Log = cp.Config, state, zap.New(zap.WriteTo(nodeLog2(t)))
+	if opts.ImageDir == "" && len(opts.RegistryMirrors) > 0 {
+		opts.ImageDir = filepath.Join(state, "images")
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- node.Run(ctx, node.Options{
-			Config: cp.Config, NodeName: forwardNodeName, StateDir: state, PodCIDR: forwardCIDR, Bridge: forwardBridge,
-			RestartBackoff: testBackoff, ShutdownGracePeriod: 5 * time.Second,
-			ImageDir: filepath.Join(state, "images"), RegistryMirrors: map[string]string{"ghcr.io": "http://" + mirror},
-			Log: zap.New(zap.WriteTo(nodeLog2(t))),
-		})
-	}()
+	go func() { done <- node.Run(ctx, opts) }()
 	t.Cleanup(func() {
 		stop()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("port-forward node: %v", err)
+				t.Errorf("node %s: %v", opts.NodeName, err)
 			}
 		case <-time.After(time.Minute):
-			t.Error("the port-forward node did not stop within a minute")
+			t.Errorf("node %s did not stop within a minute", opts.NodeName)
 		}
-		if left := leftovers(state, forwardBridge, nil); len(left) > 0 {
-			t.Errorf("the port-forward node left behind: %v", left)
+		if left := leftovers(state, opts.Bridge, nil); len(left) > 0 {
+			t.Errorf("node %s left behind: %v", opts.NodeName, left)
 		}
 	})
-	if err := waitNodeReady(ctx, forwardNodeName, done); err != nil {
+	if err := waitNodeReady(ctx, opts.NodeName, done); err != nil {
 		t.Fatal(err)
 	}
+	return state
 }
