@@ -117,6 +117,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newNotebookCommand(o),
 		newLocalCommand(o),
 		newDashboardCommand(o),
+		newDashboardCommand(o),
 	)
 	return cmd
 }

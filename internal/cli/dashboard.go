@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/scheme"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+func newDashboardCommand(o *rootOptions) *cobra.Command {
+	var address string
+	var open, inCluster bool
+	cmd := &cobra.Command{
+		Use:   "dashboard [--address HOST:PORT] [--open]",
+		Short: "Serve the web dashboard: jobs, replicas, events, live logs, suspend, resume, delete",
+		Long: `Serve the tfk8s web dashboard. Locally it acts with your kubeconfig, as kubectl proxy
+does, and answers on loopback addresses only: open the URL it prints (or pass --open).
+
+With --in-cluster (the dashboard's Deployment), each user signs in with a bearer token,
+checked with a TokenReview and kept on the server; every call is made with that token,
+so users see only what their RBAC allows. The dashboard's own credentials (its
+ServiceAccount, or the kubeconfig) serve only the TokenReview.`,
+		Example: "  tfk8s dashboard --open\n  tfk8s dashboard --address 127.0.0.1:9000",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.serveDashboard(cmd.Context(), address, open, inCluster)
+		},
+	}
+	cmd.Flags().StringVar(&address, "address", dashboard.DefaultAddress, "HOST:PORT to listen on")
+	cmd.Flags().BoolVar(&open, "open", false, "open the dashboard in the browser")
+	cmd.Flags().BoolVar(&inCluster, "in-cluster", false, "ask users to sign in with a bearer token and act with it")
+	return cmd
+}
+
+// serveDashboard serves the dashboard on address until ctx ends.
+func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, inCluster bool) error {
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return err
+	}
+	srv, err := dashboard.New(dashboard.Options{
+		Config: cfg, NewCluster: o.newDashboardCluster, Namespace: ns, InCluster: inCluster, Log: o.env.ErrOut,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("--address %s: %w", address, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(o.env.Out, "Dashboard: %s\n", url)
+	if open {
+		if err := openBrowser(url); err != nil {
+			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
+		}
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Requests (log streams among them) end with the command.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	stopped := context.AfterFunc(ctx, func() {
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	})
+	defer stopped()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving the dashboard: %w", err)
+	}
+	return nil
+}
+
+// dashboardCluster is the dashboard's view of the cluster, as one user, through the
+// code of the CLI's own commands.
+type dashboardCluster struct {
+	o      *rootOptions
+	client client.Client
+	kube   kubernetes.Interface
+}
+
+// newDashboardCluster connects with cfg, which carries the user's credentials.
+func (o *rootOptions) newDashboardCluster(cfg *rest.Config, _ string) (dashboard.Cluster, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	return &dashboardCluster{o: o, client: c, kube: kube}, nil
+}
+
+// in is the CLI's clients, acting in namespace.
+func (d *dashboardCluster) in(namespace string) *clients {
+	return &clients{client: d.client, kube: d.kube, namespace: namespace}
+}
+
+func (d *dashboardCluster) Namespaces(ctx context.Context) ([]string, error) {
+	list, err := d.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func (d *dashboardCluster) Jobs(ctx context.Context, namespace string) ([]dashboard.JobRow, error) {
+	list := &tfv1.TFJobList{}
+	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing tfjobs: %w", err)
+	}
+	ready := d.readyPods(ctx, namespace)
+	now := time.Now()
+	rows := make([]dashboard.JobRow, 0, len(list.Items))
+	for i := range list.Items {
+		job := &list.Items[i]
+		row := dashboard.JobRow{
+			Namespace: job.Namespace, Name: job.Name, State: string(job.Status.State),
+			Ready: ready[job.Name], Created: job.CreationTimestamp.Time, Image: jobImage(job),
+		}
+		for _, rt := range tfv1.ReplicaTypes {
+			row.Desired += tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
+		}
+		if start := timeOf(job.Status.StartTime); !start.IsZero() {
+			row.Duration = timeOf(job.Status.CompletionTime).Sub(start)
+			if job.Status.CompletionTime == nil {
+				row.Duration = now.Sub(start)
+			}
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b dashboard.JobRow) int { return strings.Compare(a.Name, b.Name) })
+	return rows, nil
+}
+
+// readyPods counts, by job, the pods of a namespace that are ready or have
+// succeeded; none if the user may not list pods.
+func (d *dashboardCluster) readyPods(ctx context.Context, namespace string) map[string]int32 {
+	pods := &corev1.PodList{}
+	if err := d.client.List(ctx, pods, client.InNamespace(namespace), client.HasLabels{tfv1.LabelJobName}); err != nil {
+		return nil
+	}
+	ready := map[string]int32{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || podReady(p) {
+			ready[p.Labels[tfv1.LabelJobName]]++
+		}
+	}
+	return ready
+}
+
+// podReady reports whether a pod's Ready condition is true.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*dashboard.JobPage, error) {
+	job, err := getJob(ctx, d.client, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := listJobPods(ctx, d.client, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	events, err := listJobEvents(ctx, d.client, job)
+	if err != nil {
+		return nil, err
+	}
+	page := &dashboard.JobPage{Job: job}
+	for i := range pods {
+		p := &pods[i]
+		phase := string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			phase += " (deleting)"
+		}
+		restarts, exit := containerSummary(p)
+		page.Replicas = append(page.Replicas, dashboard.ReplicaRow{
+			Replica: replicaName(p), Pod: p.Name, Phase: phase, Node: p.Spec.NodeName,
+			Restarts: restarts, ExitCode: exit, Created: p.CreationTimestamp.Time,
+		})
+	}
+	for i := range events {
+		e := &events[i]
+		page.Events = append(page.Events, dashboard.EventRow{
+			Time: eventTime(e), Type: e.Type, Reason: e.Reason, From: e.ReportingController, Message: e.Note,
+		})
+	}
+	var buf bytes.Buffer
+	if err := describeTFConfig(&buf, pods, ""); err == nil {
+		page.TFConfig = buf.String()
+	}
+	buf.Reset()
+	if err := printObject(&buf, forPrinting(job), outputYAML); err == nil {
+		page.YAML = buf.String()
+	}
+	return page, nil
+}
+
+// Logs streams logs as tfk8s logs [-f | --previous] prints them; its notes (a
+// replica with no logs yet) go to w too.
+func (d *dashboardCluster) Logs(ctx context.Context, req dashboard.LogRequest, w io.Writer) error {
+	l := &jobLogs{
+		root: d.o, cs: d.in(req.Namespace), name: req.Job, replica: req.Replica,
+		which: attemptChoice{previous: req.Previous}, out: &lineWriter{w: w}, errOut: w,
+	}
+	if req.Follow {
+		return l.follow(ctx)
+	}
+	return l.print(ctx)
+}
+
+func (d *dashboardCluster) Suspend(ctx context.Context, namespace, name string, suspend bool) error {
+	// setSuspend takes the command for its context.
+	cmd := &cobra.Command{}
+	cmd.SetContext(ctx)
+	return setSuspend(cmd, d.in(namespace), name, suspend)
+}
+
+func (d *dashboardCluster) Delete(ctx context.Context, namespace, name string) error {
+	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := d.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return fmt.Errorf("deleting tfjob %s: %w", name, err)
+	}
+	return nil
+}

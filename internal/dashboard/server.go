@@ -1,0 +1,211 @@
+// Package dashboard is tfk8s's web dashboard: the jobs of a namespace, a job's
+// replicas, conditions, events, YAML and TF_CONFIG, its logs streamed live, and
+// suspend, resume and delete, in a browser.
+//
+// It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
+// user's kubeconfig, as kubectl proxy does, and answers only on loopback host names;
+// in-cluster each user signs in with a bearer token, kept server-side in a session,
+// and every API call is made with that token, so that a user sees nothing RBAC does
+// not let them see.
+//
+// Pages are html/template, made live with htmx (vendored, static/htmx.min.js) and one
+// small script of our own for log streams; the Content-Security-Policy allows no
+// inline script or style, and every mutation is a POST checked by
+// net/http.CrossOriginProtection and written to the audit log.
+package dashboard
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/rest"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// DefaultAddress is where tfk8s dashboard listens unless told otherwise.
+const DefaultAddress = "127.0.0.1:8686"
+
+// DefaultMaxLogStreams bounds the log streams one session has open at once.
+const DefaultMaxLogStreams = 4
+
+// contentSecurityPolicy allows scripts, styles and connections from the dashboard
+// itself only: no inline script or style, no eval, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// Options configure a dashboard Server.
+type Options struct {
+	// Config reaches the API server. Locally it carries the kubeconfig's credentials,
+	// which every request uses. In-cluster its credentials are the dashboard's own and
+	// serve only the TokenReview of a sign-in; requests use the user's token.
+	Config *rest.Config
+	// NewCluster connects as a user.
+	NewCluster NewClusterFunc
+	// Namespace is the namespace shown first.
+	Namespace string
+	// InCluster asks users to sign in with a bearer token.
+	InCluster bool
+	// MaxLogStreams bounds the log streams of one session; 0 means DefaultMaxLogStreams.
+	MaxLogStreams int
+	// Log receives the audit lines (one per mutation) and server errors.
+	Log io.Writer
+}
+
+// Server is the dashboard's HTTP handler.
+type Server struct {
+	opts     Options
+	pages    map[string]*template.Template
+	sessions *sessions
+	local    *session // the one session of local mode
+	metrics  *metrics
+	handler  http.Handler
+}
+
+// New returns a dashboard for opts.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil || opts.NewCluster == nil {
+		return nil, errors.New("creating the dashboard: Options.Config and Options.NewCluster are required")
+	}
+	if opts.MaxLogStreams <= 0 {
+		opts.MaxLogStreams = DefaultMaxLogStreams
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, pages: pages, sessions: newSessions(), metrics: newMetrics()}
+	if !opts.InCluster {
+		c, err := opts.NewCluster(opts.Config, opts.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the cluster: %w", err)
+		}
+		s.local = &session{user: "kubeconfig", cluster: c}
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves the dashboard.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Registry holds the server's Prometheus metrics, served at /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
+
+// routes wires the pages. Every handler runs behind the security headers, and every
+// request that is not GET or HEAD behind CrossOriginProtection.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /signin", s.signInPage)
+	mux.HandleFunc("POST /signin", s.signIn)
+	mux.HandleFunc("POST /signout", s.signOut)
+	mux.HandleFunc("GET /{$}", s.withSession(s.home))
+	mux.HandleFunc("GET /jobs", s.withSession(s.jobsPage))
+	mux.HandleFunc("GET /jobs/table", s.withSession(s.jobsTable))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}", s.withSession(s.jobPage))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/status", s.withSession(s.jobStatus))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs", s.withSession(s.logsPage))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs/stream", s.withSession(s.logsStream))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs/download", s.withSession(s.logsDownload))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/confirm/{action}", s.withSession(s.confirmPage))
+	mux.HandleFunc("POST /jobs/{namespace}/{name}/{action}", s.withSession(s.act))
+
+	cop := http.NewCrossOriginProtection()
+	var h http.Handler = cop.Handler(mux)
+	if !s.opts.InCluster {
+		h = loopbackOnly(h)
+	}
+	return s.metrics.instrument(mux, securityHeaders(h))
+}
+
+// securityHeaders sets the headers every response carries: the CSP, no sniffing of
+// content types, no framing and no referrer leaving the dashboard.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackOnly refuses requests whose Host is not a loopback name or address: the
+// local dashboard acts with the user's kubeconfig, and a page of another site must
+// not reach it through a DNS name rebound to 127.0.0.1.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("host %q refused: the local dashboard answers on localhost and loopback addresses only", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// parsePages parses each page with the layout; a page also defines the fragments
+// htmx fetches alone.
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"age": age, "since": since, "lower": strings.ToLower,
+		"until": func(t time.Time) string { return since(time.Until(t)) },
+		"deref": func(b *bool) bool { return b != nil && *b },
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parsing page %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// age renders the time since t as kubectl does ("5m", "3d").
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return since(time.Since(t))
+}
+
+// since renders a duration as kubectl does, "-" if none.
+func since(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return duration.HumanDuration(d)
+}
