@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,15 +202,18 @@ func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selec
 		}
 		return nil, "", fmt.Errorf("listing pods labelled %s in namespace %s: %w", selector, namespace, err)
 	}
-	state := "no pod yet"
+	var states []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if podServing(p) {
 			return p, "", nil
 		}
-		state = fmt.Sprintf("pod %s is %s", p.Name, podWaitState(p))
+		states = append(states, fmt.Sprintf("pod %s is %s", p.Name, podWaitState(p)))
 	}
-	return nil, state, nil
+	if len(states) == 0 {
+		return nil, "no pod yet", nil
+	}
+	return nil, strings.Join(states, "; "), nil
 }
 
 // podServing: Running, Ready and not being deleted.
@@ -230,9 +235,9 @@ func podWaitState(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return "terminating"
 	}
-	state := string(p.Status.Phase)
-	if state == "" {
-		state = "Pending"
+	state := string(cmp.Or(p.Status.Phase, corev1.PodPending))
+	if p.Spec.NodeName == "" {
+		return state + ", not scheduled to a node yet"
 	}
 	for _, c := range p.Status.ContainerStatuses {
 		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {

@@ -114,9 +114,9 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
+		newTensorBoardCommand(o),
 		newNotebookCommand(o),
 		newLocalCommand(o),
-		newDashboardCommand(o),
 		newDashboardCommand(o),
 	)
 	return cmd

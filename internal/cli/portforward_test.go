@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// TestPodWaitState: what readyPod says a pod is doing, and which pods serve.
+func TestPodWaitState(t *testing.T) {
+	now := metav1.Now()
+	ready := func(s corev1.ConditionStatus) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodReady, Status: s}}
+	}
+	for _, tc := range []struct {
+		name    string
+		pod     corev1.Pod
+		state   string
+		serving bool
+	}{
+		{"unscheduled", corev1.Pod{}, "Pending, not scheduled to a node yet", false},
+		{"pulling", corev1.Pod{
+			Spec: corev1.PodSpec{NodeName: "n"},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "mirror", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "tensorboard", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
+			}},
+		}, "Pending (tensorboard: ContainerCreating)", false},
+		{"not ready", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionFalse)}},
+			"Running, not ready", false},
+		{"ready", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionTrue)}},
+			"", true},
+		{"ready but terminating", corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now},
+			Spec:       corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionTrue)},
+		}, "terminating", false},
+		{"failed", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodFailed}}, "Failed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podWaitState(&tc.pod); !tc.serving && got != tc.state {
+				t.Errorf("podWaitState = %q, want %q", got, tc.state)
+			}
+			if got := podServing(&tc.pod); got != tc.serving {
+				t.Errorf("podServing = %t, want %t", got, tc.serving)
+			}
+		})
+	}
+}
+
+// TestOpenBrowser: --open runs the platform's opener with the URL, and says what to
+// do when there is none.
+func TestOpenBrowser(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the opener is xdg-open on Linux only")
+	}
+	dir := t.TempDir()
+	got := filepath.Join(dir, "opened")
+	script := "#!/bin/sh\necho \"$1\" > " + got + ".tmp && mv " + got + ".tmp " + got + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := openBrowser("http://127.0.0.1:41234/"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := os.ReadFile(got)
+		if err == nil {
+			if string(data) != "http://127.0.0.1:41234/\n" {
+				t.Errorf("xdg-open got %q, want the URL", data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("xdg-open was not run within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	err := openBrowser("http://127.0.0.1:41234/")
+	if want := "xdg-open not found; open http://127.0.0.1:41234/ yourself"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+}
+
+// TestForwardToPodRefusesBadLocalAddress: the local address is checked before any
+// request, with an error naming it.
+func TestForwardToPodRefusesBadLocalAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1", `local address "127.0.0.1": address 127.0.0.1: missing port in address`},
+		{"127.0.0.1:http", `local address "127.0.0.1:http": port "http" is not a number from 0 to 65535`},
+		{"127.0.0.1:70000", `local address "127.0.0.1:70000": port "70000" is not a number from 0 to 65535`},
+	} {
+		_, err := forwardToPod(context.Background(), &rest.Config{Host: "https://127.0.0.1:1"}, "ns", "pod", 6006, tc.addr, os.Stderr)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("forwardToPod(%q): %v, want %q", tc.addr, err, tc.want)
+		}
+	}
+}

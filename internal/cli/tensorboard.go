@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// tensorBoardFlags are the flags of tfk8s tensorboard.
+type tensorBoardFlags struct {
+	address string
+	port    int
+	browser bool
+	timeout time.Duration
+}
+
+func newTensorBoardCommand(o *rootOptions) *cobra.Command {
+	var f tensorBoardFlags
+	cmd := &cobra.Command{
+		Use:   "tensorboard JOB [--port N] [--open]",
+		Short: "Open a job's TensorBoard: forward a local port to it through the API server, until Ctrl-C",
+		Long: `Open the TensorBoard of a job submitted with --tensorboard: forward a local port to
+its pod through the API server (no Service or Ingress needed), print the local URL and
+keep forwarding until Ctrl-C.
+
+A finished job's TensorBoard stays for spec.tensorboard.ttlSecondsAfterFinished (1 h
+by default); opening it restarts that time, and brings a deleted TensorBoard back,
+reading the job's summaries from S3, also when its pods are gone.`,
+		Example: "  tfk8s tensorboard mnist --open\n  tfk8s tensorboard mnist --port 6006",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.openTensorBoard(cmd.Context(), args[0], f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.address, "address", "127.0.0.1", "local address to listen on")
+	fs.IntVar(&f.port, "port", 0, "local port (0: any free port)")
+	fs.BoolVar(&f.browser, "open", false, "open the URL in the browser too")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the TensorBoard's pod to be ready")
+	return cmd
+}
+
+// openTensorBoard asks the controller to keep (or bring back) the job's TensorBoard,
+// waits for its pod, forwards a local port to it, prints the URL, and blocks until ctx
+// ends (Ctrl-C) or the forward is lost for good.
+func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f tensorBoardFlags) error {
+	if f.port < 0 || f.port > 65535 {
+		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", f.port)
+	}
+	cs, err := o.clients()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	job, err := getJob(ctx, cs.client, cs.namespace, name)
+	if err != nil {
+		return err
+	}
+	if !tensorBoardEnabled(job) {
+		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard", cs.namespace, name)
+	}
+	if err := requestTensorBoard(ctx, cs.client, job, time.Now()); err != nil {
+		return err
+	}
+	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelTensorBoard: name}).String()
+	pod, err := readyPod(ctx, cs.kube, cs.namespace, selector, f.timeout, o.env.ErrOut)
+	if err != nil {
+		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	local := net.JoinHostPort(f.address, strconv.Itoa(f.port))
+	addr, lost, err := startForward(ctx, cfg, cs.namespace, pod.Name, tfjob.TensorBoardPort, local, o.env.ErrOut)
+	if err != nil {
+		return fmt.Errorf("forwarding to the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
+	}
+	url := "http://" + addr.String() + "/"
+	fmt.Fprintf(o.env.Out, "TensorBoard of job %s/%s: %s\n", cs.namespace, name, url)
+	if f.browser {
+		if err := openBrowser(url); err != nil {
+			fmt.Fprintf(o.env.ErrOut, "Warning: %v\n", err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-lost:
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("forwarding to the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
+	}
+}
+
+// tensorBoardEnabled reports whether the job asked for a TensorBoard.
+func tensorBoardEnabled(job *tfv1.TFJob) bool {
+	return job.Spec.TensorBoard != nil && job.Spec.TensorBoard.Enabled
+}
+
+// requestTensorBoard sets the job's tfjob.AnnotationTensorBoardRequested to now with a
+// merge patch of that annotation alone: the controller then keeps the TensorBoard, or
+// creates it again, for its time to live from now.
+func requestTensorBoard(ctx context.Context, c client.Client, job *tfv1.TFJob, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		tfjob.AnnotationTensorBoardRequested: now.UTC().Format(time.RFC3339),
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding the TensorBoard request: %w", err)
+	}
+	err = c.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) {
+		return &notFoundError{namespace: job.Namespace, name: job.Name, err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("annotating tfjob %s to keep its TensorBoard: %w", job.Name, err)
+	}
+	return nil
+}
