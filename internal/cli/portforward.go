@@ -16,11 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 )
 
 const (
@@ -69,8 +69,10 @@ func startForward(ctx context.Context, cfg *rest.Config, namespace, pod string, 
 
 // podDialer opens pods/NAME/portforward as kubectl does: WebSocket first (tunnelling
 // SPDY, which API servers since 1.31 accept), SPDY when the server or a proxy refuses
-// the WebSocket upgrade.
-func podDialer(cfg *rest.Config, namespace, pod string) (httpstream.Dialer, error) {
+// the WebSocket upgrade. The dialers and the fallback test are k8s.io/streaming's:
+// client-go's WebSocket transport fails with that package's UpgradeFailureError, which
+// apimachinery's httpstream.IsUpgradeFailure does not recognise.
+func podDialer(cfg *rest.Config, namespace, pod string) (streamhttp.Dialer, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
@@ -80,19 +82,19 @@ func podDialer(cfg *rest.Config, namespace, pod string) (httpstream.Dialer, erro
 	if err != nil {
 		return nil, fmt.Errorf("configuring the SPDY transport: %w", err)
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(url, cfg)
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(url, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the WebSocket transport: %w", err)
 	}
-	return portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	return portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
+		return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 	}), nil
 }
 
 // podForward is one local port forwarded to a pod's port.
 type podForward struct {
-	dialer httpstream.Dialer
+	dialer streamhttp.Dialer
 	host   string
 	remote int32
 	target string // namespace/pod, for messages
@@ -104,7 +106,7 @@ type podForward struct {
 func (f podForward) run(ctx context.Context, localPort uint16) (uint16, <-chan error, error) {
 	stop, ready := make(chan struct{}), make(chan struct{})
 	ports := []string{fmt.Sprintf("%d:%d", localPort, f.remote)}
-	pf, err := portforward.NewOnAddresses(f.dialer, []string{f.host}, ports, stop, ready, io.Discard, f.errOut)
+	pf, err := portforward.NewOnAddressesForStreaming(f.dialer, []string{f.host}, ports, stop, ready, io.Discard, f.errOut)
 	if err != nil {
 		return 0, nil, fmt.Errorf("forwarding to pod %s: %w", f.target, err)
 	}
