@@ -28,10 +28,10 @@ require (
 require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
-	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
+	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
 	github.com/moby/spdystream v0.5.1 // indirect
 	k8s.io/cri-streaming v0.36.3
-	k8s.io/streaming v0.36.3 // indirect
+	k8s.io/streaming v0.36.3
 )
 
 require (
