@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,15 +16,69 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// notebookOpenFlags are the flags of tfk8s notebook open.
-type notebookOpenFlags struct {
+// forwardFlags are the flags of a command that forwards a local port to a pod until
+// Ctrl-C and prints its URL: the same for every such command.
+type forwardFlags struct {
 	address string
+	port    int
 	browser bool
 	timeout time.Duration
 }
 
+// addFlags adds the flags; what names the pod's server in their help.
+func (f *forwardFlags) addFlags(fs *pflag.FlagSet, what string) {
+	fs.StringVar(&f.address, "address", "127.0.0.1", "local address to listen on")
+	fs.IntVar(&f.port, "port", 0, "local port (0: any free port)")
+	fs.BoolVar(&f.browser, "open", false, "open the URL in the browser too")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the pod of "+what+" to be ready")
+}
+
+// local is the local address to listen on, checked.
+func (f forwardFlags) local() (string, error) {
+	if f.port < 0 || f.port > 65535 {
+		return "", fmt.Errorf("--port %d: want 0 (any free port) to 65535", f.port)
+	}
+	return net.JoinHostPort(f.address, strconv.Itoa(f.port)), nil
+}
+
+// serveForward forwards f's local address to port of the pod, prints "<title>: URL"
+// (url makes the URL of the bound address), opens the browser with --open, and
+// blocks until ctx ends (Ctrl-C), or the forward is lost for good.
+func (o *rootOptions) serveForward(ctx context.Context, f forwardFlags, pod *corev1.Pod, port int32, title string, url func(net.Addr) string) error {
+	local, err := f.local()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	addr, lost, err := startForward(ctx, cfg, pod.Namespace, pod.Name, port, local, o.env.ErrOut)
+	if err != nil {
+		return fmt.Errorf("forwarding to %s: %w", title, err)
+	}
+	u := url(addr)
+	fmt.Fprintf(o.env.Out, "%s: %s\n", title, u)
+	if f.browser {
+		if err := openBrowser(u); err != nil {
+			fmt.Fprintf(o.env.ErrOut, "Warning: %v\n", err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-lost:
+		if err != nil {
+			return fmt.Errorf("forwarding to %s: %w", title, err)
+		}
+		return nil
+	}
+}
+
 func newNotebookOpenCommand(o *rootOptions) *cobra.Command {
-	var f notebookOpenFlags
+	var f forwardFlags
 	cmd := &cobra.Command{
 		Use:   "open [NAME]",
 		Short: "Forward a local port to a notebook through the API server and print its URL, until Ctrl-C",
@@ -31,33 +87,26 @@ func newNotebookOpenCommand(o *rootOptions) *cobra.Command {
 			return o.openNotebook(cmd.Context(), notebookName(args), f)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.address, "address", "127.0.0.1:0", "local address to listen on (port 0: any free port)")
-	fs.BoolVar(&f.browser, "open", false, "open the URL in the browser too")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the notebook's pod to be ready")
+	f.addFlags(cmd.Flags(), "JupyterLab")
 	return cmd
 }
 
 // openNotebook waits for the notebook's pod to be ready, forwards a local port to it,
 // prints the URL with the token, and blocks until ctx ends (Ctrl-C).
-func (o *rootOptions) openNotebook(ctx context.Context, name string, f notebookOpenFlags) error {
-	if _, _, err := net.SplitHostPort(f.address); err != nil {
-		return fmt.Errorf("--address %q: want host:port: %w", f.address, err)
+func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFlags) error {
+	if _, err := f.local(); err != nil {
+		return err
 	}
 	cs, err := o.clients()
 	if err != nil {
 		return err
-	}
-	cfg, err := o.kube.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	st, err := notebookStatus(ctx, cs.client, cs.namespace, name)
 	if err == nil && !st.running {
 		err = fmt.Errorf("notebook %s/%s is stopped: tfk8s notebook start %s -n %s starts it again", cs.namespace, name, name, cs.namespace)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("notebook %s/%s: %w", cs.namespace, name, err)
 	}
 	token, err := notebookToken(ctx, cs.client, cs.namespace, name)
 	if err != nil {
@@ -68,21 +117,8 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f notebookO
 	if err != nil {
 		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.namespace, name, err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	addr, err := forwardToPod(ctx, cfg, cs.namespace, pod.Name, tfjob.NotebookPort, f.address, o.env.ErrOut)
-	if err != nil {
-		return fmt.Errorf("forwarding to notebook %s/%s: %w", cs.namespace, name, err)
-	}
-	url := notebookURL(addr, token)
-	fmt.Fprintf(o.env.Out, "Notebook %s/%s: %s\n", cs.namespace, name, url)
-	if f.browser {
-		if err := openBrowser(url); err != nil {
-			fmt.Fprintf(o.env.ErrOut, "opening the browser: %v\n", err)
-		}
-	}
-	<-ctx.Done()
-	return nil
+	title := fmt.Sprintf("Notebook %s/%s", cs.namespace, name)
+	return o.serveForward(ctx, f, pod, tfjob.NotebookPort, title, func(addr net.Addr) string { return notebookURL(addr, token) })
 }
 
 // notebookURL is JupyterLab's URL at the forwarded address, with the token that logs in.

@@ -54,7 +54,8 @@ func notebookStatus(ctx context.Context, c client.Client, namespace, name string
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: notebookHomeClaim(name)}, pvc)
-	if err == nil && pvc.Labels[tfjob.LabelNotebook] == name {
+	// A claim being deleted (stop --delete-home) is no longer a stopped notebook.
+	if err == nil && pvc.Labels[tfjob.LabelNotebook] == name && pvc.DeletionTimestamp == nil {
 		st.state, st.created = notebookStopped, pvc.CreationTimestamp
 		return st, nil
 	}

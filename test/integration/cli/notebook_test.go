@@ -94,6 +94,9 @@ func TestNotebookStartStop(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^nb\s+Stopped\s+\S+\s+<none>$`).MatchString(r.stdout) {
 		t.Errorf("list after stop: %s", r)
 	}
+	if r := f.tfk8s("notebook", "open", "nb"); r.code == 0 || !strings.Contains(r.stderr, "notebook "+f.ns+"/nb is stopped: tfk8s notebook start nb") {
+		t.Errorf("opening a stopped notebook: %s", r)
+	}
 	f.mustSucceed("notebook", "start", "nb")
 	again := &corev1.PersistentVolumeClaim{}
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), again); err != nil || again.UID != claim.UID {
@@ -103,8 +106,10 @@ func TestNotebookStartStop(t *testing.T) {
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), again); !apierrors.IsNotFound(err) && again.DeletionTimestamp == nil {
 		t.Errorf("home claim after stop --delete-home: %v", err)
 	}
-	if r := f.tfk8s("notebook", "stop", "nb"); r.code == 0 || !strings.Contains(r.stderr, "no such notebook") {
-		t.Errorf("stopping a notebook that is gone: %s", r)
+	for _, cmd := range []string{"stop", "open"} {
+		if r := f.tfk8s("notebook", cmd, "nb"); r.code == 0 || !strings.Contains(r.stderr, "notebook "+f.ns+"/nb: no such notebook") {
+			t.Errorf("notebook %s of a notebook that is gone: %s", cmd, r)
+		}
 	}
 }
 
