@@ -68,6 +68,11 @@ coredns: $(COREDNS_STAMP)
 runc:
 	@command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq runc; }
 
+# Debian's Chromium, which the dashboard's and TensorBoard's browser tests drive headless.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
 # kube-apiserver, kube-controller-manager, kube-scheduler, etcd and CoreDNS share one module
 # and one go build, so that the packages they have in common compile once.
 $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go hack/tools/cluster/coredns/main.go
@@ -125,7 +130,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) runc build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) runc chromium build images tensorflow-image)
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit

@@ -66,6 +66,7 @@ func TestTensorFlowJobs(t *testing.T) {
 	t.Run("a killed worker costs nothing", func(t *testing.T) { testTensorFlowKilledWorker(ctx, t, c) })
 	t.Run("a killed chief resumes from its checkpoint", func(t *testing.T) { testTensorFlowKilledChief(ctx, t, c) })
 	t.Run("MultiWorkerMirroredStrategy trains", func(t *testing.T) { testMultiWorkerMirrored(ctx, t, c) })
+	t.Run("volumes are shared by the replicas", func(t *testing.T) { testVolumes(ctx, t, c) })
 }
 
 // submitPS submits examples/tensorflow/ps_strategy.py with 2 PS, 3 workers and a chief.
