@@ -16,10 +16,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -125,10 +125,10 @@ func TestPortForward(t *testing.T) {
 }
 
 // podDialer opens pods/NAME/portforward over one transport, as client-go does.
-func podDialer(t *testing.T, transport string, portURL *url.URL) httpstream.Dialer {
+func podDialer(t *testing.T, transport string, portURL *url.URL) streamhttp.Dialer {
 	t.Helper()
 	if transport == "WebSocket" {
-		d, err := portforward.NewSPDYOverWebsocketDialer(portURL, cp.Config)
+		d, err := portforward.NewSPDYOverWebsocketDialerForStreaming(portURL, cp.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,15 +138,15 @@ func podDialer(t *testing.T, transport string, portURL *url.URL) httpstream.Dial
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, portURL)
+	return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: rt}, http.MethodPost, portURL)
 }
 
 // forwardPort forwards a free local port to port until the test ends; it returns the
 // local address and the forward's end.
-func forwardPort(t *testing.T, dialer httpstream.Dialer, port int) (string, <-chan error) {
+func forwardPort(t *testing.T, dialer streamhttp.Dialer, port int) (string, <-chan error) {
 	t.Helper()
 	stop, ready := make(chan struct{}), make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
+	pf, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
