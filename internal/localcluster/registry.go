@@ -82,9 +82,13 @@ func (u *starter) pushImages(ctx context.Context) error {
 	if _, err := nameImages(images, ""); err != nil {
 		return err
 	}
+	u.pushed = map[string]string{}
 	for _, img := range images {
 		if err := pushImage(ctx, img, registryAddr(u.opts), u.opts.Progress); err != nil {
 			return err
+		}
+		if digest, _, err := digestAndSize(img.content); err == nil {
+			u.pushed[img.ref.String()] = digest.String()
 		}
 	}
 	return nil

@@ -101,6 +101,8 @@ type starter struct {
 	networkReset bool
 	// createdBridge says this call created the bridge itself (without a node).
 	createdBridge bool
+	// pushed are the digests of the images pushed into the registry, by reference.
+	pushed map[string]string
 }
 
 // logf reports progress.
@@ -272,7 +274,16 @@ func (u *starter) startController(ctx context.Context) error {
 	if u.opts.Install != "" {
 		return u.installController(ctx)
 	}
-	proc, _, err := u.ensureRunning(compController, controllerArgs(u.opts, u.paths), nil, false)
+	args := append(controllerArgs(u.opts, u.paths), pinnedImageArgs(u.pushed)...)
+	restart := false
+	if running := controlplane.FindDetached(u.paths.run, compController); running != nil {
+		same, err := runsWithArgs(running.Pid(), args)
+		if err != nil {
+			return err
+		}
+		restart = !same
+	}
+	proc, _, err := u.ensureRunning(compController, args, nil, restart)
 	if err != nil {
 		return err
 	}
@@ -300,7 +311,7 @@ func (u *starter) ensureRunning(name string, args, env []string, restart bool) (
 		return proc, false, nil
 	}
 	if proc != nil {
-		u.logf("restarting %s on the new bridge", name)
+		u.logf("restarting %s: its bridge or its settings changed", name)
 		if err := proc.Stop(defaultStopGrace(name)); err != nil {
 			return nil, false, err
 		}
