@@ -1,7 +1,11 @@
 package localcluster
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"strings"
+	"time"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,6 +38,13 @@ func TestRunsWithArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Until the child has exec'd sleep, /proc shows the test binary's arguments.
+	for i := 0; i < 200; i++ {
+		if raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); strings.HasPrefix(string(raw), "sleep\x00") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, tc := range []struct {
 		args []string
 		want bool
