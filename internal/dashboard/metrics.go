@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the dashboard server's Prometheus metrics, in a registry of their own.
@@ -22,7 +23,7 @@ func newMetrics() *metrics {
 		}, []string{"route", "code"}),
 	}
 	m.registry.MustRegister(m.requests,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
