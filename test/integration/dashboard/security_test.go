@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,18 +34,9 @@ const payload = `<script>alert("xss")</script><img src=x onerror="alert('img')">
 // the agent backed them up (there is no kubelet to serve live logs here).
 func TestUntrustedTextRendersInert(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	srv := s3server.Start(t)
-	createStorageSecret(t, ns, srv)
-	job := testutil.MakeTFJob("xss", ns).Workers(1).Artifacts("s3://" + srv.Bucket + "/runs").Obj()
+	job := testutil.MakeTFJob("xss", ns).Workers(1).Obj()
 	job.Annotations = map[string]string{"note": payload}
-	createJob(t, job)
-	waitPods(t, ns, "xss", "xss-worker-0")
-	prefix := storage.ReplicaPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, ns, "xss", "worker-0")
-	log := "epoch 1 loss 0.5\n\x1b[1;31mred and bold\x1b[0m then plain\n" + payload + " from the log\n"
-	if err := srv.Client(t).PutObject(context.Background(), storage.AttemptLogURI(prefix, 1, "tensorflow"), strings.NewReader(log), int64(len(log)), storage.UploadOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kubelet().SetExited(t, ns, "xss-worker-0", 0)
+	finishedJobWithStoredLogs(t, job, "epoch 1 loss 0.5\n\x1b[1;31mred and bold\x1b[0m then plain\n"+payload+" from the log\n")
 	createEvent(t, getJob(t, ns, "xss"), payload)
 	base, _ := startDashboard(t, ns)
 	ctx := browser.Start(t)
@@ -95,6 +87,30 @@ func assertInert(t *testing.T, ctx context.Context, selector string) {
 	if d := browser.Dialogs(ctx); len(d) > 0 {
 		t.Errorf("dialogs opened: %q", d)
 	}
+}
+
+// finishedJobWithStoredLogs creates job (one worker) with its artifacts and logs in a
+// fresh S3 server, stores its worker's attempts with the given logs as its agent
+// would, and lets the worker exit 0, so that the job succeeds and its logs are read
+// from S3.
+func finishedJobWithStoredLogs(t *testing.T, job *tfv1.TFJob, logs ...string) {
+	t.Helper()
+	srv := s3server.Start(t)
+	createStorageSecret(t, job.Namespace, srv)
+	dest := storage.URI{Bucket: srv.Bucket, Key: "runs/"}
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"}
+	job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3-credentials"}}
+	createJob(t, job)
+	worker := job.Name + "-worker-0"
+	waitPods(t, job.Namespace, job.Name, worker)
+	prefix := storage.ReplicaPrefix(dest, job.Namespace, job.Name, "worker-0")
+	for i, log := range logs {
+		err := srv.Client(t).PutObject(context.Background(), storage.AttemptLogURI(prefix, i+1, "tensorflow"), strings.NewReader(log), int64(len(log)), storage.UploadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubelet().SetExited(t, job.Namespace, worker, 0)
 }
 
 // createStorageSecret creates the job's storage Secret, pointing at srv.
@@ -160,6 +176,16 @@ func TestCrossOriginPostIsRefused(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a POST with Origin %s got %s, want 403 Forbidden", evil.URL, resp.Status)
+	}
+	// Both refusals are counted.
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `tfk8s_dashboard_requests_total{code="403",route="POST /jobs/{namespace}/{name}/{action}"} 2`; !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 	}
 
 	if err := browser.Open(ctx, base+"/jobs/"+ns+"/target", "#suspend-link"); err != nil {
