@@ -3,6 +3,8 @@ package dashboard
 import (
 	"io"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
@@ -15,12 +17,17 @@ import (
 // logs here (the e2e tests stream those).
 func TestLogsOfEveryAttempt(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	finishedJobWithStoredLogs(t, testutil.MakeTFJob("retried", ns).Workers(1).Obj(), "step 1\nKilled\n", "resumed at step 1\ndone\n")
+	current := "resumed at step 1\n" +
+		"Epoch 2/3\n\x1b[1m1875/1875\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m 4s 2ms/step - accuracy: 0.9632 - loss: 0.1237\n" +
+		"Epoch 3/3\n\x1b[1m1875/1875\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m 4s 2ms/step - accuracy: 0.9741 - loss: 0.0853\n" +
+		"\x1b[33mWARNING\x1b[0m saving the model to /workspace/artifacts/model.keras\n" +
+		"done\n"
+	finishedJobWithStoredLogs(t, testutil.MakeTFJob("retried", ns).Workers(1).Obj(), "step 1\nKilled\n", current)
 	base, _ := startDashboard(t, ns)
 	ctx := browser.Start(t)
 
 	for _, tc := range []struct{ query, want string }{
-		{"", "[worker-0] resumed at step 1\n[worker-0] done"},
+		{"", "[worker-0] " + strings.ReplaceAll(strings.TrimSuffix(stripANSI(current), "\n"), "\n", "\n[worker-0] ")},
 		{"?replica=worker-0&previous=1", "[worker-0] step 1\n[worker-0] Killed"},
 	} {
 		if err := browser.Open(ctx, base+"/jobs/"+ns+"/retried/logs"+tc.query, "#log"); err != nil {
@@ -32,6 +39,10 @@ func TestLogsOfEveryAttempt(t *testing.T) {
 		if text, err := browser.Text(ctx, "#log"); err != nil || text != tc.want {
 			t.Errorf("logs%s show %q (%v), want %q", tc.query, text, err, tc.want)
 		}
+	}
+
+	if err := browser.Screenshot(ctx, base+"/jobs/"+ns+"/retried/logs", "#log .line", screenshotPath(t, "dashboard-logs.png")); err != nil {
+		t.Error(err)
 	}
 
 	resp, err := http.Get(base + "/jobs/" + ns + "/retried/logs/download?replica=worker-0&previous=1")
@@ -47,3 +58,6 @@ func TestLogsOfEveryAttempt(t *testing.T) {
 		t.Errorf("the download's Content-Disposition is %q", cd)
 	}
 }
+
+// stripANSI drops the ANSI escape sequences of s, as the page's text shows it.
+func stripANSI(s string) string { return regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(s, "") }
