@@ -1,0 +1,55 @@
+package dashboard
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// TestJobPageLinksTensorBoard: the job page links status.tensorBoard's URL while the
+// TensorBoard exists, says whether it is ready, and never links a script URL.
+func TestJobPageLinksTensorBoard(t *testing.T) {
+	s, _ := newTestServer(t, false)
+	expires := metav1.NewTime(time.Now().Add(90 * time.Minute))
+	cases := []struct {
+		name   string
+		status *tfv1.TensorBoardStatus
+		want   []string
+		absent []string
+	}{
+		{"none", nil, nil, []string{`id="tensorboard"`}},
+		{"starting", &tfv1.TensorBoardStatus{ServiceName: "mnist-tensorboard", URL: "http://mnist-tensorboard.team.svc:6006"},
+			[]string{`Starting at <a href="http://mnist-tensorboard.team.svc:6006">`, "tfk8s tensorboard mnist"}, nil},
+		{"ready, expiring", &tfv1.TensorBoardStatus{URL: "http://mnist-tensorboard.team.svc:6006", Ready: true, ExpiresAt: &expires},
+			[]string{"Ready at <a", "deleted in 89m"}, nil},
+		{"script URL", &tfv1.TensorBoardStatus{URL: "javascript:alert(1)", Ready: true},
+			[]string{`href="#ZgotmplZ"`}, []string{`href="javascript:`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team"}}
+			job.Status.TensorBoard = tc.status
+			w := httptest.NewRecorder()
+			s.renderTemplate(w, 200, "job", "layout", pageData{Namespace: "team", Page: &JobPage{Job: job}})
+			body := w.Body.String()
+			if w.Code != 200 {
+				t.Fatalf("rendering: %d %s", w.Code, body)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(body, want) {
+					t.Errorf("the page lacks %q:\n%s", want, body)
+				}
+			}
+			for _, absent := range tc.absent {
+				if strings.Contains(body, absent) {
+					t.Errorf("the page has %q", absent)
+				}
+			}
+		})
+	}
+}
