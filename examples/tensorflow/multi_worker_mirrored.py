@@ -40,6 +40,17 @@ NUM_FEATURES = 16
 NUM_EXAMPLES = 4096
 
 
+class FlushingTensorBoard(keras.callbacks.TensorBoard):
+    """Keras's TensorBoard callback, flushing the summaries at each epoch's end. A
+    summary writer flushes every two minutes by default; the tfk8s agent uploads what
+    is on disk every artifacts interval, so TensorBoard follows the job epoch by epoch."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        for writer in self._writers.values():
+            writer.flush()
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10, help="epochs in all")
@@ -159,7 +170,7 @@ def main():
         # Per-epoch weights for the evaluator, numbered by epoch; written by the chief.
         keras.callbacks.ModelCheckpoint(filepath=os.path.join(args.model_dir, "checkpoints", "ckpt-{epoch}"),
                                         save_weights_only=True),
-        keras.callbacks.TensorBoard(log_dir=os.path.join(args.model_dir, "logs"), update_freq="epoch"),
+        FlushingTensorBoard(log_dir=os.path.join(args.model_dir, "logs"), update_freq="epoch"),
     ]
     model.fit(dataset, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
               callbacks=callbacks, verbose=0)

@@ -67,6 +67,7 @@ func TestTensorFlowJobs(t *testing.T) {
 	t.Run("a killed chief resumes from its checkpoint", func(t *testing.T) { testTensorFlowKilledChief(ctx, t, c) })
 	t.Run("MultiWorkerMirroredStrategy trains", func(t *testing.T) { testMultiWorkerMirrored(ctx, t, c) })
 	t.Run("volumes are shared by the replicas", func(t *testing.T) { testVolumes(ctx, t, c) })
+	t.Run("TensorBoard follows the job", func(t *testing.T) { testTensorBoard(ctx, t, c) })
 }
 
 // submitPS submits examples/tensorflow/ps_strategy.py with 2 PS, 3 workers and a chief.

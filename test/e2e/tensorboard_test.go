@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/cli"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/testing/browser"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// tensorBoardEpochs is how many epochs the TensorBoard test's job trains: one point of
+// each epoch scalar per epoch. Enough for the job to outlast the time its first
+// summaries take to reach TensorBoard (the agent's upload every 3 s, the mirror's every
+// 5 s, TensorBoard's reload every 5 s).
+const tensorBoardEpochs = 16
+
+// testTensorBoard: a TensorFlow job submitted with --tensorboard gets a TensorBoard
+// that `tfk8s tensorboard` opens through the API server; TensorBoard's own HTTP API
+// lists the job's runs and scalar tags while the job runs, and every epoch once its
+// pods are gone; Chromium renders the scalars.
+func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
+	c.mustTfk8s(ctx, t, "submit", "../../examples/tensorflow", "--name", "tb", "--image", images.TensorFlow,
+		"--ps", "1", "--workers", "2", "--chief", "--artifacts", "checkpoints", "--artifacts-interval", "3s",
+		"--tensorboard", "--clean-pod-policy", "All",
+		"--", "python3", "ps_strategy.py", "--epochs", fmt.Sprint(tensorBoardEpochs), "--steps-per-epoch", "20",
+		"--model-dir", "/workspace/checkpoints")
+	defer c.tfk8s(ctx, "delete", "tb")
+	base := openTensorBoard(ctx, t, c, "tb")
+
+	// While the job runs, its first summaries show.
+	var runs []string
+	c.eventually(ctx, t, "the job's train run in TensorBoard", func() (bool, error) {
+		runs = nil
+		err := getJSON(base+"data/runs", &runs)
+		return err == nil && trainRun(runs) != "", err
+	})
+	run := trainRun(runs)
+	state := c.jobState(ctx, "tb")
+	t.Logf("TensorBoard lists runs %q while the job is %s", runs, state)
+	if state != tfv1.JobRunning {
+		t.Errorf("the job was %s when TensorBoard first listed its run; want it Running (TensorBoard follows a running job)", state)
+	}
+
+	job, _ := waitSucceeded(ctx, t, c, "tb")
+	c.eventually(ctx, t, "the job's pods gone", func() (bool, error) {
+		pods, err := c.pods(ctx, "tb")
+		return err == nil && len(pods) == 0, err
+	})
+	// With the pods gone, TensorBoard still serves every epoch, read from S3.
+	var points [][]float64
+	c.eventually(ctx, t, fmt.Sprintf("%d points of epoch_loss in run %s", tensorBoardEpochs, run), func() (bool, error) {
+		err := getJSON(base+"data/plugin/scalars/scalars?run="+url.QueryEscape(run)+"&tag=epoch_loss", &points)
+		return err == nil && len(points) == tensorBoardEpochs, err
+	})
+	var tags map[string]map[string]any
+	if err := getJSON(base+"data/plugin/scalars/tags", &tags); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tags[run]["epoch_loss"]; !ok {
+		t.Errorf("scalar tags %v lack epoch_loss in run %s", tags, run)
+	}
+	t.Logf("after the job (%s at %v), with its pods gone: run %s has epoch_loss at %d epochs", job.Status.State, job.Status.CompletionTime, run, len(points))
+	describe := c.mustTfk8s(ctx, t, "describe", "tb").stdout
+	if !regexp.MustCompile(`TensorBoard:\s+http://tb-tensorboard\.default\.svc:6006/, ready .*deleted in`).MatchString(describe) {
+		t.Errorf("describe tb does not show the TensorBoard and when it goes:\n%s", describe)
+	}
+	screenshotScalars(t, base)
+}
+
+// trainRun is the run of the chief's training summaries, or "".
+func trainRun(runs []string) string {
+	for _, r := range runs {
+		if strings.HasPrefix(r, "chief-0/") && strings.HasSuffix(r, "logs/train") {
+			return r
+		}
+	}
+	return ""
+}
+
+// openTensorBoard runs `tfk8s tensorboard JOB` until the test ends and returns the
+// URL it prints.
+func openTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster, job string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var stdout, stderr testutil.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		env := cli.Env{
+			IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+			Getenv:     func(string) string { return "" },
+			ConfigFile: c.config,
+		}
+		done <- cli.Main(ctx, []string{"--kubeconfig", c.kubeconfig, "-n", "default", "tensorboard", job}, env)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("tfk8s tensorboard %s exited %d:\n%s", job, code, stderr.String())
+		}
+	})
+	line := regexp.MustCompile(`TensorBoard of job default/` + job + `: (http://127\.0\.0\.1:\d+/)`)
+	var base string
+	c.eventually(ctx, t, "tfk8s tensorboard's URL", func() (bool, error) {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("tfk8s tensorboard %s exited %d before printing its URL:\n%s%s", job, code, stdout.String(), stderr.String())
+		default:
+		}
+		if m := line.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+		return base != "", nil
+	})
+	t.Logf("tfk8s tensorboard %s: %s (waited: %s)", job, base, strings.TrimSpace(stderr.String()))
+	return base
+}
+
+// getJSON decodes what TensorBoard's HTTP API answers at u.
+func getJSON(u string, v any) error {
+	resp, err := http.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	return json.Unmarshal(body, v)
+}
+
+// screenshotScalars opens TensorBoard's time series of the job in Chromium, waits for
+// the epoch_loss chart, and writes a screenshot: into docs/ when
+// TFK8S_UPDATE_SCREENSHOTS is set (the README shows it), else into the test's
+// directory. A blank page (one colour, or a few) fails.
+func screenshotScalars(t *testing.T, base string) {
+	bctx := browser.Start(t)
+	// SVG rather than WebGL, which headless Chromium without a GPU may leave blank.
+	if err := browser.Open(bctx, base+"?forceSVG=true#timeseries", "body"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := browser.WaitText(bctx, "body", "epoch_loss", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The charts are drawn once their data arrived: wait for a polyline in one.
+	if n := waitCount(bctx, `svg path[d*="L"]`, time.Minute); n == 0 {
+		t.Errorf("no chart drawn on %s#timeseries", base)
+	}
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is no PNG: %v", err)
+	}
+	colours := map[[3]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[[3]uint32{r >> 8, g >> 8, bl >> 8}] = true
+		}
+	}
+	if len(colours) < 20 {
+		t.Errorf("the screenshot has %d colours: a blank page", len(colours))
+	}
+	dir := t.TempDir()
+	if os.Getenv("TFK8S_UPDATE_SCREENSHOTS") != "" {
+		dir = filepath.Join("..", "..", "docs")
+	}
+	path := filepath.Join(dir, "tensorboard.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of TensorBoard's time series: %s (%dx%d, %d colours)", path, b.Dx(), b.Dy(), len(colours))
+}
+
+// waitCount waits up to timeout for selector to match something, and returns how
+// many nodes it matched last.
+func waitCount(ctx context.Context, selector string, timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := browser.Count(ctx, selector)
+		if (err == nil && n > 0) || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
