@@ -159,7 +159,10 @@ func constructNotebookDeployment(s notebookSpec) *appsv1.Deployment {
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api", Port: intstr.FromInt32(tfjob.NotebookPort)}},
 			PeriodSeconds: 2, FailureThreshold: 3,
 		},
-		ImagePullPolicy: corev1.PullIfNotPresent,
+		// The image holds the tfk8s CLI, re-pushed under the same tag by each build (and
+		// each patch release): a notebook (re)started resolves the tag again, which
+		// costs one registry request and only the layers that changed.
+		ImagePullPolicy: corev1.PullAlways,
 		Resources:       notebookResources(s),
 	}
 	return &appsv1.Deployment{
