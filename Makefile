@@ -167,7 +167,7 @@ demo:
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
 	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
 	$(DEMO_ENV) bin/tfk8s submit examples/tensorflow --name demo --image $(DEMO_IMAGE) \
-		--ps 2 --workers 3 --chief --artifacts checkpoints --follow \
+		--ps 2 --workers 3 --chief --artifacts checkpoints --artifacts-interval 10s --tensorboard --follow \
 		-- python3 ps_strategy.py --epochs 4 --steps-per-epoch 25 --model-dir /workspace/checkpoints; \
 	$(DEMO_ENV) bin/tfk8s get demo; \
 	echo; echo "pods left (the parameter servers are recycled once the chief succeeds):"; \
@@ -175,7 +175,8 @@ demo:
 	$(DEMO_ENV) bin/tfk8s artifacts ls demo; \
 	echo; echo "demo done in $$(( $$(date +%s) - start ))s; the cluster is still up:"; \
 	echo "  export $(DEMO_ENV)"; \
-	echo "  bin/tfk8s list    # and: bin/tfk8s local down  to stop it"
+	echo "  bin/tfk8s list    # and: bin/tfk8s local down  to stop it"; \
+	echo "  bin/tfk8s tensorboard demo --open    # the demo's TensorBoard, for an hour"
 
 .PHONY: clean
 clean:
@@ -221,10 +222,13 @@ $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
 
-# ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3) and
+# ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3),
 # ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements
-# pinned by hash in hack/tensorflow-image/requirements.txt), as OCI layouts under
-# _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a second.
+# pinned by hash in hack/tensorflow-image/requirements.txt) and
+# ghcr.io/tfk8s/jupyter:2.21.0-cpu (that, JupyterLab pinned by hash in
+# hack/tensorflow-image/jupyter-requirements.txt, and the tfk8s CLI), as OCI layouts
+# under _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a
+# second, plus the CLI's go build (about 10 s after a change to the CLI).
 .PHONY: tensorflow-image
 tensorflow-image:
 	go run ./hack/tensorflow-image --out $(OUT)/images
