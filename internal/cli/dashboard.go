@@ -60,8 +60,16 @@ func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, 
 	if err != nil {
 		return err
 	}
+	newCluster := o.newDashboardCluster
+	if inCluster {
+		// In-cluster, S3 is reached with the job's storage Secret only, read with the
+		// user's token: never with S3 settings of the dashboard's own, which would show
+		// logs to users who may not read the Secret.
+		userOpts := &rootOptions{env: Env{IOStreams: o.env.IOStreams, Getenv: func(string) string { return "" }}, kube: o.kube}
+		newCluster = userOpts.newDashboardCluster
+	}
 	srv, err := dashboard.New(dashboard.Options{
-		Config: cfg, NewCluster: o.newDashboardCluster, Namespace: ns, InCluster: inCluster, Log: o.env.ErrOut,
+		Config: cfg, NewCluster: newCluster, Namespace: ns, InCluster: inCluster, Log: o.env.ErrOut,
 	})
 	if err != nil {
 		return err

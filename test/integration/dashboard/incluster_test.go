@@ -19,15 +19,24 @@ import (
 )
 
 // userWithRole creates a ServiceAccount in ns that may read and change the tfjobs,
-// pods, logs and events of ns only, and returns a token of it.
+// and read the pods, logs, events and Secrets of ns only, and returns a token of it.
 func userWithRole(t *testing.T, ns, name string) string {
+	return userWithRules(t, ns, name, true)
+}
+
+// userWithRules is userWithRole, with or without the reading of Secrets.
+func userWithRules(t *testing.T, ns, name string, secrets bool) string {
 	t.Helper()
 	ctx := context.Background()
+	readable := []string{"pods", "pods/log"}
+	if secrets {
+		readable = append(readable, "secrets")
+	}
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"tfk8s.io"}, Resources: []string{"tfjobs"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "secrets"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{""}, Resources: readable, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -151,5 +160,36 @@ func TestInClusterUsersSeeOnlyTheirNamespaces(t *testing.T) {
 	}
 	if !strings.Contains(audit.String(), `action=signin result=ok`) || !strings.Contains(audit.String(), "system:serviceaccount:"+nsB+":bob") {
 		t.Errorf("the audit log lacks the sign-ins:\n%s", audit.String())
+	}
+}
+
+// TestInClusterLogsNeedTheStorageSecret: in-cluster, the logs in S3 are read with the
+// job's storage Secret as the user reads it, never with S3 settings of the
+// dashboard's own: a user who may read the job but not its Secret sees no log.
+func TestInClusterLogsNeedTheStorageSecret(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	srv := finishedJobWithStoredLogs(t, testutil.MakeTFJob("stored", ns).Workers(1).Obj(), "a line only the Secret's readers see\n")
+	carol, dave := userWithRules(t, ns, "carol", false), userWithRules(t, ns, "dave", true)
+	base, _ := startDashboardWithEnv(t, "default", srv.Env(), "--in-cluster")
+
+	for _, tc := range []struct {
+		user, token string
+		status      string
+		log         string
+	}{
+		{"carol", carol, "secrets \"s3-credentials\" is forbidden", ""},
+		{"dave", dave, "End of the log", "[worker-0] a line only the Secret's readers see"},
+	} {
+		ctx := browser.Start(t)
+		signIn(t, ctx, base, tc.token)
+		if err := browser.Open(ctx, base+"/jobs/"+ns+"/stored/logs", "#log"); err != nil {
+			t.Fatal(err)
+		}
+		if status, err := browser.WaitText(ctx, "#log-status", tc.status, wait); err != nil {
+			t.Errorf("%s: %v (status %q)", tc.user, err, status)
+		}
+		if text, err := browser.Text(ctx, "#log"); err != nil || text != tc.log {
+			t.Errorf("%s sees the log %q (%v), want %q", tc.user, text, err, tc.log)
+		}
 	}
 }

@@ -66,9 +66,22 @@ var dashboardURL = regexp.MustCompile(`Dashboard: (http://\S+/)\n`)
 // log).
 func startDashboard(t *testing.T, namespace string, args ...string) (string, *testutil.SyncBuffer) {
 	t.Helper()
+	return startDashboardWithEnv(t, namespace, nil, args...)
+}
+
+// startDashboardWithEnv is startDashboard with environment variables (NAME=value).
+func startDashboardWithEnv(t *testing.T, namespace string, vars []string, args ...string) (string, *testutil.SyncBuffer) {
+	t.Helper()
 	var stdout, stderr testutil.SyncBuffer
-	env := cli.Env{IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
-		Getenv: func(string) string { return "" }}
+	getenv := func(name string) string {
+		for _, kv := range vars {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v
+			}
+		}
+		return ""
+	}
+	env := cli.Env{IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}, Getenv: getenv}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	all := append([]string{"--kubeconfig", cp.Kubeconfig(), "-n", namespace, "dashboard", "--address", "127.0.0.1:0"}, args...)

@@ -90,7 +90,7 @@ func assertInert(t *testing.T, ctx context.Context, selector string) {
 // fresh S3 server, stores its worker's attempts with the given logs as its agent
 // would, and lets the worker exit 0, so that the job succeeds and its logs are read
 // from S3.
-func finishedJobWithStoredLogs(t *testing.T, job *tfv1.TFJob, logs ...string) {
+func finishedJobWithStoredLogs(t *testing.T, job *tfv1.TFJob, logs ...string) *s3server.Server {
 	t.Helper()
 	srv := s3server.Start(t)
 	createStorageSecret(t, job.Namespace, srv)
@@ -108,6 +108,7 @@ func finishedJobWithStoredLogs(t *testing.T, job *tfv1.TFJob, logs ...string) {
 		}
 	}
 	kubelet().SetExited(t, job.Namespace, worker, 0)
+	return srv
 }
 
 // createStorageSecret creates the job's storage Secret, pointing at srv.
