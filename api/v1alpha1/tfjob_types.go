@@ -301,6 +301,15 @@ type RunPolicy struct {
 
 // SchedulingPolicy asks that the job's pods be scheduled together or not at all.
 type SchedulingPolicy struct {
+	// Provider is the gang scheduler that places the job's pods all at once or not at
+	// all: "native" (Kubernetes' own scheduling.k8s.io PodGroup), "volcano" (Volcano's
+	// PodGroup and scheduler), "scheduler-plugins" (the coscheduling plugin's
+	// PodGroup), or unset for the controller's --gang-scheduler (default none: pods are
+	// scheduled one by one). The job is refused at reconcile, with a condition, when the
+	// provider's API is not served.
+	// +kubebuilder:validation:Enum=native;volcano;scheduler-plugins
+	// +optional
+	Provider GangProvider `json:"provider,omitempty"`
 	// MinAvailable is how many pods must be schedulable at once. Unset: every replica.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -319,6 +328,16 @@ type SchedulingPolicy struct {
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
 }
+
+// GangProvider names a gang scheduler.
+type GangProvider string
+
+// The gang schedulers tfk8s creates groups for.
+const (
+	GangProviderNative           GangProvider = "native"
+	GangProviderVolcano          GangProvider = "volcano"
+	GangProviderSchedulerPlugins GangProvider = "scheduler-plugins"
+)
 
 // Networking says how replicas reach each other.
 type Networking struct {
