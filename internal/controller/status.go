@@ -217,11 +217,25 @@ func noteContainerFailure(rs *tfv1.ReplicaStatus, pod *corev1.Pod, key ReplicaKe
 	if t == nil || t.ExitCode == 0 || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
-	if rs.LastFailure != nil && !rs.LastFailure.Time.Before(&t.FinishedAt) {
+	at := restartedFailureTime(pod, t)
+	if rs.LastFailure != nil && !rs.LastFailure.Time.Before(&at) {
 		return
 	}
 	rs.LastFailure = &tfv1.ReplicaFailure{Index: key.Index, Pod: pod.Name, ExitCode: t.ExitCode,
-		Reason: t.Reason, Message: truncate(t.Message), Time: t.FinishedAt}
+		Reason: t.Reason, Message: truncate(t.Message), Time: at}
+}
+
+// restartedFailureTime is when a restarted container failed: its finish time, else (a runtime
+// that does not say) when the container started again, else when the pod was created.
+// Never zero, which the status's schema refuses, and the same at every reconcile.
+func restartedFailureTime(pod *corev1.Pod, t *corev1.ContainerStateTerminated) metav1.Time {
+	if !t.FinishedAt.IsZero() {
+		return t.FinishedAt
+	}
+	if s := tfjob.TensorFlowStatus(pod); s != nil && s.State.Running != nil && !s.State.Running.StartedAt.IsZero() {
+		return s.State.Running.StartedAt
+	}
+	return pod.CreationTimestamp
 }
 
 // allReplicasRunning reports whether every replica of the given types that has not

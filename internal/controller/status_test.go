@@ -340,20 +340,29 @@ func TestObserveLiveContainerFailure(t *testing.T) {
 	older := &tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: 1, Reason: "Error", Time: at(-10)}
 	newer := &tfv1.ReplicaFailure{Index: 0, Pod: "j-worker-0", ExitCode: 1, Reason: "Error", Time: at(10)}
 	cases := []struct {
-		name string
-		last *tfv1.ReplicaFailure
-		want *tfv1.ReplicaFailure
+		name        string
+		last        *tfv1.ReplicaFailure
+		finished    *metav1.Time
+		restartedAt metav1.Time
+		want        *tfv1.ReplicaFailure
 	}{
 		{name: "no failure yet", want: &tfv1.ReplicaFailure{Index: 1, Pod: "j-worker-1", ExitCode: 137, Reason: "OOMKilled", Time: at(-1)}},
 		{name: "newer than the recorded one", last: older,
 			want: &tfv1.ReplicaFailure{Index: 1, Pod: "j-worker-1", ExitCode: 137, Reason: "OOMKilled", Time: at(-1)}},
 		{name: "older than the recorded one", last: newer, want: newer},
+		{name: "no finish time: when the container started again", finished: &metav1.Time{}, restartedAt: at(-2),
+			want: &tfv1.ReplicaFailure{Index: 1, Pod: "j-worker-1", ExitCode: 137, Reason: "OOMKilled", Time: at(-2)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakeTFJob("j", "ml").Workers(2).RestartPolicy(tfv1.ReplicaTypeWorker, tfv1.RestartPolicyOnFailure).Obj()
 			job.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{tfv1.ReplicaTypeWorker: {LastFailure: tc.last}}
-			got := observe(job, []*corev1.Pod{restarted(at(-1))}, now).status.ReplicaStatuses[tfv1.ReplicaTypeWorker]
+			pod := restarted(at(-1))
+			if tc.finished != nil {
+				pod = restarted(*tc.finished)
+				pod.Status.ContainerStatuses[0].State.Running.StartedAt = tc.restartedAt
+			}
+			got := observe(job, []*corev1.Pod{pod}, now).status.ReplicaStatuses[tfv1.ReplicaTypeWorker]
 			if diff := cmp.Diff(tc.want, got.LastFailure); diff != "" {
 				t.Errorf("lastFailure (-want +got):\n%s", diff)
 			}
