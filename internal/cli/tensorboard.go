@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,16 +17,8 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// tensorBoardFlags are the flags of tfk8s tensorboard.
-type tensorBoardFlags struct {
-	address string
-	port    int
-	browser bool
-	timeout time.Duration
-}
-
 func newTensorBoardCommand(o *rootOptions) *cobra.Command {
-	var f tensorBoardFlags
+	var f forwardFlags
 	cmd := &cobra.Command{
 		Use:   "tensorboard JOB [--port N] [--open]",
 		Short: "Open a job's TensorBoard: forward a local port to it through the API server, until Ctrl-C",
@@ -44,28 +35,20 @@ reading the job's summaries from S3, also when its pods are gone.`,
 			return o.openTensorBoard(cmd.Context(), args[0], f)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.address, "address", "127.0.0.1", "local address to listen on")
-	fs.IntVar(&f.port, "port", 0, "local port (0: any free port)")
-	fs.BoolVar(&f.browser, "open", false, "open the URL in the browser too")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the TensorBoard's pod to be ready")
+	f.addFlags(cmd.Flags(), "the TensorBoard")
 	return cmd
 }
 
 // openTensorBoard asks the controller to keep (or bring back) the job's TensorBoard,
 // waits for its pod, forwards a local port to it, prints the URL, and blocks until ctx
 // ends (Ctrl-C) or the forward is lost for good.
-func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f tensorBoardFlags) error {
-	if f.port < 0 || f.port > 65535 {
-		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", f.port)
+func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f forwardFlags) error {
+	if _, err := f.local(); err != nil {
+		return err
 	}
 	cs, err := o.clients()
 	if err != nil {
 		return err
-	}
-	cfg, err := o.kube.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	job, err := getJob(ctx, cs.client, cs.namespace, name)
 	if err != nil {
@@ -82,29 +65,8 @@ func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f tensor
 	if err != nil {
 		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	local := net.JoinHostPort(f.address, strconv.Itoa(f.port))
-	addr, lost, err := startForward(ctx, cfg, cs.namespace, pod.Name, tfjob.TensorBoardPort, local, o.env.ErrOut)
-	if err != nil {
-		return fmt.Errorf("forwarding to the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
-	}
-	url := "http://" + addr.String() + "/"
-	fmt.Fprintf(o.env.Out, "TensorBoard of job %s/%s: %s\n", cs.namespace, name, url)
-	if f.browser {
-		if err := openBrowser(url); err != nil {
-			fmt.Fprintf(o.env.ErrOut, "Warning: %v\n", err)
-		}
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-lost:
-		if err == nil {
-			return nil
-		}
-		return fmt.Errorf("forwarding to the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
-	}
+	title := fmt.Sprintf("TensorBoard of job %s/%s", cs.namespace, name)
+	return o.serveForward(ctx, f, pod, tfjob.TensorBoardPort, title, func(addr net.Addr) string { return "http://" + addr.String() + "/" })
 }
 
 // tensorBoardEnabled reports whether the job asked for a TensorBoard.

@@ -83,7 +83,7 @@ func TestTensorBoard(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		r = f.tfk8sContext(ctx, "tensorboard", "mnist", "--timeout", "1s")
-		if want := "forwarding to the TensorBoard of job " + f.ns + "/mnist: forwarding to port 6006 of pod " + f.ns + "/mnist-tensorboard-x: "; r.code == 0 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "http://") {
+		if want := "forwarding to TensorBoard of job " + f.ns + "/mnist: forwarding to port 6006 of pod " + f.ns + "/mnist-tensorboard-x: "; r.code == 0 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "http://") {
 			t.Errorf("want an error %q and no URL:\n%s", want, r)
 		}
 		t.Logf("tfk8s tensorboard mnist, its pod ready on a node that does not exist:\n%s", r)
