@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/tfk8s/tfk8s/internal/testing/registryserver"
 )
 
 // The tests of this file run the examples in the images make tensorflow-image builds,
@@ -52,22 +52,7 @@ func imageRoot(t *testing.T, name string) string {
 		t.Fatal("the examples run in their image under chroot, which needs root (make test runs as root)")
 	}
 	dir := filepath.Join("..", "_out", "images", name)
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatalf("no image %s (make tensorflow-image builds it): %v", dir, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil || len(m.Manifests) != 1 {
-		t.Fatalf("reading %s: want one image index in it (%v)", dir, err)
-	}
-	inner, err := idx.ImageIndex(m.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := registryserver.BuiltIndex(t, dir)
 	im, err := inner.IndexManifest()
 	if err != nil {
 		t.Fatal(err)

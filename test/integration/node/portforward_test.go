@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -182,22 +181,7 @@ func captureForwardErrors(t *testing.T) *testutil.SyncBuffer {
 // (_out/images/NAME) to the registry.
 func pushLayout(t *testing.T, reg *registryserver.Server, dir, repoAndTag string) {
 	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatalf("no image %s (make tensorflow-image builds it): %v", dir, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil || len(m.Manifests) != 1 {
-		t.Fatalf("reading %s: want one image in it (%v)", dir, err)
-	}
-	inner, err := idx.ImageIndex(m.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := registryserver.BuiltIndex(t, dir)
 	reg.Push(t, inner, repoAndTag)
 }
 
