@@ -25,7 +25,11 @@ require (
 	github.com/klauspost/pgzip v1.2.6
 )
 
-require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	sigs.k8s.io/scheduler-plugins v0.31.8
+	volcano.sh/apis v1.12.1
+)
 
 require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674

@@ -23,6 +23,7 @@ func main() {
 		burst     int
 		portRange string
 		showVer   bool
+		gang      string
 	)
 	flag.BoolVar(&showVer, "version", false, "print the version and the git revision, then exit")
 	flag.Float64Var(&qps, "kube-api-qps", 1000, "queries per second to the API server")
@@ -34,6 +35,8 @@ func main() {
 	flag.StringVar(&opts.TensorBoardImage, "tensorboard-image", controller.DefaultTensorBoardImage, "image running the TensorBoard of jobs that set spec.tensorboard without an image of their own")
 	flag.StringVar(&portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
 	flag.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
+	flag.StringVar(&gang, "gang-scheduler", "none", "gang scheduler of the jobs whose runPolicy.schedulingPolicy.provider is unset: none, native, volcano or scheduler-plugins")
+	flag.StringVar(&opts.Gang.SchedulerPluginsScheduler, "scheduler-plugins-scheduler-name", controller.DefaultSchedulerPluginsScheduler, "schedulerName of the pods of scheduler-plugins gangs")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
@@ -55,6 +58,10 @@ func main() {
 		os.Exit(2)
 	}
 	opts.HostPortRange = r
+	if opts.Gang.DefaultProvider, err = controller.ParseGangProvider(gang); err != nil {
+		log.Error(err, "Invalid flag", "flag", "--gang-scheduler")
+		os.Exit(2)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

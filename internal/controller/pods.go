@@ -20,6 +20,8 @@ type PodOptions struct {
 	// TensorBoardImage runs the jobs' TensorBoards that name no image of their own;
 	// DefaultTensorBoardImage when empty.
 	TensorBoardImage string
+	// Gang is how pods join their job's gang scheduling group.
+	Gang GangOptions
 
 	// tfConfigs, when set, is the job's TF_CONFIG builder, shared by its pods.
 	tfConfigs *TFConfigs
@@ -55,6 +57,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = job.Name
 	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
+	bindToGang(pod, job, gangProvider(job, opts.Gang.DefaultProvider), opts.Gang)
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" && pod.Spec.PriorityClassName == "" {
 		pod.Spec.PriorityClassName = sp.PriorityClass
 	}

@@ -55,6 +55,8 @@ type TFJobReconciler struct {
 	// Unix nanoseconds.
 	lastCreation    sync.Map
 	lastAnyCreation atomic.Int64
+	// gangs holds the UIDs of the jobs whose gang group this run has created.
+	gangs sync.Map
 }
 
 // NewTFJobReconciler returns a reconciler using c for every read and write.
@@ -138,9 +140,11 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	now := metav1.NewTime(r.clock.Now())
 	o := observe(job, pods, now)
 
-	// 5. Decide where the job stands: started, suspended, failed, succeeded, running.
+	// 5. Decide where the job stands: started, suspended, failed, succeeded, running,
+	// or failed because its pods were not scheduled in time.
 	var errs []error
 	requeue := updateConditions(job, o, now)
+	requeue = minPositive(requeue, r.enforceScheduleTimeout(job, pods, o, now))
 
 	// 6. Carry out the decision on the pods.
 	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
@@ -193,6 +197,16 @@ func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreig
 	errs := []error{err}
 	requeue, err := r.replaceFailedPods(ctx, job, o, now)
 	errs = append(errs, err)
+	// The gang's group comes before its pods; a job whose gang scheduler is not
+	// served gets no pods.
+	refused, err := r.ensureGang(ctx, job)
+	switch {
+	case err != nil:
+		return requeue, errors.Join(append(errs, err)...)
+	case refused != "":
+		r.refuseGang(job, o, refused, now)
+		return 0, errors.Join(errs...)
+	}
 	errs = append(errs, r.createMissingPods(ctx, job, o, taken))
 	if wait := r.serviceDeferral(job, pods); wait > 0 {
 		requeue = minPositive(requeue, wait)

@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=create
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=create
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=create
+
+// ensureGang creates the job's group object before its pods, when the job has a gang
+// scheduler. It returns a message saying why the job is refused when the scheduler's API
+// is not served: its pods would then wait forever for a group nobody places (or be
+// placed one by one by the default scheduler), so none is created.
+//
+// The group is created once per job and controller run; a group that exists already
+// (created before a restart) is kept as it is: its policy is immutable in every provider.
+func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob) (refused string, err error) {
+	provider := gangProvider(job, r.Gang.DefaultProvider)
+	if provider == "" {
+		return "", nil
+	}
+	if _, ok := r.gangs.Load(job.UID); ok {
+		return "", nil
+	}
+	gvk := gangKinds[provider]
+	if _, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s",
+				provider, gvk.Kind, gvk.GroupVersion()), nil
+		}
+		return "", fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+	}
+	group := ConstructGang(job, provider)
+	if err := r.Create(ctx, group); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating %s %s: %w", gvk.Kind, group.GetName(), err)
+	}
+	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", provider, "kind", gvk.GroupKind())
+	r.gangs.Store(job.UID, struct{}{})
+	return "", nil
+}
+
+// refuseGang fails the job whose gang scheduler is not available.
+func (r *TFJobReconciler) refuseGang(job *tfv1.TFJob, o *observation, msg string, now time.Time) {
+	r.event(job, corev1.EventTypeWarning, ReasonGangSchedulerUnavailable, "%s", msg)
+	finish(o.status, tfv1.JobFailed, ReasonGangSchedulerUnavailable, msg, metav1.NewTime(now))
+}
+
+// enforceScheduleTimeout fails a running job some of whose pods have waited for a node
+// longer than scheduleTimeoutSeconds: no gang scheduler gives up on a gang by itself
+// (the native one retries forever), and a job holding half its replicas blocks others.
+// It returns when to look again, or 0.
+func (r *TFJobReconciler) enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation, now metav1.Time) time.Duration {
+	if jobFinished(o.status) || jobSuspended(job) {
+		return 0
+	}
+	msg, wait := scheduleTimedOut(job, pods, now.Time)
+	if msg != "" {
+		r.event(job, corev1.EventTypeWarning, ReasonGangScheduleTimeout, "%s", msg)
+		finish(o.status, tfv1.JobFailed, ReasonGangScheduleTimeout, msg, now)
+	}
+	return wait
+}
+
+// maxUnscheduledListed bounds the pods a timeout message names.
+const maxUnscheduledListed = 10
+
+// scheduleTimedOut returns, when an active pod of the job has not been bound to a node
+// within scheduleTimeoutSeconds of its creation, a message naming the unbound pods and
+// the scheduler's reason for each (its PodScheduled condition); else when the first of
+// them times out, or 0 when none is waiting or the job sets no timeout.
+func scheduleTimedOut(job *tfv1.TFJob, pods []*corev1.Pod, now time.Time) (msg string, wait time.Duration) {
+	sp := job.Spec.RunPolicy.SchedulingPolicy
+	if sp == nil || sp.ScheduleTimeoutSeconds == nil {
+		return "", 0
+	}
+	timeout := time.Duration(*sp.ScheduleTimeoutSeconds) * time.Second
+	var unbound []*corev1.Pod
+	expired := false
+	for _, p := range pods {
+		if !isActive(p) || p.Spec.NodeName != "" {
+			continue
+		}
+		unbound = append(unbound, p)
+		left := p.CreationTimestamp.Add(timeout).Sub(now)
+		if left <= 0 {
+			expired = true
+		} else {
+			wait = minPositive(wait, left)
+		}
+	}
+	if !expired {
+		return "", wait
+	}
+	sort.Slice(unbound, func(i, j int) bool { return unbound[i].Name < unbound[j].Name })
+	var lines []string
+	for i, p := range unbound {
+		if i == maxUnscheduledListed {
+			lines = append(lines, fmt.Sprintf("and %d more", len(unbound)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s)", p.Name, schedulerReason(p)))
+	}
+	return fmt.Sprintf("%d of the job's pods were not scheduled within scheduleTimeoutSeconds (%ds): %s",
+		len(unbound), *sp.ScheduleTimeoutSeconds, strings.Join(lines, "; ")), 0
+}
+
+// schedulerReason is what the scheduler said of an unbound pod: its PodScheduled
+// condition's message, else that no scheduler has looked at it.
+func schedulerReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			if c.Message != "" {
+				return c.Message
+			}
+			if c.Reason != "" {
+				return c.Reason
+			}
+		}
+	}
+	return "no scheduler has reported on it"
+}

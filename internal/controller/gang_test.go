@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	pluginsv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// gangJob is job "mnist" with 1 PS and 2 workers, each asking for 1 CPU and 1Gi (the
+// workers also limit one GPU they do not request), and the given scheduling policy.
+func gangJob(sp *tfv1.SchedulingPolicy) *tfv1.TFJob {
+	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
+	for rt, spec := range job.Spec.TFReplicaSpecs {
+		c := &spec.Template.Spec.Containers[0]
+		c.Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}
+		if rt == tfv1.ReplicaTypeWorker {
+			c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		}
+	}
+	job.Spec.RunPolicy.SchedulingPolicy = sp
+	return job
+}
+
+// TestConstructGang checks each provider's group object: named after and owned by the
+// job, minMember from minAvailable or every replica, minResources given or summed.
+func TestConstructGang(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "mnist", Namespace: "ml", Labels: map[string]string{tfv1.LabelJobName: "mnist"},
+		OwnerReferences: []metav1.OwnerReference{ownerRef}}
+	summed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
+		corev1.ResourceMemory: resource.MustParse("3Gi"), "nvidia.com/gpu": resource.MustParse("2")}
+	given := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+	cases := []struct {
+		name     string
+		provider tfv1.GangProvider
+		sp       *tfv1.SchedulingPolicy
+		want     client.Object
+	}{{
+		name: "native, every replica", provider: tfv1.GangProviderNative,
+		want: &schedulingv1alpha2.PodGroup{ObjectMeta: meta, Spec: schedulingv1alpha2.PodGroupSpec{
+			SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: 3}}}},
+	}, {
+		name: "native, minAvailable", provider: tfv1.GangProviderNative, sp: &tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](2)},
+		want: &schedulingv1alpha2.PodGroup{ObjectMeta: meta, Spec: schedulingv1alpha2.PodGroupSpec{
+			SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: 2}}}},
+	}, {
+		name: "volcano, resources summed", provider: tfv1.GangProviderVolcano,
+		sp: &tfv1.SchedulingPolicy{Queue: "research", PriorityClass: "high"},
+		want: &volcanov1beta1.PodGroup{ObjectMeta: meta, Spec: volcanov1beta1.PodGroupSpec{
+			MinMember: 3, Queue: "research", PriorityClassName: "high", MinResources: &summed}},
+	}, {
+		name: "scheduler-plugins, resources given", provider: tfv1.GangProviderSchedulerPlugins,
+		sp: &tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](1), MinResources: given, ScheduleTimeoutSeconds: ptr.To[int32](60)},
+		want: &pluginsv1alpha1.PodGroup{ObjectMeta: meta, Spec: pluginsv1alpha1.PodGroupSpec{
+			MinMember: 1, MinResources: given, ScheduleTimeoutSeconds: ptr.To[int32](60)}},
+	}, {
+		name: "none", provider: "", want: nil,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ConstructGang(gangJob(tc.sp), tc.provider)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("group (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// gangBinding is what binds a pod to its group, for each provider.
+type gangBinding struct {
+	SchedulerName   string
+	SchedulingGroup *corev1.PodSchedulingGroup
+	GroupAnnotation string
+	GroupLabel      string
+}
+
+// TestConstructPodJoinsGang checks that every pod names its group the way its
+// provider's scheduler looks for it, with the job's provider before the controller's.
+func TestConstructPodJoinsGang(t *testing.T) {
+	cases := []struct {
+		name string
+		job  tfv1.GangProvider
+		opts GangOptions
+		want gangBinding
+	}{
+		{name: "none"},
+		{name: "native", job: tfv1.GangProviderNative,
+			want: gangBinding{SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("mnist")}}},
+		{name: "volcano from the controller's default", opts: GangOptions{DefaultProvider: tfv1.GangProviderVolcano},
+			want: gangBinding{SchedulerName: "volcano", GroupAnnotation: "mnist"}},
+		{name: "job's provider first", job: tfv1.GangProviderSchedulerPlugins, opts: GangOptions{DefaultProvider: tfv1.GangProviderVolcano},
+			want: gangBinding{SchedulerName: "scheduler-plugins-scheduler", GroupLabel: "mnist"}},
+		{name: "scheduler-plugins scheduler named", job: tfv1.GangProviderSchedulerPlugins, opts: GangOptions{SchedulerPluginsScheduler: "coscheduler"},
+			want: gangBinding{SchedulerName: "coscheduler", GroupLabel: "mnist"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := gangJob(&tfv1.SchedulingPolicy{Provider: tc.job})
+			pod := buildPod(t, job, tfv1.ReplicaTypeWorker, 1, PodOptions{Gang: tc.opts})
+			got := gangBinding{
+				SchedulerName:   pod.Spec.SchedulerName,
+				SchedulingGroup: pod.Spec.SchedulingGroup,
+				GroupAnnotation: pod.Annotations["scheduling.k8s.io/group-name"],
+				GroupLabel:      pod.Labels["scheduling.x-k8s.io/pod-group"],
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("binding (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseGangProvider(t *testing.T) {
+	for in, want := range map[string]tfv1.GangProvider{"": "", "none": "", "native": "native", "volcano": "volcano", "scheduler-plugins": "scheduler-plugins"} {
+		if got, err := ParseGangProvider(in); err != nil || got != want {
+			t.Errorf("ParseGangProvider(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseGangProvider("kueue"); err == nil || !strings.Contains(err.Error(), "kueue") {
+		t.Errorf("ParseGangProvider(kueue) = %v, want an error naming it", err)
+	}
+}
+
+// TestScheduleTimedOut checks when a job's pods have waited too long for a node, and
+// that the message names each unbound pod with the scheduler's reason.
+func TestScheduleTimedOut(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	pod := func(rt tfv1.ReplicaType, index int32, age time.Duration, node, schedMsg string) *corev1.Pod {
+		p := testutil.MakePod("mnist", "ml", rt, index).Obj()
+		p.CreationTimestamp = metav1.NewTime(now.Add(-age))
+		p.Spec.NodeName = node
+		if schedMsg != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: "Unschedulable", Message: schedMsg}}
+		}
+		return p
+	}
+	cases := []struct {
+		name     string
+		timeout  *int32
+		pods     []*corev1.Pod
+		wantMsg  string
+		wantWait time.Duration
+	}{{
+		name: "no timeout", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, time.Hour, "", "")},
+	}, {
+		name: "waiting", timeout: ptr.To[int32](60),
+		pods:     []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, 20*time.Second, "", ""), pod(tfv1.ReplicaTypeWorker, 1, 50*time.Second, "", "")},
+		wantWait: 10 * time.Second,
+	}, {
+		name: "all bound", timeout: ptr.To[int32](60), pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, time.Hour, "node-1", "")},
+	}, {
+		name: "timed out", timeout: ptr.To[int32](60),
+		pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 1, 61*time.Second, "", "0/1 nodes are available: 1 Insufficient cpu."),
+			pod(tfv1.ReplicaTypeWorker, 0, 10*time.Second, "", ""), pod(tfv1.ReplicaTypePS, 0, time.Hour, "node-1", "")},
+		wantMsg: "2 of the job's pods were not scheduled within scheduleTimeoutSeconds (60s): " +
+			"mnist-worker-0 (no scheduler has reported on it); mnist-worker-1 (0/1 nodes are available: 1 Insufficient cpu.)",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := gangJob(&tfv1.SchedulingPolicy{ScheduleTimeoutSeconds: tc.timeout})
+			msg, wait := scheduleTimedOut(job, tc.pods, now)
+			if msg != tc.wantMsg || wait != tc.wantWait {
+				t.Errorf("scheduleTimedOut = %q, %v; want %q, %v", msg, wait, tc.wantMsg, tc.wantWait)
+			}
+		})
+	}
+}
