@@ -30,6 +30,18 @@ type Cluster interface {
 	Suspend(ctx context.Context, namespace, name string, suspend bool) error
 	// Delete deletes a job; its pods go with it.
 	Delete(ctx context.Context, namespace, name string) error
+	// Submit builds a job as tfk8s submit does, from submit's flags or over a
+	// manifest, and has the API server validate it (a dry run) or create it.
+	Submit(ctx context.Context, req SubmitRequest) (*Submitted, error)
+	// Clone returns a past job as the flags and the manifest of a new one.
+	Clone(ctx context.Context, namespace, name string) (*SubmitRequest, error)
+	// Artifacts lists what a job's replicas stored in S3, as tfk8s artifacts ls.
+	Artifacts(ctx context.Context, namespace, name string) ([]ArtifactRow, error)
+	// Artifact writes one stored file of a job to w; path is relative to the job's
+	// prefix, as Artifacts gives it.
+	Artifact(ctx context.Context, namespace, name, path string, w io.Writer) error
+	// Workspace lists the notebooks and TensorBoards of a namespace.
+	Workspace(ctx context.Context, namespace string) (*Workspace, error)
 }
 
 // NewClusterFunc connects to the cluster with cfg, which carries the user's
@@ -84,4 +96,62 @@ type ReplicaRow struct {
 type EventRow struct {
 	Time                        time.Time
 	Type, Reason, From, Message string
+}
+
+// SubmitRequest is a job to submit: tfk8s submit's flags (by name, without the
+// dashes; the repeatable --env and --volume one value a line) and command, or a
+// manifest the flags apply over, as with submit -f.
+type SubmitRequest struct {
+	Namespace string
+	Flags     map[string]string
+	// Command is the command of every replica, split at spaces.
+	Command string
+	// YAML is a TFJob manifest; "" for none.
+	YAML string
+	// DryRun has the API server validate the job and create nothing.
+	DryRun bool
+}
+
+// Submitted is the job as the API server accepted (or, in a dry run, would create) it.
+type Submitted struct {
+	Namespace, Name string
+	// YAML is the job as tfk8s get -o yaml prints it.
+	YAML string
+}
+
+// ArtifactRow is one file a job's replica stored.
+type ArtifactRow struct {
+	// Replica is the first part of Path, such as "worker-0".
+	Replica string
+	// Path is relative to the job's prefix: worker-0/artifacts/model.keras.
+	Path     string
+	Size     int64
+	Modified time.Time
+}
+
+// Workspace is what a namespace holds besides jobs: notebooks and TensorBoards.
+type Workspace struct {
+	Notebooks []NotebookRow
+	// NotebooksError says why notebooks could not be listed (RBAC, often), "" if
+	// they were.
+	NotebooksError string
+	TensorBoards   []TensorBoardRow
+}
+
+// NotebookRow is a notebook, as tfk8s notebook list shows it.
+type NotebookRow struct {
+	Name, State string
+	// URL is where it answers inside the cluster, "" when stopped.
+	URL     string
+	Created time.Time
+}
+
+// TensorBoardRow is a job's TensorBoard.
+type TensorBoardRow struct {
+	Job, JobState string
+	// URL is where it answers inside the cluster.
+	URL   string
+	Ready bool
+	// Expires is when tfk8s deletes it; zero while the job runs.
+	Expires time.Time
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // pageData is what every page's layout shows.
@@ -41,6 +44,10 @@ func (s *Server) renderTemplate(w http.ResponseWriter, code int, page, name stri
 	buf.WriteTo(w)
 }
 
+// ErrBadRequest marks an error in what the user asked for, such as a file path
+// outside the job's files: the dashboard answers 400.
+var ErrBadRequest = errors.New("bad request")
+
 // statusOf maps an API error to the HTTP status the dashboard answers with: the
 // API server's own 401, 403 and 404 pass through.
 func statusOf(err error) int {
@@ -49,8 +56,10 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case apierrors.IsUnauthorized(err):
 		return http.StatusUnauthorized
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), errors.Is(err, storage.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
 	}
 	return http.StatusBadGateway
 }

@@ -1,6 +1,8 @@
 // Package dashboard is tfk8s's web dashboard: the jobs of a namespace, a job's
 // replicas, conditions, events, YAML and TF_CONFIG, its logs streamed live, and
-// suspend, resume and delete, in a browser.
+// suspend, resume and delete; a job submitted from a form or YAML (checked by a dry
+// run of the API server first), a job's stored artifacts, and the notebooks and
+// TensorBoards of a namespace, in a browser.
 //
 // It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
 // user's kubeconfig, as kubectl proxy does, and answers only on loopback host names;
@@ -134,6 +136,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs/download", s.withSession(s.logsDownload))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/confirm/{action}", s.withSession(s.confirmPage))
 	mux.HandleFunc("POST /jobs/{namespace}/{name}/{action}", s.withSession(s.act))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/artifacts", s.withSession(s.artifactsPage))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/artifacts/download", s.withSession(s.artifactDownload))
+	mux.HandleFunc("GET /submit", s.withSession(s.submitPage))
+	mux.HandleFunc("POST /submit", s.withSession(s.submit))
+	mux.HandleFunc("GET /workspace", s.withSession(s.workspacePage))
 
 	cop := http.NewCrossOriginProtection()
 	var h http.Handler = cop.Handler(mux)
@@ -182,9 +189,11 @@ func parsePages() (map[string]*template.Template, error) {
 		"age": age, "since": since, "lower": strings.ToLower,
 		"until": func(t time.Time) string { return since(time.Until(t)) },
 		"deref": func(b *bool) bool { return b != nil && *b },
+		"size":  formatSize,
+		"list":  func(v ...string) []string { return v },
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error"} {
+	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing page %s: %w", name, err)

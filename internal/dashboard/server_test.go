@@ -28,6 +28,19 @@ func (unreachable) Job(context.Context, string, string) (*JobPage, error) { retu
 func (unreachable) Logs(context.Context, LogRequest, io.Writer) error     { return errUnreachable }
 func (unreachable) Suspend(context.Context, string, string, bool) error   { return errUnreachable }
 func (unreachable) Delete(context.Context, string, string) error          { return errUnreachable }
+func (unreachable) Submit(context.Context, SubmitRequest) (*Submitted, error) {
+	return nil, errUnreachable
+}
+func (unreachable) Clone(context.Context, string, string) (*SubmitRequest, error) {
+	return nil, errUnreachable
+}
+func (unreachable) Artifacts(context.Context, string, string) ([]ArtifactRow, error) {
+	return nil, errUnreachable
+}
+func (unreachable) Artifact(context.Context, string, string, string, io.Writer) error {
+	return errUnreachable
+}
+func (unreachable) Workspace(context.Context, string) (*Workspace, error) { return nil, errUnreachable }
 
 func newTestServer(t *testing.T, inCluster bool) (*Server, *bytes.Buffer) {
 	t.Helper()

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// Artifacts lists a job's stored files as tfk8s artifacts ls does. S3 is reached as
+// jobStorage reaches it: the job is read with the user's credentials first, and
+// in-cluster the S3 settings come from the job's storage Secret, read with them too,
+// so that a user who may not read either gets the API server's refusal and nothing
+// of S3.
+func (d *dashboardCluster) Artifacts(ctx context.Context, namespace, name string) ([]dashboard.ArtifactRow, error) {
+	_, base, c, err := d.o.jobStorage(ctx, d.in(namespace), name)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := c.List(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("listing the files of tfjob %s: %w", name, err)
+	}
+	rows := make([]dashboard.ArtifactRow, 0, len(objs))
+	for _, obj := range objs {
+		rel := strings.TrimPrefix(obj.URI.Key, base.Key)
+		replica, _, _ := strings.Cut(rel, "/")
+		rows = append(rows, dashboard.ArtifactRow{Replica: replica, Path: rel, Size: obj.Size, Modified: obj.ModTime})
+	}
+	return rows, nil
+}
+
+// Artifact writes one stored file of a job, found as Artifacts finds them; the path
+// must name a file under the job's prefix.
+func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file string, w io.Writer) error {
+	if file == "" || path.IsAbs(file) || path.Clean(file) != file || strings.HasPrefix(file, "../") || file == ".." {
+		return fmt.Errorf("path %q: want a file's path under the job's files, such as worker-0/artifacts/model.keras: %w", file, dashboard.ErrBadRequest)
+	}
+	_, base, c, err := d.o.jobStorage(ctx, d.in(namespace), name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Download(ctx, base.Join(file), w); err != nil {
+		return fmt.Errorf("downloading %s of tfjob %s: %w", file, name, err)
+	}
+	return nil
+}
+
+// Workspace lists the notebooks of a namespace as tfk8s notebook list does, and the
+// TensorBoards of its jobs. A user who may not list notebooks still sees the
+// TensorBoards, and why the notebooks are missing.
+func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*dashboard.Workspace, error) {
+	jobs := &tfv1.TFJobList{}
+	if err := d.client.List(ctx, jobs, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing tfjobs: %w", err)
+	}
+	ws := &dashboard.Workspace{}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		tb := job.Status.TensorBoard
+		if tb == nil {
+			continue
+		}
+		row := dashboard.TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), URL: tb.URL, Ready: tb.Ready}
+		if tb.ExpiresAt != nil {
+			row.Expires = tb.ExpiresAt.Time
+		}
+		ws.TensorBoards = append(ws.TensorBoards, row)
+	}
+	slices.SortFunc(ws.TensorBoards, func(a, b dashboard.TensorBoardRow) int { return strings.Compare(a.Job, b.Job) })
+	states, err := listNotebooks(ctx, d.client, namespace)
+	if err != nil {
+		ws.NotebooksError = err.Error()
+	}
+	for _, st := range states {
+		row := dashboard.NotebookRow{Name: st.name, State: st.state, Created: st.created.Time}
+		if st.running {
+			row.URL = fmt.Sprintf("http://%s.%s.svc:%d/lab", st.name, namespace, tfjob.NotebookPort)
+		}
+		ws.Notebooks = append(ws.Notebooks, row)
+	}
+	return ws, nil
+}
