@@ -200,7 +200,7 @@ VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/version/ve
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 IMAGE_REPO ?= ghcr.io/tfk8s
 IMAGE_SOURCE ?= https://github.com/tfk8s/tfk8s
-IMAGES := tfk8s-controller tfk8s-agent
+IMAGES := tfk8s-controller tfk8s-agent tfk8s-dashboard
 IMAGE_ARCHES := amd64 arm64
 VERSION_PKG := github.com/tfk8s/tfk8s/internal/version
 IMAGE_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
