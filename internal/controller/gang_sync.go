@@ -25,14 +25,13 @@ import (
 // is not served: its pods would then wait forever for a group nobody places (or be
 // placed one by one by the default scheduler), so none is created.
 //
-// The group is created once per job and controller run; a group that exists already
-// (created before a restart) is kept as it is: its policy is immutable in every provider.
-func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob) (refused string, err error) {
+// The group is created only for a job that has no pod yet: tfk8s created the group of a
+// job with pods before them, so a restarted controller does not write once per running
+// job. A group that exists already (a job resumed after a suspension) is kept as it is:
+// its policy is immutable in every provider.
+func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (refused string, err error) {
 	provider := gangProvider(job, r.Gang.DefaultProvider)
-	if provider == "" {
-		return "", nil
-	}
-	if _, ok := r.gangs.Load(job.UID); ok {
+	if provider == "" || len(pods) > 0 {
 		return "", nil
 	}
 	gvk := gangKinds[provider]
@@ -48,27 +47,26 @@ func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob) (refu
 		return "", fmt.Errorf("creating %s %s: %w", gvk.Kind, group.GetName(), err)
 	}
 	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", provider, "kind", gvk.GroupKind())
-	r.gangs.Store(job.UID, struct{}{})
 	return "", nil
 }
 
-// refuseGang fails the job whose gang scheduler is not available.
-func (r *TFJobReconciler) refuseGang(job *tfv1.TFJob, o *observation, msg string, now time.Time) {
-	r.event(job, corev1.EventTypeWarning, ReasonGangSchedulerUnavailable, "%s", msg)
+// refuseGang fails the job whose gang scheduler is not available (announce emits the
+// event, from the written status).
+func refuseGang(o *observation, msg string, now time.Time) {
 	finish(o.status, tfv1.JobFailed, ReasonGangSchedulerUnavailable, msg, metav1.NewTime(now))
 }
 
 // enforceScheduleTimeout fails a running job some of whose pods have waited for a node
 // longer than scheduleTimeoutSeconds: no gang scheduler gives up on a gang by itself
 // (the native one retries forever), and a job holding half its replicas blocks others.
-// It returns when to look again, or 0.
-func (r *TFJobReconciler) enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation, now metav1.Time) time.Duration {
+// It returns when to look again, or 0. (announce emits the event, from the written
+// status.)
+func enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation, now metav1.Time) time.Duration {
 	if jobFinished(o.status) || jobSuspended(job) {
 		return 0
 	}
 	msg, wait := scheduleTimedOut(job, pods, now.Time)
 	if msg != "" {
-		r.event(job, corev1.EventTypeWarning, ReasonGangScheduleTimeout, "%s", msg)
 		finish(o.status, tfv1.JobFailed, ReasonGangScheduleTimeout, msg, now)
 	}
 	return wait
@@ -94,7 +92,9 @@ func scheduleTimedOut(job *tfv1.TFJob, pods []*corev1.Pod, now time.Time) (msg s
 			continue
 		}
 		unbound = append(unbound, p)
-		left := p.CreationTimestamp.Add(timeout).Sub(now)
+		// The API server records creation to the second: the pod may be up to a second
+		// younger than its timestamp says, and is never failed early.
+		left := p.CreationTimestamp.Add(time.Second + timeout).Sub(now)
 		if left <= 0 {
 			expired = true
 		} else {

@@ -160,12 +160,17 @@ func TestScheduleTimedOut(t *testing.T) {
 	}, {
 		name: "waiting", timeout: ptr.To[int32](60),
 		pods:     []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, 20*time.Second, "", ""), pod(tfv1.ReplicaTypeWorker, 1, 50*time.Second, "", "")},
-		wantWait: 10 * time.Second,
+		wantWait: 11 * time.Second,
+	}, {
+		// Creation is recorded to the second: a timestamp 60.5s old may be a pod 59.6s old.
+		name: "timestamp truncated", timeout: ptr.To[int32](60),
+		pods:     []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, 60500*time.Millisecond, "", "")},
+		wantWait: 500 * time.Millisecond,
 	}, {
 		name: "all bound", timeout: ptr.To[int32](60), pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0, time.Hour, "node-1", "")},
 	}, {
 		name: "timed out", timeout: ptr.To[int32](60),
-		pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 1, 61*time.Second, "", "0/1 nodes are available: 1 Insufficient cpu."),
+		pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 1, 62*time.Second, "", "0/1 nodes are available: 1 Insufficient cpu."),
 			pod(tfv1.ReplicaTypeWorker, 0, 10*time.Second, "", ""), pod(tfv1.ReplicaTypePS, 0, time.Hour, "node-1", "")},
 		wantMsg: "2 of the job's pods were not scheduled within scheduleTimeoutSeconds (60s): " +
 			"mnist-worker-0 (no scheduler has reported on it); mnist-worker-1 (0/1 nodes are available: 1 Insufficient cpu.)",

@@ -55,8 +55,6 @@ type TFJobReconciler struct {
 	// Unix nanoseconds.
 	lastCreation    sync.Map
 	lastAnyCreation atomic.Int64
-	// gangs holds the UIDs of the jobs whose gang group this run has created.
-	gangs sync.Map
 }
 
 // NewTFJobReconciler returns a reconciler using c for every read and write.
@@ -144,7 +142,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	// or failed because its pods were not scheduled in time.
 	var errs []error
 	requeue := updateConditions(job, o, now)
-	requeue = minPositive(requeue, r.enforceScheduleTimeout(job, pods, o, now))
+	requeue = minPositive(requeue, enforceScheduleTimeout(job, pods, o, now))
 
 	// 6. Carry out the decision on the pods.
 	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
@@ -199,12 +197,12 @@ func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreig
 	errs = append(errs, err)
 	// The gang's group comes before its pods; a job whose gang scheduler is not
 	// served gets no pods.
-	refused, err := r.ensureGang(ctx, job)
+	refused, err := r.ensureGang(ctx, job, pods)
 	switch {
 	case err != nil:
 		return requeue, errors.Join(append(errs, err)...)
 	case refused != "":
-		r.refuseGang(job, o, refused, now)
+		refuseGang(o, refused, now)
 		return 0, errors.Join(errs...)
 	}
 	errs = append(errs, r.createMissingPods(ctx, job, o, taken))

@@ -186,6 +186,9 @@ func TestGangRefusedWhenAPINotServed(t *testing.T) {
 		t.Errorf("Failed condition: %s: %s; want %s naming native and PodGroup scheduling.k8s.io/v1alpha2",
 			c.Reason, c.Message, controller.ReasonGangSchedulerUnavailable)
 	}
+	if msg := eventMessage(t, ns, job.UID, controller.ReasonGangSchedulerUnavailable); msg != c.Message {
+		t.Errorf("event %q, want the condition's message", msg)
+	}
 	// The refusal is written in the reconcile that would have created the pods.
 	pods, err := jobPods(ctx, ns, job.Name)
 	if err != nil || len(pods) != 0 {
@@ -229,6 +232,9 @@ func TestGangScheduleTimeout(t *testing.T) {
 		"stuck-worker-1 (" + verdict + ")"
 	if c.Reason != controller.ReasonGangScheduleTimeout || c.Message != want {
 		t.Errorf("Failed condition:\n%s: %s\nwant\n%s: %s", c.Reason, c.Message, controller.ReasonGangScheduleTimeout, want)
+	}
+	if msg := eventMessage(t, ns, job.UID, controller.ReasonGangScheduleTimeout); msg != want {
+		t.Errorf("event %q, want %q", msg, want)
 	}
 	t.Logf("%s: %s", c.Reason, c.Message)
 }
