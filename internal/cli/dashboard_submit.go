@@ -163,7 +163,9 @@ func cloneFlags(job *tfv1.TFJob) map[string]string {
 	}
 	if c, rt := firstContainer(job); c != nil {
 		f["image"] = c.Image
-		f["restart-policy"] = string(specs[rt].RestartPolicy)
+		if rp := specs[rt].RestartPolicy; rp != "" {
+			f["restart-policy"] = string(rp)
+		}
 		if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 			f["cpu"] = q.String()
 		}

@@ -83,10 +83,11 @@ func TestArtifactsListAndDownload(t *testing.T) {
 	}
 }
 
-// TestInClusterArtifactsOfAnotherNamespace: in-cluster, a user of namespace a gets
-// 403 and nothing of the files of b's job, listed or downloaded, while their own
+// TestInClusterNothingOfAnotherNamespace: in-cluster, a user of namespace a gets 403
+// and nothing of b: the files of b's job, listed or downloaded, b's workspace, a
+// clone of b's job; a job submitted to b is refused and not created. Their own
 // job's files are listed.
-func TestInClusterArtifactsOfAnotherNamespace(t *testing.T) {
+func TestInClusterNothingOfAnotherNamespace(t *testing.T) {
 	nsA, nsB := testutil.Namespace(t, k8sClient), testutil.Namespace(t, k8sClient)
 	finishedJobWithStoredLogs(t, testutil.MakeTFJob("job-of-a", nsA).Workers(1).Obj(), "a's log\n")
 	srvB := finishedJobWithStoredLogs(t, testutil.MakeTFJob("job-of-b", nsB).Workers(1).Obj(), "b's log\n")
@@ -103,10 +104,25 @@ func TestInClusterArtifactsOfAnotherNamespace(t *testing.T) {
 	for _, path := range []string{
 		"/jobs/" + nsB + "/job-of-b/artifacts",
 		"/jobs/" + nsB + "/job-of-b/artifacts/download?path=worker-0/artifacts/workspace/secret-model.bin",
+		"/workspace?namespace=" + nsB,
+		"/submit?namespace=" + nsB + "&clone=job-of-b",
 	} {
 		code, text := status(t, ctx, base+path)
 		if code != http.StatusForbidden || !strings.Contains(text, "forbidden") || strings.Contains(text, "weights") || strings.Contains(text, "secret-model") {
 			t.Errorf("alice GET %s: %d %q, want 403 forbidden and nothing of b", path, code, text)
 		}
+	}
+	if err := browser.Open(ctx, base+"/submit?namespace="+nsB, "#name"); err != nil {
+		t.Fatal(err)
+	}
+	fillForm(t, ctx, map[string]string{"name": "intruder", "image": "busybox"})
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("create"))); err != nil {
+		t.Fatal(err)
+	}
+	if text, err := browser.WaitText(ctx, "body", "forbidden", wait); err != nil {
+		t.Errorf("a job submitted to b: %v (%q)", err, text)
+	}
+	if !jobAbsent(t, nsB, "intruder") {
+		t.Error("alice created a job in b")
 	}
 }

@@ -1,0 +1,64 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestObjections(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "tfk8s.io", Kind: "TFJob"}, "mnist", field.ErrorList{
+		field.Invalid(field.NewPath("spec", "tfReplicaSpecs", "Worker", "replicas"), 100001, "should be less than or equal to 100000"),
+		field.NotSupported(field.NewPath("spec", "runPolicy", "cleanPodPolicy"), "Some", []string{"All", "Running", "None"}),
+	})
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"the API server's causes, with their field paths", fmt.Errorf("creating tfjob mnist: %w", invalid), []string{
+			"spec.tfReplicaSpecs.Worker.replicas: Invalid value: 100001: should be less than or equal to 100000",
+			`spec.runPolicy.cleanPodPolicy: Unsupported value: "Some": supported values: "All", "Running", "None"`,
+		}},
+		{"an error of the CLI's", errors.New(`--cpu "x": not a quantity`), []string{`--cpu "x": not a quantity`}},
+	} {
+		if d := cmp.Diff(tc.want, objections(tc.err)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestSubmitPageTabs: the submit page renders its form and its YAML tab without
+// asking the cluster; a clone asks it, and its error is the page's.
+func TestSubmitPageTabs(t *testing.T) {
+	s, _ := newTestServer(t, false)
+	for _, tc := range []struct {
+		target string
+		code   int
+		want   string
+	}{
+		{"/submit?namespace=a", http.StatusOK, `id="workers" type="number" min="0" value="1"`},
+		{"/submit?namespace=a&mode=yaml", http.StatusOK, `<textarea name="yaml" id="yaml"`},
+		{"/submit?namespace=a&clone=mnist", http.StatusBadGateway, "the API server is unreachable"},
+	} {
+		w := serve(s, http.MethodGet, tc.target, "127.0.0.1:8686")
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d, want %d with %q:\n%s", tc.target, w.Code, tc.code, tc.want, w.Body.String())
+		}
+	}
+}
