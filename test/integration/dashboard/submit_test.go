@@ -185,6 +185,9 @@ func TestCloneAndEdit(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("the cloned form (-want +got):\n%s", d)
 	}
+	if err := browser.Screenshot(ctx, base+"/submit?namespace="+ns+"&clone=mnist", "#name", screenshotPath(t, "dashboard-submit.png")); err != nil {
+		t.Error(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tab-yaml")), chromedp.WaitVisible(chromedp.ID("yaml"))); err != nil {
 		t.Fatal(err)
 	}

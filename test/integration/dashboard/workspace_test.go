@@ -80,4 +80,7 @@ func TestWorkspaceShowsNotebooksAndTensorBoards(t *testing.T) {
 			t.Errorf("notebook %s's row lacks %q: %q", tc.name, tc.want, text)
 		}
 	}
+	if err := browser.Screenshot(ctx, base+"/workspace?namespace="+ns, "#tensorboards", screenshotPath(t, "dashboard-workspace.png")); err != nil {
+		t.Error(err)
+	}
 }
