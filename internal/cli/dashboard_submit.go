@@ -148,8 +148,12 @@ func cloneName(name string) string {
 
 // cloneFlags are the form's fields for job, as far as submit's flags can say it:
 // the first replica type's container stands for every replica, as the flags set
-// them all alike. Volumes and the rest are in the YAML.
+// them all alike. A job with code, data, artifacts, storage or volumes has none:
+// the form would drop them, and only its YAML is a clone of it.
 func cloneFlags(job *tfv1.TFJob) map[string]string {
+	if s := job.Spec; s.Code != nil || len(s.Data) > 0 || s.Artifacts != nil || s.Storage != nil || len(s.Volumes) > 0 {
+		return nil
+	}
 	f := map[string]string{"name": job.Name}
 	specs := job.Spec.TFReplicaSpecs
 	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypePS, tfv1.ReplicaTypeWorker} {

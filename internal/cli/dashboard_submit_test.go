@@ -94,3 +94,16 @@ func TestArtifactPathsOutsideTheJob(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneFlagsOnlyWhatTheFormSays: a job with what the form's flags cannot carry
+// (artifacts, volumes, ...) has no form fields, only its YAML.
+func TestCloneFlagsOnlyWhatTheFormSays(t *testing.T) {
+	job := testutil.MakeTFJob("mnist", "a").Workers(1).Obj()
+	if cloneFlags(job) == nil {
+		t.Fatal("a plain job has no form fields")
+	}
+	job.Spec.Volumes = []tfv1.JobVolume{{Name: "logs", MountPath: "/logs"}}
+	if f := cloneFlags(job); f != nil {
+		t.Errorf("a job with volumes has form fields %v, which would drop them", f)
+	}
+}

@@ -33,7 +33,8 @@ type Cluster interface {
 	// Submit builds a job as tfk8s submit does, from submit's flags or over a
 	// manifest, and has the API server validate it (a dry run) or create it.
 	Submit(ctx context.Context, req SubmitRequest) (*Submitted, error)
-	// Clone returns a past job as the flags and the manifest of a new one.
+	// Clone returns a past job as the flags and the manifest of a new one; the flags
+	// are nil for a job they cannot say (its code, artifacts, volumes).
 	Clone(ctx context.Context, namespace, name string) (*SubmitRequest, error)
 	// Artifacts lists what a job's replicas stored in S3, as tfk8s artifacts ls.
 	Artifacts(ctx context.Context, namespace, name string) ([]ArtifactRow, error)

@@ -45,6 +45,10 @@ func (s *Server) submitPage(w http.ResponseWriter, r *http.Request, sess *sessio
 			return
 		}
 		d.Req, d.Clone = req, name
+		// A job the form cannot say (its code, artifacts, volumes) is cloned as YAML.
+		if req.Flags == nil && r.FormValue("mode") != "form" {
+			d.Mode = "yaml"
+		}
 	}
 	s.render(w, r, http.StatusOK, "submit", s.data(sess, ns, "Submit a TFJob to "+ns, d))
 }

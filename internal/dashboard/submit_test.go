@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 )
 
 func TestObjections(t *testing.T) {
@@ -59,6 +61,32 @@ func TestSubmitPageTabs(t *testing.T) {
 		w := serve(s, http.MethodGet, tc.target, "127.0.0.1:8686")
 		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
 			t.Errorf("GET %s: %d, want %d with %q:\n%s", tc.target, w.Code, tc.code, tc.want, w.Body.String())
+		}
+	}
+}
+
+// yamlOnly clones every job as YAML alone, as the CLI clones a job with volumes.
+type yamlOnly struct{ unreachable }
+
+func (yamlOnly) Clone(_ context.Context, ns, name string) (*SubmitRequest, error) {
+	return &SubmitRequest{Namespace: ns, YAML: "metadata:\n  name: " + name + "-2\n"}, nil
+}
+
+// TestCloneWithoutFlagsOpensTheYAML: a clone the form cannot say opens in the YAML
+// tab; its form tab says why it is empty.
+func TestCloneWithoutFlagsOpensTheYAML(t *testing.T) {
+	s, err := New(Options{Config: &rest.Config{Host: "https://127.0.0.1:1"},
+		NewCluster: func(*rest.Config, string) (Cluster, error) { return yamlOnly{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ target, want string }{
+		{"/submit?namespace=a&clone=mnist", "name: mnist-2\n</textarea>"},
+		{"/submit?namespace=a&clone=mnist&mode=form", `id="clone-note"`},
+	} {
+		w := serve(s, http.MethodGet, tc.target, "127.0.0.1:8686")
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d, want 200 with %q:\n%s", tc.target, w.Code, tc.want, w.Body.String())
 		}
 	}
 }
