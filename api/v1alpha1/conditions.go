@@ -43,6 +43,12 @@ const (
 	// ReasonInvalidVolume: one of spec.volumes names a storage class or an existing
 	// claim that does not exist; the job fails before any pod is created.
 	ReasonInvalidVolume = "InvalidVolume"
+	// ReasonGangSchedulerUnavailable: the job's gang scheduler does not serve its API
+	// in this cluster, so the job is failed before any pod is created without its group.
+	ReasonGangSchedulerUnavailable = "GangSchedulerUnavailable"
+	// ReasonGangScheduleTimeout: some pods of the job were not bound to a node within
+	// runPolicy.schedulingPolicy.scheduleTimeoutSeconds.
+	ReasonGangScheduleTimeout = "GangScheduleTimeout"
 )
 
 // Annotations tfk8s puts on pods.

@@ -86,7 +86,6 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 			return err
 		}
 		if invalid != "" {
-			r.event(job, corev1.EventTypeWarning, tfv1.ReasonInvalidVolume, "%s", invalid)
 			finish(o.status, tfv1.JobFailed, tfv1.ReasonInvalidVolume, invalid, metav1.NewTime(r.clock.Now()))
 			return nil
 		}

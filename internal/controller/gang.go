@@ -18,15 +18,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// Reasons of the conditions and events of gang scheduling.
-const (
-	// ReasonGangSchedulerUnavailable: the job's gang scheduler does not serve its API
-	// in this cluster, so the job is failed before any pod is created without its group.
-	ReasonGangSchedulerUnavailable = "GangSchedulerUnavailable"
-	// ReasonGangScheduleTimeout: some pods of the job were not bound to a node within
-	// runPolicy.schedulingPolicy.scheduleTimeoutSeconds.
-	ReasonGangScheduleTimeout = "GangScheduleTimeout"
-)
 
 // DefaultSchedulerPluginsScheduler is the scheduler name the pods of a scheduler-plugins
 // gang ask for: the name the scheduler-plugins install gives its scheduler.

@@ -53,7 +53,7 @@ func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods 
 // refuseGang fails the job whose gang scheduler is not available (announce emits the
 // event, from the written status).
 func refuseGang(o *observation, msg string, now time.Time) {
-	finish(o.status, tfv1.JobFailed, ReasonGangSchedulerUnavailable, msg, metav1.NewTime(now))
+	finish(o.status, tfv1.JobFailed, tfv1.ReasonGangSchedulerUnavailable, msg, metav1.NewTime(now))
 }
 
 // enforceScheduleTimeout fails a running job some of whose pods have waited for a node
@@ -67,7 +67,7 @@ func enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation,
 	}
 	msg, wait := scheduleTimedOut(job, pods, now.Time)
 	if msg != "" {
-		finish(o.status, tfv1.JobFailed, ReasonGangScheduleTimeout, msg, now)
+		finish(o.status, tfv1.JobFailed, tfv1.ReasonGangScheduleTimeout, msg, now)
 	}
 	return wait
 }

@@ -5,8 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 

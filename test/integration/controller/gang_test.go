@@ -181,12 +181,12 @@ func TestGangRefusedWhenAPINotServed(t *testing.T) {
 	}
 	job = waitCondition(t, ns, job.Name, tfv1.JobFailed)
 	c := findCondition(job, tfv1.JobFailed)
-	if c.Reason != controller.ReasonGangSchedulerUnavailable || !strings.Contains(c.Message, `"native"`) ||
+	if c.Reason != tfv1.ReasonGangSchedulerUnavailable || !strings.Contains(c.Message, `"native"`) ||
 		!strings.Contains(c.Message, "PodGroup scheduling.k8s.io/v1alpha2") {
 		t.Errorf("Failed condition: %s: %s; want %s naming native and PodGroup scheduling.k8s.io/v1alpha2",
-			c.Reason, c.Message, controller.ReasonGangSchedulerUnavailable)
+			c.Reason, c.Message, tfv1.ReasonGangSchedulerUnavailable)
 	}
-	if msg := eventMessage(t, ns, job.UID, controller.ReasonGangSchedulerUnavailable); msg != c.Message {
+	if msg := eventMessage(t, ns, job.UID, tfv1.ReasonGangSchedulerUnavailable); msg != c.Message {
 		t.Errorf("event %q, want the condition's message", msg)
 	}
 	// The refusal is written in the reconcile that would have created the pods.
@@ -230,10 +230,10 @@ func TestGangScheduleTimeout(t *testing.T) {
 	want := "3 of the job's pods were not scheduled within scheduleTimeoutSeconds (3s): " +
 		"stuck-ps-0 (no scheduler has reported on it); stuck-worker-0 (no scheduler has reported on it); " +
 		"stuck-worker-1 (" + verdict + ")"
-	if c.Reason != controller.ReasonGangScheduleTimeout || c.Message != want {
-		t.Errorf("Failed condition:\n%s: %s\nwant\n%s: %s", c.Reason, c.Message, controller.ReasonGangScheduleTimeout, want)
+	if c.Reason != tfv1.ReasonGangScheduleTimeout || c.Message != want {
+		t.Errorf("Failed condition:\n%s: %s\nwant\n%s: %s", c.Reason, c.Message, tfv1.ReasonGangScheduleTimeout, want)
 	}
-	if msg := eventMessage(t, ns, job.UID, controller.ReasonGangScheduleTimeout); msg != want {
+	if msg := eventMessage(t, ns, job.UID, tfv1.ReasonGangScheduleTimeout); msg != want {
 		t.Errorf("event %q, want %q", msg, want)
 	}
 	t.Logf("%s: %s", c.Reason, c.Message)

@@ -108,6 +108,9 @@ func TestUnknownStorageClassFailsTheJob(t *testing.T) {
 	if c.Reason != tfv1.ReasonInvalidVolume || !strings.Contains(c.Message, `spec.volumes[0].storageClassName: storage class "no-such-class" does not exist`) {
 		t.Errorf("Failed condition %s: %q; want %s naming spec.volumes[0].storageClassName", c.Reason, c.Message, tfv1.ReasonInvalidVolume)
 	}
+	if msg := eventMessage(t, ns, got.UID, tfv1.ReasonInvalidVolume); msg != c.Message {
+		t.Errorf("event %s says %q, want the condition's message", tfv1.ReasonInvalidVolume, msg)
+	}
 	if pods, err := jobPods(context.Background(), ns, "noclass"); err != nil || len(pods) != 0 {
 		t.Errorf("pods %v (%v), want none", pods, err)
 	}
