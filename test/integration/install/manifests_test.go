@@ -150,6 +150,17 @@ func TestChartValues(t *testing.T) {
 			}
 		},
 	}, {
+		name:   "TensorBoard image and gang scheduler",
+		values: `{tensorBoardImage: registry.example/tensorflow:2.21.0, gangScheduler: volcano}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := strings.Join(deployment(t, objs).Spec.Template.Spec.Containers[0].Args, " ")
+			for _, want := range []string{"--tensorboard-image=registry.example/tensorflow:2.21.0", "--gang-scheduler=volcano"} {
+				if !strings.Contains(args, want) {
+					t.Errorf("controller args %q lack %s", args, want)
+				}
+			}
+		},
+	}, {
 		name:   "ServiceMonitor on",
 		values: `{metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}}`,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
