@@ -18,7 +18,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-
 // DefaultSchedulerPluginsScheduler is the scheduler name the pods of a scheduler-plugins
 // gang ask for: the name the scheduler-plugins install gives its scheduler.
 const DefaultSchedulerPluginsScheduler = "scheduler-plugins-scheduler"
