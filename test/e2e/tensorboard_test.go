@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,21 +29,34 @@ import (
 )
 
 // tensorBoardEpochs is how many epochs the TensorBoard test's job trains: one point of
-// each epoch scalar per epoch. Enough for the job to outlast the time its first
-// summaries take to reach TensorBoard (the agent's upload every 3 s, the mirror's every
-// 5 s, TensorBoard's reload every 5 s).
-const tensorBoardEpochs = 16
+// each epoch scalar per epoch.
+const tensorBoardEpochs = 6
+
+// holdChief is the chief's command after training: it waits until the test's release
+// URL (argument 1) answers, at most 5 minutes, so that the job is still running when
+// the test looks at TensorBoard, however fast or slow the machine.
+const holdChief = `import sys, time, urllib.request
+for _ in range(600):
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=5)
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.5)
+print("[chief] never released", flush=True)
+sys.exit(1)`
 
 // testTensorBoard: a TensorFlow job submitted with --tensorboard gets a TensorBoard
 // that `tfk8s tensorboard` opens through the API server; TensorBoard's own HTTP API
 // lists the job's runs and scalar tags while the job runs, and every epoch once its
 // pods are gone; Chromium renders the scalars.
 func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
+	releaseURL, release := startRelease(t, tfNodeIP)
+	// Parameter servers and workers serve until the end; only the chief goes on to wait.
+	script := fmt.Sprintf("python3 ps_strategy.py --epochs %d --steps-per-epoch 20 --model-dir /workspace/checkpoints && python3 -c '%s' %s",
+		tensorBoardEpochs, holdChief, releaseURL)
 	c.mustTfk8s(ctx, t, "submit", "../../examples/tensorflow", "--name", "tb", "--image", images.TensorFlow,
 		"--ps", "1", "--workers", "2", "--chief", "--artifacts", "checkpoints", "--artifacts-interval", "3s",
-		"--tensorboard", "--clean-pod-policy", "All",
-		"--", "python3", "ps_strategy.py", "--epochs", fmt.Sprint(tensorBoardEpochs), "--steps-per-epoch", "20",
-		"--model-dir", "/workspace/checkpoints")
+		"--tensorboard", "--clean-pod-policy", "All", "--", "sh", "-c", script)
 	defer c.tfk8s(ctx, "delete", "tb")
 	base := openTensorBoard(ctx, t, c, "tb")
 
@@ -56,8 +71,9 @@ func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
 	state := c.jobState(ctx, "tb")
 	t.Logf("TensorBoard lists runs %q while the job is %s", runs, state)
 	if state != tfv1.JobRunning {
-		t.Errorf("the job was %s when TensorBoard first listed its run; want it Running (TensorBoard follows a running job)", state)
+		t.Errorf("the job was %s when TensorBoard first listed its run; want it Running (its chief waits for the test)", state)
 	}
+	release()
 
 	job, _ := waitSucceeded(ctx, t, c, "tb")
 	c.eventually(ctx, t, "the job's pods gone", func() (bool, error) {
@@ -83,6 +99,29 @@ func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
 		t.Errorf("describe tb does not show the TensorBoard and when it goes:\n%s", describe)
 	}
 	screenshotScalars(t, base)
+}
+
+// startRelease serves, on the node's address, a URL that answers 503 until release is
+// called and 200 after: a pod waits on it for the test's say-so.
+func startRelease(t *testing.T, ip string) (url string, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-released:
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	var once sync.Once
+	return "http://" + ln.Addr().String() + "/release", func() { once.Do(func() { close(released) }) }
 }
 
 // trainRun is the run of the chief's training summaries, or "".

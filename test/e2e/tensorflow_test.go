@@ -23,6 +23,8 @@ import (
 const (
 	tfBridge  = "tfk8se2e2"
 	tfPodCIDR = "10.247.0.0/24"
+	// tfNodeIP is the node's address on the bridge, which the pods reach.
+	tfNodeIP = "10.247.0.1"
 	// tfWait bounds every wait for a TensorFlow job: six TensorFlow processes share two
 	// cores, and each takes seconds to import TensorFlow.
 	tfWait = 5 * time.Minute
