@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/scheme"
@@ -29,6 +30,11 @@ func (o *rootOptions) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	return connect(cfg, ns)
+}
+
+// connect makes the clients of cfg's credentials, acting in namespace.
+func connect(cfg *rest.Config, namespace string) (*clients, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
@@ -37,7 +43,7 @@ func (o *rootOptions) clients() (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
-	return &clients{client: c, kube: kube, namespace: ns}, nil
+	return &clients{client: c, kube: kube, namespace: namespace}, nil
 }
 
 // namespace returns the namespace a command acts in: -n, else the kubeconfig

@@ -21,7 +21,6 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
-	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -113,15 +112,11 @@ type dashboardCluster struct {
 
 // newDashboardCluster connects with cfg, which carries the user's credentials.
 func (o *rootOptions) newDashboardCluster(cfg *rest.Config, _ string) (dashboard.Cluster, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	cs, err := connect(cfg, "")
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	return &dashboardCluster{o: o, client: c, kube: kube}, nil
+	return &dashboardCluster{o: o, client: cs.client, kube: cs.kube}, nil
 }
 
 // in is the CLI's clients, acting in namespace.
@@ -214,10 +209,7 @@ func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*da
 	page := &dashboard.JobPage{Job: job}
 	for i := range pods {
 		p := &pods[i]
-		phase := string(p.Status.Phase)
-		if p.DeletionTimestamp != nil {
-			phase += " (deleting)"
-		}
+		phase := podPhase(p)
 		restarts, exit := containerSummary(p)
 		page.Replicas = append(page.Replicas, dashboard.ReplicaRow{
 			Replica: replicaName(p), Pod: p.Name, Phase: phase, Node: p.Spec.NodeName,

@@ -157,6 +157,14 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	return describeTFConfig(w, pods, replica)
 }
 
+// podPhase is a pod's phase, saying when the pod is being deleted.
+func podPhase(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return string(p.Status.Phase) + " (deleting)"
+	}
+	return string(p.Status.Phase)
+}
+
 // describePods writes a line per pod.
 func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 	fmt.Fprintln(w, "Pods:")
@@ -166,10 +174,7 @@ func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 		fmt.Fprintln(w, "  NAME\tREPLICA\tPHASE\tNODE\tRESTARTS\tLAST EXIT CODE\tAGE")
 		for i := range pods {
 			p := &pods[i]
-			phase := string(p.Status.Phase)
-			if p.DeletionTimestamp != nil {
-				phase += " (deleting)"
-			}
+			phase := podPhase(p)
 			restarts, exit := containerSummary(p)
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, replicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
 		}
