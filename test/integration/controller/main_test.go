@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,8 +67,18 @@ func startControllerWith(t *testing.T, cfg rest.Config, opts controller.Options)
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("controller: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			// Reconciles end when their context does: one that does not is a defect,
+			// and the stacks of tfk8s's goroutines say where it waits.
+			t.Errorf("controller still stopping after 20s; goroutines in tfk8s code:\n%s", tfk8sStacks())
+			if err := <-done; err != nil {
+				t.Errorf("controller: %v", err)
+			}
 		}
 	}
 	t.Cleanup(stop)
@@ -140,4 +152,17 @@ func replicaStatus(job *tfv1.TFJob, rt tfv1.ReplicaType) tfv1.ReplicaStatus {
 		return *rs
 	}
 	return tfv1.ReplicaStatus{}
+}
+
+// tfk8sStacks are the stacks of the goroutines running tfk8s's own code.
+func tfk8sStacks() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "tfk8s/tfk8s/internal/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
