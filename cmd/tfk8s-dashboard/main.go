@@ -5,21 +5,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfk8s/tfk8s/internal/cli"
 )
 
 func main() {
-	ctrllog.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, append([]string{"dashboard", "--in-cluster"}, os.Args[1:]...), cli.DefaultEnv())
-	stop()
-	os.Exit(code)
+	os.Exit(cli.Run(append([]string{"dashboard", "--in-cluster"}, os.Args[1:]...)))
 }

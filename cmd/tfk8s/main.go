@@ -4,22 +4,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfk8s/tfk8s/internal/cli"
 )
 
 func main() {
-	// The controller-runtime client logs nothing a user needs; unset, it complains.
-	ctrllog.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.DefaultEnv())
-	stop()
-	os.Exit(code)
+	os.Exit(cli.Run(os.Args[1:]))
 }

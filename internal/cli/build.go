@@ -132,32 +132,8 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 		}
 		job.Spec.TensorBoard.Enabled = *p.TensorBoard
 	}
-	job.Spec.Data = append(job.Spec.Data, p.Data...)
-	if p.ArtifactsDestination != "" || len(p.ArtifactPaths) > 0 {
-		if job.Spec.Artifacts == nil {
-			job.Spec.Artifacts = &tfv1.Artifacts{}
-		}
-		if p.ArtifactsDestination != "" {
-			job.Spec.Artifacts.Destination = p.ArtifactsDestination
-		}
-		if p.ArtifactsInterval != nil {
-			job.Spec.Artifacts.Interval = &metav1.Duration{Duration: *p.ArtifactsInterval}
-		}
-		if len(p.ArtifactPaths) > 0 {
-			job.Spec.Artifacts.Paths = artifactPaths(job, p.ArtifactPaths)
-		}
-		if job.Spec.Artifacts.Destination == "" {
-			return nil, errors.New("--artifacts needs a destination: configure an S3 bucket")
-		}
-	}
-	if p.SecretName != "" {
-		job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: p.SecretName}}
-	}
-	if p.ExposeCredentials != nil {
-		if job.Spec.Storage == nil {
-			return nil, errors.New("--expose-storage-credentials: the job uses no S3 storage")
-		}
-		job.Spec.Storage.ExposeCredentials = *p.ExposeCredentials
+	if err := applyStorage(job, p); err != nil {
+		return nil, err
 	}
 	if p.ResumeFrom != "" {
 		if err := setResumeFrom(job, p.ResumeFrom); err != nil {
@@ -173,6 +149,39 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 		}
 	}
 	return job, nil
+}
+
+// applyStorage sets what the job keeps in S3: its data, its artifacts (where, which
+// paths, how often) and the Secret of its storage.
+func applyStorage(job *tfv1.TFJob, p jobParams) error {
+	job.Spec.Data = append(job.Spec.Data, p.Data...)
+	if p.ArtifactsDestination != "" || len(p.ArtifactPaths) > 0 {
+		if job.Spec.Artifacts == nil {
+			job.Spec.Artifacts = &tfv1.Artifacts{}
+		}
+		if p.ArtifactsDestination != "" {
+			job.Spec.Artifacts.Destination = p.ArtifactsDestination
+		}
+		if p.ArtifactsInterval != nil {
+			job.Spec.Artifacts.Interval = &metav1.Duration{Duration: *p.ArtifactsInterval}
+		}
+		if len(p.ArtifactPaths) > 0 {
+			job.Spec.Artifacts.Paths = artifactPaths(job, p.ArtifactPaths)
+		}
+		if job.Spec.Artifacts.Destination == "" {
+			return errors.New("--artifacts needs a destination: configure an S3 bucket")
+		}
+	}
+	if p.SecretName != "" {
+		job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: p.SecretName}}
+	}
+	if p.ExposeCredentials != nil {
+		if job.Spec.Storage == nil {
+			return errors.New("--expose-storage-credentials: the job uses no S3 storage")
+		}
+		job.Spec.Storage.ExposeCredentials = *p.ExposeCredentials
+	}
+	return nil
 }
 
 // boolCount turns --chief or --evaluator into a count of 0 or 1, nil when not given.

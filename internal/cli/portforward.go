@@ -252,12 +252,17 @@ func podWaitState(p *corev1.Pod) string {
 	return state
 }
 
+// browserOpener is the program that opens a URL in the user's browser on this system.
+func browserOpener() string {
+	if runtime.GOOS == "darwin" {
+		return "open"
+	}
+	return "xdg-open"
+}
+
 // openBrowser starts the user's browser on url (xdg-open / open), for --open.
 func openBrowser(url string) error {
-	opener := "xdg-open"
-	if runtime.GOOS == "darwin" {
-		opener = "open"
-	}
+	opener := browserOpener()
 	path, err := exec.LookPath(opener)
 	if err != nil {
 		return fmt.Errorf("opening a browser: %s not found; open %s yourself", opener, url)

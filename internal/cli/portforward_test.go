@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,13 +68,11 @@ func TestPodWaitState(t *testing.T) {
 // TestOpenBrowser: --open runs the platform's opener with the URL, and says what to
 // do when there is none.
 func TestOpenBrowser(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the opener is xdg-open on Linux only")
-	}
+	opener := browserOpener()
 	dir := t.TempDir()
 	got := filepath.Join(dir, "opened")
 	script := "#!/bin/sh\necho \"$1\" > " + got + ".tmp && mv " + got + ".tmp " + got + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "xdg-open"), []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, opener), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -87,19 +84,19 @@ func TestOpenBrowser(t *testing.T) {
 		data, err := os.ReadFile(got)
 		if err == nil {
 			if string(data) != "http://127.0.0.1:41234/\n" {
-				t.Errorf("xdg-open got %q, want the URL", data)
+				t.Errorf("%s got %q, want the URL", opener, data)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("xdg-open was not run within 10 s")
+			t.Fatalf("%s was not run within 10 s", opener)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 
 	t.Setenv("PATH", t.TempDir())
 	err := openBrowser("http://127.0.0.1:41234/")
-	if want := "xdg-open not found; open http://127.0.0.1:41234/ yourself"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := opener + " not found; open http://127.0.0.1:41234/ yourself"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want one containing %q", err, want)
 	}
 }

@@ -11,11 +11,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -148,6 +152,16 @@ func Main(ctx context.Context, args []string, env Env) int {
 	}
 	fmt.Fprintf(env.ErrOut, "error: %v\n", err)
 	return 1
+}
+
+// Run is a program's main: the tfk8s command with args, in the process's environment,
+// until the command ends or SIGINT or SIGTERM; it returns the exit code.
+func Run(args []string) int {
+	// The controller-runtime client logs nothing a user needs; unset, it complains.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Main(ctx, args, DefaultEnv())
 }
 
 // eofReader is an empty standard input.

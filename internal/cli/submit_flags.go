@@ -153,17 +153,8 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 			return p, fmt.Errorf("--artifacts: empty path")
 		}
 	}
-	for _, s := range f.volumes {
-		v, err := parseVolume(s)
-		if err != nil {
-			return p, err
-		}
-		for _, w := range p.Volumes {
-			if w.Name == v.Name || w.MountPath == v.MountPath {
-				return p, fmt.Errorf("--volume %q: another --volume has the name %s or the mount %s", s, v.Name, v.MountPath)
-			}
-		}
-		p.Volumes = append(p.Volumes, v)
+	if p.Volumes, err = parseVolumes(f.volumes); err != nil {
+		return p, err
 	}
 	if changed("artifacts-interval") {
 		if f.artifactsEvery < 0 {

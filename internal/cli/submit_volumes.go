@@ -18,6 +18,24 @@ import (
 
 const volumeFlagHelp = `volume mounted in every replica: name=NAME,mount=PATH and either size=SIZE[,storageClass=CLASS][,retain] (a claim made for the job, deleted with it unless retain) or existing=CLAIM; add readOnly to mount it read-only; repeatable`
 
+// parseVolumes parses every --volume value; two may not share a name or a mount path.
+func parseVolumes(values []string) ([]tfv1.JobVolume, error) {
+	var vs []tfv1.JobVolume
+	for _, s := range values {
+		v, err := parseVolume(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range vs {
+			if w.Name == v.Name || w.MountPath == v.MountPath {
+				return nil, fmt.Errorf("--volume %q: another --volume has the name %s or the mount %s", s, v.Name, v.MountPath)
+			}
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
 // parseVolume parses one --volume value.
 func parseVolume(s string) (tfv1.JobVolume, error) {
 	var v tfv1.JobVolume

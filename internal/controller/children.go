@@ -66,17 +66,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		opts.HostPorts = ports
 	}
 	opts.tfConfigs = NewTFConfigs(job, opts.AddressOptions)
-	var missing []ReplicaKey
-	for _, rt := range typesToStart(job, o) {
-		rs := o.status.ReplicaStatuses[rt]
-		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
-		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
-			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(tfjob.PodName(job.Name, rt, i)) {
-				continue
-			}
-			missing = append(missing, ReplicaKey{rt, i})
-		}
-	}
+	missing := missingReplicas(job, o, taken)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -148,6 +138,23 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		r.event(job, corev1.EventTypeWarning, "PodCreationFailed", "%d pod(s) not created: %v", len(errs), errs[0])
 	}
 	return errors.Join(errs...)
+}
+
+// missingReplicas are the replicas of the types to start now that have no pod and have
+// not finished for good, except those whose pod name another job's pod still holds.
+func missingReplicas(job *tfv1.TFJob, o *observation, taken sets.Set[string]) []ReplicaKey {
+	var missing []ReplicaKey
+	for _, rt := range typesToStart(job, o) {
+		rs := o.status.ReplicaStatuses[rt]
+		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
+			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(tfjob.PodName(job.Name, rt, i)) {
+				continue
+			}
+			missing = append(missing, ReplicaKey{rt, i})
+		}
+	}
+	return missing
 }
 
 // deletePods deletes pods, expecting the cache to show each deletion before the job's

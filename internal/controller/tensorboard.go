@@ -44,20 +44,16 @@ type tensorBoardSource struct {
 // sourceOf picks the TensorBoard's source, as spec.tensorboard.logDir documents it.
 func sourceOf(job *tfv1.TFJob) tensorBoardSource {
 	logDir := job.Spec.TensorBoard.LogDir
-	switch {
-	case strings.HasPrefix(logDir, "s3://"):
+	if strings.HasPrefix(logDir, "s3://") {
 		return tensorBoardSource{s3: logDir, logDir: tensorBoardDir}
-	case logDir != "":
-		for i := range job.Spec.Volumes {
-			v := &job.Spec.Volumes[i]
-			if logDir == v.MountPath || strings.HasPrefix(logDir, strings.TrimSuffix(v.MountPath, "/")+"/") {
-				return tensorBoardSource{volume: v, logDir: logDir}
-			}
-		}
 	}
 	for i := range job.Spec.Volumes {
-		if v := &job.Spec.Volumes[i]; v.Name == "logs" && logDir == "" {
+		v := &job.Spec.Volumes[i]
+		switch {
+		case logDir == "" && v.Name == "logs":
 			return tensorBoardSource{volume: v, logDir: v.MountPath}
+		case logDir != "" && (logDir == v.MountPath || strings.HasPrefix(logDir, strings.TrimSuffix(v.MountPath, "/")+"/")):
+			return tensorBoardSource{volume: v, logDir: logDir}
 		}
 	}
 	return tensorBoardSource{s3: jobArtifactsPrefix(job), logDir: tensorBoardDir}

@@ -93,3 +93,16 @@ func (k Kubelet) WritePodStatus(t *testing.T, ns, name string, mutate func(*core
 		t.Fatalf("writing the status of pod %s: %v", name, err)
 	}
 }
+
+// Bind assigns a pod to a node, as the scheduler does.
+func (k Kubelet) Bind(t *testing.T, ns, pod, node string) {
+	t.Helper()
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}
+	if err := k.Client.SubResource("binding").Create(context.Background(), target, binding); err != nil {
+		t.Fatalf("binding pod %s to %s: %v", pod, node, err)
+	}
+}

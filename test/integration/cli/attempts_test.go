@@ -118,7 +118,7 @@ func TestLogsAndDescribeShowEveryAttempt(t *testing.T) {
 
 	// The pod restarted: --previous asks Kubernetes for the previous container's log
 	// first; with no kubelet to serve it, the copy in S3 is printed.
-	bind(t, f.ns, "retried-worker-0", "node-a")
+	kubelet().Bind(t, f.ns, "retried-worker-0", "node-a")
 	kubelet().SetRestarted(t, f.ns, "retried-worker-0", 1, 137)
 	r := f.mustSucceed("logs", "retried", "worker-0", "--previous")
 	if r.stdout != "[worker-0] step 1\n[worker-0] step 2\n[worker-0] Killed\n" || !strings.Contains(r.stderr, "worker-0: no live log (") {

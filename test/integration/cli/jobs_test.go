@@ -23,7 +23,7 @@ func TestListGetDescribe(t *testing.T) {
 	f.mustSucceed("submit", code, "--name", "mnist", "--image", "tf:2.16", "--ps", "1", "--workers", "2", "--artifacts", "model", "--", "python3", "train.py")
 	f.waitPods("mnist", "mnist-ps-0", "mnist-worker-0", "mnist-worker-1")
 	for i, pod := range []string{"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"} {
-		bind(t, f.ns, pod, []string{"node-a", "node-b", "node-c"}[i])
+		kubelet().Bind(t, f.ns, pod, []string{"node-a", "node-b", "node-c"}[i])
 	}
 	kubelet().SetRunning(t, f.ns, "mnist-ps-0", "mnist-worker-0")
 	kubelet().SetRestarted(t, f.ns, "mnist-worker-1", 1, 137)
@@ -142,7 +142,7 @@ func TestWait(t *testing.T) {
 	time.Sleep(time.Second) // the waits are polling
 	f.waitPods("waited", "waited-worker-0")
 	for _, pod := range []string{"ok-worker-0", "bad-worker-0", "waited-worker-0"} {
-		bind(t, f.ns, pod, "node-a")
+		kubelet().Bind(t, f.ns, pod, "node-a")
 	}
 	kubelet().SetExited(t, f.ns, "ok-worker-0", 0)
 	kubelet().SetExited(t, f.ns, "bad-worker-0", 3)

@@ -47,7 +47,7 @@ func TestLogsAndArtifactsOutliveThePods(t *testing.T) {
 	modelDirs := map[string]string{}
 	for _, name := range []string{"mnist-worker-0", "mnist-worker-1"} {
 		modelDirs[name] = runAgent(t, f.ns, pods[name])
-		bind(t, f.ns, name, "node-a")
+		kubelet().Bind(t, f.ns, name, "node-a")
 	}
 	// Worker 1 first: worker 0's success ends the job.
 	kubelet().SetExited(t, f.ns, "mnist-worker-1", 0)

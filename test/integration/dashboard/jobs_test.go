@@ -32,7 +32,7 @@ func TestListToJobPage(t *testing.T) {
 	}
 	// The list refreshes itself: pods placed and ready show up without a reload.
 	for i, pod := range []string{"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"} {
-		bind(t, ns, pod, []string{"node-a", "node-b", "node-c"}[i])
+		testutil.Kubelet{Client: k8sClient}.Bind(t, ns, pod, []string{"node-a", "node-b", "node-c"}[i])
 		setReady(t, ns, pod, int32(i/2), 137)
 	}
 	row := `tr.job[data-name="mnist"]`

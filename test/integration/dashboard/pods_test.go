@@ -43,18 +43,6 @@ func waitPods(t *testing.T, ns, job string, names ...string) {
 	})
 }
 
-// bind assigns a pod to a node, as the scheduler does.
-func bind(t *testing.T, ns, pod, node string) {
-	t.Helper()
-	err := clientset.CoreV1().Pods(ns).Bind(context.Background(), &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("binding pod %s to %s: %v", pod, node, err)
-	}
-}
-
 // setReady marks a pod Running and Ready, its container restarted restarts times
 // (the last run ended with lastExit).
 func setReady(t *testing.T, ns, pod string, restarts, lastExit int32) {
