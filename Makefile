@@ -26,6 +26,7 @@ STATICCHECK_VERSION := v0.8.2
 VERSITYGW_VERSION := v1.8.0
 COREDNS_VERSION := v1.14.7
 DISTRIBUTION_VERSION := v3.1.2
+KUEUE_VERSION := v0.19.2
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -35,6 +36,7 @@ STATICCHECK_STAMP := $(STAMP)/staticcheck-$(STATICCHECK_VERSION)
 VERSITYGW_STAMP := $(STAMP)/versitygw-$(VERSITYGW_VERSION)
 COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
+KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
@@ -44,7 +46,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -60,7 +62,7 @@ prerequisites: $(PREREQUISITES)
 
 .PHONY: tools versitygw coredns runc
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) runc)
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) runc)
 versitygw: $(VERSITYGW_STAMP)
 coredns: $(COREDNS_STAMP)
 
@@ -99,6 +101,16 @@ $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 $(DISTRIBUTION_STAMP): hack/tools/registry/go.mod
 	cd hack/tools/registry && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry github.com/distribution/distribution/v3/cmd/registry
 	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
+
+# Kueue admits, queues and preempts TFJobs in test/integration/kueue; its CRDs come from
+# its module, into bin/kueue-crds.
+$(KUEUE_STAMP): hack/tools/kueue/go.mod
+	cd hack/tools/kueue && go build -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
+		-o $(BIN)/kueue sigs.k8s.io/kueue/cmd/kueue
+	rm -rf $(BIN)/kueue-crds && mkdir -p $(BIN)/kueue-crds && \
+		cp "$$(cd hack/tools/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml $(BIN)/kueue-crds/ && \
+		chmod u+w $(BIN)/kueue-crds/*.yaml
+	mkdir -p $(STAMP) && rm -f $(STAMP)/kueue-* && touch $@
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)
