@@ -142,14 +142,15 @@ func (d *dashboardCluster) Jobs(ctx context.Context, namespace string) ([]dashbo
 	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing tfjobs: %w", err)
 	}
-	ready := d.readyPods(ctx, namespace)
+	pods := d.podsByJob(ctx, namespace)
 	now := time.Now()
 	rows := make([]dashboard.JobRow, 0, len(list.Items))
 	for i := range list.Items {
 		job := &list.Items[i]
 		row := dashboard.JobRow{
 			Namespace: job.Namespace, Name: job.Name, State: string(job.Status.State),
-			Ready: ready[job.Name], Created: job.CreationTimestamp.Time, Image: jobImage(job),
+			Ready: readyPods(pods[job.Name]), Created: job.CreationTimestamp.Time, Image: jobImage(job),
+			GPUsAllocated: tfjob.GPUsAllocated(pods[job.Name]), GPUsRequested: tfjob.GPUsRequested(job),
 		}
 		for _, rt := range tfv1.ReplicaTypes {
 			row.Desired += tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
@@ -166,21 +167,29 @@ func (d *dashboardCluster) Jobs(ctx context.Context, namespace string) ([]dashbo
 	return rows, nil
 }
 
-// readyPods counts, by job, the pods of a namespace that are ready or have
-// succeeded; none if the user may not list pods.
-func (d *dashboardCluster) readyPods(ctx context.Context, namespace string) map[string]int32 {
+// podsByJob groups the pods of a namespace by their job; none if the user may not
+// list pods.
+func (d *dashboardCluster) podsByJob(ctx context.Context, namespace string) map[string][]corev1.Pod {
 	pods := &corev1.PodList{}
 	if err := d.client.List(ctx, pods, client.InNamespace(namespace), client.HasLabels{tfv1.LabelJobName}); err != nil {
 		return nil
 	}
-	ready := map[string]int32{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || podReady(p) {
-			ready[p.Labels[tfv1.LabelJobName]]++
+	byJob := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		byJob[p.Labels[tfv1.LabelJobName]] = append(byJob[p.Labels[tfv1.LabelJobName]], p)
+	}
+	return byJob
+}
+
+// readyPods counts the pods that are ready or have succeeded.
+func readyPods(pods []corev1.Pod) int32 {
+	var n int32
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodSucceeded || podReady(&pods[i]) {
+			n++
 		}
 	}
-	return ready
+	return n
 }
 
 // podReady reports whether a pod's Ready condition is true.
@@ -206,14 +215,14 @@ func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*da
 	if err != nil {
 		return nil, err
 	}
-	page := &dashboard.JobPage{Job: job}
+	page := &dashboard.JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(pods), GPUsRequested: tfjob.GPUsRequested(job)}
 	for i := range pods {
 		p := &pods[i]
 		phase := podPhase(p)
 		restarts, exit := containerSummary(p)
 		page.Replicas = append(page.Replicas, dashboard.ReplicaRow{
 			Replica: replicaName(p), Pod: p.Name, Phase: phase, Node: p.Spec.NodeName,
-			Restarts: restarts, ExitCode: exit, Created: p.CreationTimestamp.Time,
+			Restarts: restarts, ExitCode: exit, Created: p.CreationTimestamp.Time, GPUs: tfjob.PodGPUs(&p.Spec),
 		})
 	}
 	for i := range events {

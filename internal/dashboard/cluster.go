@@ -66,7 +66,11 @@ type JobRow struct {
 	State           string
 	// Ready counts the job's pods that are ready or succeeded; Desired its replicas.
 	Ready, Desired int32
-	Created        time.Time
+	// GPUsAllocated counts the GPUs of the job's pods bound to a node and not finished
+	// (tfjob.GPUsAllocated); GPUsRequested those its replicas ask for
+	// (tfjob.GPUsRequested), the numbers tfk8s list shows too.
+	GPUsAllocated, GPUsRequested int64
+	Created                      time.Time
 	// Duration is from the start to completion, or to now while running; 0 if not
 	// started.
 	Duration time.Duration
@@ -78,6 +82,8 @@ type JobPage struct {
 	Job      *tfv1.TFJob
 	Replicas []ReplicaRow
 	Events   []EventRow
+	// GPUsAllocated and GPUsRequested count the job's GPUs as JobRow does.
+	GPUsAllocated, GPUsRequested int64
 	// TFConfig is the TF_CONFIG of the first replica, as tfk8s describe shows it.
 	TFConfig string
 	// YAML is the job as tfk8s get -o yaml prints it.
@@ -88,6 +94,8 @@ type JobPage struct {
 type ReplicaRow struct {
 	Replica, Pod, Phase, Node string
 	Restarts                  int32
+	// GPUs is what the pod asks for (tfjob.PodGPUs).
+	GPUs int64
 	// ExitCode is the last exit code and reason of the main container, "-" if none.
 	ExitCode string
 	Created  time.Time

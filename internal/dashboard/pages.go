@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,6 +149,14 @@ func (s *Server) showJobs(w http.ResponseWriter, r *http.Request, sess *session,
 		}
 	}
 	s.renderTemplate(w, http.StatusOK, "jobs", name, s.data(sess, ns, "Jobs in "+ns, d))
+}
+
+// gpus is a job's GPU column: allocated/requested, "-" for a job without GPUs.
+func gpus(allocated, requested int64) string {
+	if allocated == 0 && requested == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(allocated, 10) + "/" + strconv.FormatInt(requested, 10)
 }
 
 func (s *Server) data(sess *session, ns, title string, page any) pageData {

@@ -191,6 +191,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"deref": func(b *bool) bool { return b != nil && *b },
 		"size":  formatSize,
 		"list":  func(v ...string) []string { return v },
+		"gpus":  gpus,
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace"} {

@@ -66,7 +66,7 @@ func TestListToJobPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ps-0\tmnist-ps-0\tRunning\tnode-a\t0", "worker-0\tmnist-worker-0\tRunning\tnode-b\t0", "worker-1\tmnist-worker-1\tRunning\tnode-c\t1\t137 OOMKilled"} {
+	for _, want := range []string{"ps-0\tmnist-ps-0\tRunning\tnode-a\t0\t0", "worker-0\tmnist-worker-0\tRunning\tnode-b\t0\t0", "worker-1\tmnist-worker-1\tRunning\tnode-c\t0\t1\t137 OOMKilled"} {
 		if !strings.Contains(replicas, want) {
 			t.Errorf("the job page's replicas lack %q:\n%s", want, replicas)
 		}
