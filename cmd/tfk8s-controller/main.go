@@ -42,6 +42,7 @@ func main() {
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", `address serving Go profiles under /debug/pprof, e.g. "127.0.0.1:6060"; "0" turns them off`)
+	flag.BoolVar(&opts.FullCache, "cache-full-objects", false, "cache whole pods, Services and TFJobs rather than what the controller reads of them; costs memory, for measuring only")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

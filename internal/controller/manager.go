@@ -29,6 +29,9 @@ type ManagerOptions struct {
 	// SkipNameValidation lets one process start the controller more than once, as tests
 	// that restart it do.
 	SkipNameValidation bool
+	// FullCache caches whole objects, as the API server sends them, rather than what
+	// tfk8s reads of them: only to measure what stripping saves.
+	FullCache bool
 }
 
 // NewManager returns a manager running the TFJob controller against cfg.
@@ -40,7 +43,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	AddGangTypes(s)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  s,
-		Cache:                   CacheOptions(),
+		Cache:                   CacheOptions(opts.FullCache),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		PprofBindAddress:        opts.PprofBindAddress,

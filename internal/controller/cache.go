@@ -1,0 +1,120 @@
+package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// The controller's memory is its cache: with 5,000 jobs and their 20,000 pods, the
+// objects as the API server sends them (managed fields, admission's projected token
+// volumes and tolerations, every container's image, resources and environment) make
+// most of it. The cache keeps only what a reconcile reads; reading more means keeping
+// more here first (TestCacheKeepsWhatTheControllerReads lists it).
+
+// lastApplied is the annotation kubectl apply writes: a second copy of the object.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// CacheOptions make the manager's cache hold only what tfk8s reads: the pods,
+// Services and Deployments of TFJobs (by their job-name label), each stripped of what
+// no reconcile reads. With full, objects are cached whole, as they come from the API
+// server: only to measure what stripping saves.
+func CacheOptions(full bool) cache.Options {
+	hasJob, err := labels.NewRequirement(tfv1.LabelJobName, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	byJob := labels.NewSelector().Add(*hasJob)
+	opts := cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:     {Label: byJob},
+			&corev1.Service{}: {Label: byJob},
+			// A job's TensorBoard.
+			&appsv1.Deployment{}: {Label: byJob},
+		},
+	}
+	if full {
+		return opts
+	}
+	opts.DefaultTransform = stripMetadata
+	opts.ByObject[&corev1.Pod{}] = cache.ByObject{Label: byJob, Transform: stripPod}
+	// A Service is only looked up by name: is it there, and whose is it.
+	opts.ByObject[&corev1.Service{}] = cache.ByObject{Label: byJob, Transform: keepMetadataOnly}
+	opts.ByObject[&appsv1.Deployment{}] = cache.ByObject{Label: byJob, Transform: stripDeployment}
+	return opts
+}
+
+// stripMetadata drops the managed fields and kubectl's last applied configuration,
+// which tfk8s never reads, from a cached object (TFJobs, gang groups).
+func stripMetadata(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	if a := o.GetAnnotations(); a[lastApplied] != "" {
+		delete(a, lastApplied)
+		o.SetAnnotations(a)
+	}
+	return obj, nil
+}
+
+// keepMetadataOnly caches a Service as its metadata alone.
+func keepMetadataOnly(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	kept := &corev1.Service{TypeMeta: svc.TypeMeta, ObjectMeta: svc.ObjectMeta}
+	return stripMetadata(kept)
+}
+
+// stripDeployment caches a TensorBoard Deployment as its metadata and status: tfk8s
+// reads whether its replicas are ready.
+func stripDeployment(obj any) (any, error) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return obj, nil
+	}
+	kept := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Status: d.Status}
+	return stripMetadata(kept)
+}
+
+// stripPod caches a pod as what tfk8s reads of it: its metadata (labels, annotations,
+// owner, finalizers, deletion), the node it is bound to, its containers' names (to
+// find the TensorFlow container), and its status without addresses and images.
+func stripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	kept := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	kept.Spec.NodeName = pod.Spec.NodeName
+	kept.Spec.Containers = make([]corev1.Container, len(pod.Spec.Containers))
+	for i, c := range pod.Spec.Containers {
+		kept.Spec.Containers[i].Name = c.Name
+	}
+	kept.Status = corev1.PodStatus{
+		Phase:      pod.Status.Phase,
+		Reason:     pod.Status.Reason,
+		Message:    pod.Status.Message,
+		Conditions: pod.Status.Conditions,
+	}
+	if n := len(pod.Status.ContainerStatuses); n > 0 {
+		kept.Status.ContainerStatuses = make([]corev1.ContainerStatus, n)
+		for i, cs := range pod.Status.ContainerStatuses {
+			kept.Status.ContainerStatuses[i] = corev1.ContainerStatus{
+				Name:                 cs.Name,
+				State:                cs.State,
+				LastTerminationState: cs.LastTerminationState,
+				RestartCount:         cs.RestartCount,
+			}
+		}
+	}
+	return stripMetadata(kept)
+}

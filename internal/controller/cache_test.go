@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// asServed adds to a pod what the API server and the kubelet add and tfk8s never
+// reads: managed fields, kubectl's copy, the service account's token volume, images,
+// resources, environment, addresses.
+func asServed(pod *corev1.Pod) *corev1.Pod {
+	pod = pod.DeepCopy()
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "tfk8s-controller", Operation: metav1.ManagedFieldsOperationApply}}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[lastApplied] = `{"spec":{}}`
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644)}}})
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists}}
+	pod.Spec.SchedulerName = "default-scheduler"
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TF_CONFIG", Value: `{"cluster":{}}`})
+		c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "kube-api-access-x", MountPath: "/var/run/secrets"})
+	}
+	pod.Status.HostIP, pod.Status.PodIP = "10.0.0.1", "10.1.0.7"
+	pod.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		cs.Image, cs.ImageID, cs.ContainerID = "tensorflow/tensorflow:2.16.1", "sha256:0123", "containerd://abc"
+	}
+	return pod
+}
+
+// TestStripPod checks what the cache keeps of a pod: its metadata but managed fields
+// and kubectl's copy, the node, the containers' names, and the status tfk8s reads.
+func TestStripPod(t *testing.T) {
+	finished := metav1.NewTime(now.Add(-time.Second))
+	pod := worker(1).Phase(corev1.PodFailed).Reason("Evicted").ExitCode(137).RestartCount(2).
+		Condition(corev1.DisruptionTarget).Finalizer().Obj()
+	pod.Spec.NodeName = "node-1"
+	pod.Status.Message = "The node was low on resource: memory."
+	pod.Status.ContainerStatuses[0].State.Terminated.FinishedAt = finished
+
+	got, err := stripPod(asServed(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		ObjectMeta: *pod.ObjectMeta.DeepCopy(),
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "tensorflow"}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.",
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "tensorflow", RestartCount: 2, State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: finished}}}},
+		},
+	}
+	want.Annotations = map[string]string{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stripped pod (-want +got):\n%s", diff)
+	}
+}
+
+// TestStrippedPodsObserveTheSame checks that a reconcile decides the same on stripped
+// pods as on whole ones: the job's status, its failures and retries, and the message
+// of a scheduling timeout.
+func TestStrippedPodsObserveTheSame(t *testing.T) {
+	created := metav1.NewTime(now.Add(-time.Hour))
+	unbound := worker(3).Finalizer().Obj()
+	unbound.CreationTimestamp = created
+	unbound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}
+	pods := []*corev1.Pod{
+		worker(0).Phase(corev1.PodSucceeded).ExitCode(0).Finalizer().Obj(),
+		worker(1).Phase(corev1.PodFailed).ExitCode(137).RestartCount(1).Finalizer().Obj(),
+		worker(2).Phase(corev1.PodFailed).Reason("Evicted").ExitCode(1).Condition(corev1.DisruptionTarget).Finalizer().Obj(),
+		unbound,
+	}
+	for _, policy := range []tfv1.RestartPolicy{tfv1.RestartPolicyNever, tfv1.RestartPolicyExitCode, tfv1.RestartPolicyOnFailure} {
+		t.Run(string(policy), func(t *testing.T) {
+			job := testutil.MakeTFJob("j", "ml").Workers(4).Obj()
+			job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].RestartPolicy = policy
+			job.Spec.RunPolicy.SchedulingPolicy = &tfv1.SchedulingPolicy{ScheduleTimeoutSeconds: ptr.To[int32](60)}
+			var whole, stripped []*corev1.Pod
+			for _, p := range pods {
+				whole = append(whole, asServed(p))
+				s, err := stripPod(asServed(p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				stripped = append(stripped, s.(*corev1.Pod))
+			}
+			want := summarize(observe(job.DeepCopy(), whole, now))
+			if diff := cmp.Diff(want, summarize(observe(job.DeepCopy(), stripped, now))); diff != "" {
+				t.Errorf("observation on stripped pods (-whole +stripped):\n%s", diff)
+			}
+			wantMsg, _ := scheduleTimedOut(job, whole, now.Time)
+			gotMsg, _ := scheduleTimedOut(job, stripped, now.Time)
+			if wantMsg == "" || gotMsg != wantMsg {
+				t.Errorf("schedule timeout on stripped pods: %q, on whole pods: %q", gotMsg, wantMsg)
+			}
+		})
+	}
+}
+
+// TestStripOwnedObjects checks that Services keep their metadata alone and TensorBoard
+// Deployments their metadata and status, without managed fields.
+func TestStripOwnedObjects(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{ownerRef},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tfk8s-controller"}}}
+	kept := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{ownerRef}}
+	cases := []struct {
+		name      string
+		transform func(any) (any, error)
+		in, want  any
+	}{
+		{"service", keepMetadataOnly,
+			&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{ClusterIP: "None", Selector: map[string]string{"a": "b"}}},
+			&corev1.Service{ObjectMeta: kept}},
+		{"deployment", stripDeployment,
+			&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+			&appsv1.Deployment{ObjectMeta: kept, Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}},
+		{"tfjob", stripMetadata,
+			&tfv1.TFJob{ObjectMeta: meta},
+			&tfv1.TFJob{ObjectMeta: kept}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.transform(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("cached object (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
