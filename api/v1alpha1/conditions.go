@@ -49,6 +49,9 @@ const (
 	// ReasonGangScheduleTimeout: some pods of the job were not bound to a node within
 	// runPolicy.schedulingPolicy.scheduleTimeoutSeconds.
 	ReasonGangScheduleTimeout = "GangScheduleTimeout"
+	// ReasonDisrupted: a pod was preempted, evicted, drained or deleted before it was
+	// bound; it is re-created and not counted against runPolicy.backoffLimit.
+	ReasonDisrupted = "Disrupted"
 )
 
 // Annotations tfk8s puts on pods.
@@ -75,6 +78,8 @@ const (
 	MessageDeadlineExceeded = "TFJob ran longer than activeDeadlineSeconds (%ds)"
 	// MessageBackoffLimitExceeded: the restarts, backoffLimit; the last failure follows.
 	MessageBackoffLimitExceeded = "replicas restarted %d times, more than backoffLimit %d"
+	// MessageDisrupted: namespace, name, the pods disrupted.
+	MessageDisrupted = "TFJob %s/%s is re-creating %d disrupted pod(s) (preempted, evicted, drained or deleted before binding); disruptions do not count against backoffLimit"
 )
 
 // ControllerName is the value of runPolicy.managedBy that means tfk8s.

@@ -300,6 +300,7 @@ type RunPolicy struct {
 }
 
 // SchedulingPolicy asks that the job's pods be scheduled together or not at all.
+// +kubebuilder:validation:XValidation:rule="!has(self.onScheduleTimeout) || has(self.scheduleTimeoutSeconds)",fieldPath=".onScheduleTimeout",message="onScheduleTimeout needs scheduleTimeoutSeconds: it says what happens when that timeout passes"
 type SchedulingPolicy struct {
 	// Provider is the gang scheduler that places the job's pods all at once or not at
 	// all: "native" (Kubernetes' own scheduling.k8s.io PodGroup), "volcano" (Volcano's
@@ -327,7 +328,24 @@ type SchedulingPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+	// OnScheduleTimeout is what happens to a job whose pods were not all scheduled
+	// within scheduleTimeoutSeconds: Fail (the default) fails it for good; Suspend
+	// deletes its pods and sets runPolicy.suspend, so that the capacity it held goes to
+	// others and `tfk8s resume` tries again. Either way the condition (Failed or
+	// Suspended, reason GangScheduleTimeout) names the pods and the scheduler's reason.
+	// +kubebuilder:validation:Enum=Fail;Suspend
+	// +optional
+	OnScheduleTimeout ScheduleTimeoutAction `json:"onScheduleTimeout,omitempty"`
 }
+
+// ScheduleTimeoutAction is what tfk8s does with a job not scheduled in time.
+type ScheduleTimeoutAction string
+
+// The actions of schedulingPolicy.onScheduleTimeout.
+const (
+	ScheduleTimeoutFail    ScheduleTimeoutAction = "Fail"
+	ScheduleTimeoutSuspend ScheduleTimeoutAction = "Suspend"
+)
 
 // GangProvider names a gang scheduler.
 type GangProvider string
@@ -567,6 +585,12 @@ type ReplicaStatus struct {
 	// Restarts counts container restarts and pod re-creations.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
+	// Disruptions counts the pods re-created because something outside the program
+	// removed them: preemption, eviction, a node drained or lost, a gang scheduler, or a
+	// deletion before the pod was bound to a node. They are not in Restarts, and never
+	// count against runPolicy.backoffLimit.
+	// +optional
+	Disruptions int32 `json:"disruptions,omitempty"`
 	// RestartsOfGonePods is the part of Restarts that no live pod shows any more: pod
 	// re-creations, and the container restarts of pods since deleted.
 	// +optional

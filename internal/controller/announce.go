@@ -32,13 +32,17 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 		}
 	}
 	if became(tfv1.JobSuspended) {
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonSuspended, tfv1.MessageSuspended)
+		reason, msg := reasonOf(tfv1.JobSuspended)
+		r.event(job, corev1.EventTypeNormal, reason, "%s", msg)
+	}
+	for _, pod := range o.disrupted {
+		r.event(job, corev1.EventTypeWarning, tfv1.ReasonDisrupted, "%s", describeDisruption(pod))
 	}
 	if isConditionTrue(before, tfv1.JobSuspended) && !isConditionTrue(after, tfv1.JobSuspended) {
 		r.event(job, corev1.EventTypeNormal, tfv1.ReasonResumed, tfv1.MessageResumed)
 	}
-	if became(tfv1.JobRestarting) || (o.restarted > 0 && isConditionTrue(after, tfv1.JobRestarting)) {
-		_, msg := reasonOf(tfv1.JobRestarting)
+	if reason, msg := reasonOf(tfv1.JobRestarting); reason == tfv1.ReasonRestarting &&
+		(became(tfv1.JobRestarting) || (o.restarted > 0 && isConditionTrue(after, tfv1.JobRestarting))) {
 		r.event(job, corev1.EventTypeWarning, tfv1.ReasonRestarting, "%s", msg)
 		recordRestarts(job.Namespace, o.restarted)
 	}

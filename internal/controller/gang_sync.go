@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -57,19 +59,56 @@ func refuseGang(o *observation, msg string, now time.Time) {
 }
 
 // enforceScheduleTimeout fails a running job some of whose pods have waited for a node
-// longer than scheduleTimeoutSeconds: no gang scheduler gives up on a gang by itself
-// (the native one retries forever), and a job holding half its replicas blocks others.
-// It returns when to look again, or 0. (announce emits the event, from the written
-// status.)
+// longer than scheduleTimeoutSeconds, or suspends it under onScheduleTimeout: Suspend.
+// No gang scheduler gives up on a gang by itself (the native one retries forever), and
+// a job holding half its replicas blocks others. It returns when to look again, or 0.
+// (announce emits the event, from the written status; suspendOnScheduleTimeout sets
+// runPolicy.suspend.)
 func enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation, now metav1.Time) time.Duration {
 	if jobFinished(o.status) || jobSuspended(job) {
 		return 0
 	}
 	msg, wait := scheduleTimedOut(job, pods, now.Time)
-	if msg != "" {
+	switch {
+	case msg == "":
+		return wait
+	case suspendsOnScheduleTimeout(job):
+		msg += "; the job is suspended: `tfk8s resume` tries again"
+		setCondition(o.status, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonGangScheduleTimeout, msg, now)
+		setCondition(o.status, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonGangScheduleTimeout, msg, now)
+		o.status.StartTime = nil
+	default:
 		finish(o.status, tfv1.JobFailed, tfv1.ReasonGangScheduleTimeout, msg, now)
 	}
-	return wait
+	return 0
+}
+
+// suspendsOnScheduleTimeout reports whether the job asks to be suspended, not failed,
+// when it is not scheduled in time.
+func suspendsOnScheduleTimeout(job *tfv1.TFJob) bool {
+	sp := job.Spec.RunPolicy.SchedulingPolicy
+	return sp != nil && sp.OnScheduleTimeout == tfv1.ScheduleTimeoutSuspend
+}
+
+// +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs,verbs=patch
+
+// suspendOnScheduleTimeout sets runPolicy.suspend on a job that enforceScheduleTimeout
+// just suspended, so that its pods are deleted as for any suspension and `tfk8s resume`
+// (which clears the field) schedules it again. The job is updated in place, so the rest
+// of the reconcile acts on the suspension and writes status on the new version.
+func (r *TFJobReconciler) suspendOnScheduleTimeout(ctx context.Context, job *tfv1.TFJob, o *observation) error {
+	c := findCondition(o.status, tfv1.JobSuspended)
+	if jobSuspended(job) || c == nil || c.Status != metav1.ConditionTrue || c.Reason != tfv1.ReasonGangScheduleTimeout {
+		return nil
+	}
+	before := job.DeepCopy()
+	job.Spec.RunPolicy.Suspend = ptr.To(true)
+	if err := r.Patch(ctx, job, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("suspending the job after its schedule timeout: %w", err)
+	}
+	r.expectations.expectStatusWritten(job.UID, before.ResourceVersion)
+	log.FromContext(ctx).V(2).Info("Suspended: not scheduled within scheduleTimeoutSeconds")
+	return nil
 }
 
 // maxUnscheduledListed bounds the pods a timeout message names.

@@ -93,8 +93,12 @@ func TestPermanentFailure(t *testing.T) {
 		},
 		{
 			name: "a parameter server failed",
+			pods: []*corev1.Pod{testutil.MakePod("j", "ml", tfv1.ReplicaTypePS, 0).Phase(corev1.PodFailed).Reason("DeadlineExceeded").Finalizer().Obj()},
+			want: verdict{true, "ps 0 (pod j-ps-0) failed with exit code -1 (DeadlineExceeded)"},
+		},
+		{
+			name: "an evicted parameter server is a disruption, not a failure",
 			pods: []*corev1.Pod{testutil.MakePod("j", "ml", tfv1.ReplicaTypePS, 0).Phase(corev1.PodFailed).Reason("Evicted").Finalizer().Obj()},
-			want: verdict{true, "ps 0 (pod j-ps-0) failed with exit code -1 (Evicted)"},
 		},
 	}
 	for _, tc := range cases {

@@ -7,32 +7,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// Pod reasons the kubelet and the scheduler give a pod that was disrupted rather than
-// failed by its own program.
-var disruptionReasons = map[string]bool{
-	"Evicted":                  true,
-	"Preempting":               true,
-	"NodeLost":                 true,
-	"Shutdown":                 true,
-	"Terminated":               true,
-	"NodeShutdown":             true,
-	"UnexpectedAdmissionError": true,
-}
-
-// isDisruption reports whether a failed pod was disrupted (evicted, preempted, its node
-// lost or shut down) rather than failed by its program.
-func isDisruption(pod *corev1.Pod) bool {
-	if disruptionReasons[pod.Status.Reason] {
-		return true
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 // isRetryableExitCode reports whether an exit code calls for a retry under ExitCode:
 // 128 and above means the process was killed by a signal (137: SIGKILL, often the OOM
 // killer; 143: SIGTERM), which says nothing against the program; 1 to 127 are the

@@ -68,6 +68,8 @@ func TestIsDisruption(t *testing.T) {
 		},
 		{name: "deadline exceeded", pod: worker(0).Reason("DeadlineExceeded").Obj()},
 		{name: "program error", pod: worker(0).ExitCode(1).Obj()},
+		{name: "pending pod deleted before binding", pod: testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, 0).Deleting().Obj(), want: true},
+		{name: "running pod deleted", pod: testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, 0).Phase(corev1.PodRunning).Deleting().Obj()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

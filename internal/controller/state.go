@@ -90,6 +90,12 @@ func updateProgress(job *tfv1.TFJob, o *observation, now metav1.Time) {
 		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonRestarting, msg, now)
 		return
 	}
+	if len(o.disrupted) > 0 {
+		msg := fmt.Sprintf(tfv1.MessageDisrupted, job.Namespace, job.Name, len(o.disrupted))
+		setCondition(st, tfv1.JobRestarting, metav1.ConditionTrue, tfv1.ReasonDisrupted, msg, now)
+		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonDisrupted, msg, now)
+		return
+	}
 	if !allReplicasRunning(job, o, typesOf(job)) {
 		return
 	}

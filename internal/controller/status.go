@@ -31,6 +31,8 @@ type observation struct {
 	release []*corev1.Pod
 	// restarted counts the retryable failures counted by this observation.
 	restarted int32
+	// disrupted are the disrupted pods counted by this observation (disruption.go).
+	disrupted []*corev1.Pod
 	// failures are the permanent failures counted by this observation.
 	failures []typedFailure
 
@@ -59,6 +61,9 @@ const (
 	outcomeRetry
 	// outcomeFailed: failed for good.
 	outcomeFailed
+	// outcomeDisrupted: preempted, evicted, drained or deleted before binding; its
+	// replica is run again, and it counts as a disruption, not a restart.
+	outcomeDisrupted
 )
 
 // classify tells a pod's outcome under its replica's restart policy, with the failure
@@ -69,6 +74,12 @@ func classify(spec *tfv1.ReplicaSpec, pod *corev1.Pod, key ReplicaKey, suspended
 		return outcomeSucceeded, nil
 	case pod.DeletionTimestamp != nil && suspended:
 		return outcomeStopped, nil
+	case pod.Status.Phase == corev1.PodFailed && isDisruption(pod):
+		// Recorded as the replica's last failure, so that describe says what happened.
+		f := failureOf(pod, key, now)
+		return outcomeDisrupted, &f
+	case pod.DeletionTimestamp != nil && isDisruption(pod):
+		return outcomeDisrupted, nil
 	case pod.Status.Phase == corev1.PodFailed:
 		f := failureOf(pod, key, now)
 		if shouldRetry(spec.RestartPolicy, pod) {
@@ -161,10 +172,13 @@ func (o *observation) record(pod *corev1.Pod, key ReplicaKey, out outcome, failu
 		case outcomeFailed:
 			o.failed[key.Type].Insert(key.Index)
 			o.failures = append(o.failures, typedFailure{key.Type, failure})
+		case outcomeDisrupted:
+			rs.Disruptions++
+			o.disrupted = append(o.disrupted, pod)
 		}
 		o.recorded.Insert(pod.UID)
 	}
-	if out == outcomeRetry && !o.finished && pod.Status.Phase == corev1.PodFailed &&
+	if (out == outcomeRetry || out == outcomeDisrupted) && !o.finished && pod.Status.Phase == corev1.PodFailed &&
 		pod.DeletionTimestamp == nil && !o.failed[key.Type].Has(key.Index) {
 		o.retry = append(o.retry, pod)
 	}

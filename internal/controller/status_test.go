@@ -35,6 +35,7 @@ type observed struct {
 	Release      []string
 	Restarted    int32
 	Failures     []tfv1.ReplicaFailure
+	Disrupted    []string
 }
 
 func summarize(o *observation) observed {
@@ -56,6 +57,7 @@ func summarize(o *observation) observed {
 		Release:      names(o.release),
 		Restarted:    o.restarted,
 		Failures:     failures,
+		Disrupted:    names(o.disrupted),
 	}
 }
 
@@ -126,27 +128,49 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		{
-			name:   "ExitCode: a disruption is retried whatever the exit code",
+			name:   "ExitCode: a disruption is re-created whatever the exit code, and is no restart",
 			policy: tfv1.RestartPolicyExitCode,
 			pods:   []*corev1.Pod{worker(0).Phase(corev1.PodFailed).ExitCode(1).Condition(corev1.DisruptionTarget).Finalizer().Obj()},
 			want: observed{
-				Worker:       tfv1.ReplicaStatus{Restarts: 1, RestartsOfGonePods: 1, LastFailure: ptr.To(failure(0, 1, "Error"))},
+				Worker:       tfv1.ReplicaStatus{Disruptions: 1, LastFailure: ptr.To(failure(0, 1, "Error"))},
 				RecordedPods: []types.UID{"j-worker-0-uid"},
 				Retry:        []string{"j-worker-0"},
 				Release:      []string{"j-worker-0"},
-				Restarted:    1,
+				Disrupted:    []string{"j-worker-0"},
 			},
 		},
 		{
-			name:   "OnFailure: an evicted pod is re-created",
+			name:   "OnFailure: an evicted pod is re-created; only its container restarts count as restarts",
 			policy: tfv1.RestartPolicyOnFailure,
 			pods:   []*corev1.Pod{worker(1).Phase(corev1.PodFailed).Reason("Evicted").ExitCode(1).RestartCount(2).Finalizer().Obj()},
 			want: observed{
-				Worker:       tfv1.ReplicaStatus{Restarts: 3, RestartsOfGonePods: 3, LastFailure: ptr.To(failure(1, 1, "Evicted"))},
+				Worker:       tfv1.ReplicaStatus{Restarts: 2, RestartsOfGonePods: 2, Disruptions: 1, LastFailure: ptr.To(failure(1, 1, "Evicted"))},
 				RecordedPods: []types.UID{"j-worker-1-uid"},
 				Retry:        []string{"j-worker-1"},
 				Release:      []string{"j-worker-1"},
-				Restarted:    1,
+				Disrupted:    []string{"j-worker-1"},
+			},
+		},
+		{
+			name:   "Never: a running pod preempted (DisruptionTarget, deleting) is a disruption",
+			policy: tfv1.RestartPolicyNever,
+			pods:   []*corev1.Pod{worker(0).Phase(corev1.PodRunning).Condition(corev1.DisruptionTarget).Deleting().Finalizer().Obj()},
+			want: observed{
+				Worker:       tfv1.ReplicaStatus{Disruptions: 1},
+				RecordedPods: []types.UID{"j-worker-0-uid"},
+				Release:      []string{"j-worker-0"},
+				Disrupted:    []string{"j-worker-0"},
+			},
+		},
+		{
+			name:   "Never: a pending pod deleted before binding is a disruption",
+			policy: tfv1.RestartPolicyNever,
+			pods:   []*corev1.Pod{worker(0).Deleting().Finalizer().Obj()},
+			want: observed{
+				Worker:       tfv1.ReplicaStatus{Disruptions: 1},
+				RecordedPods: []types.UID{"j-worker-0-uid"},
+				Release:      []string{"j-worker-0"},
+				Disrupted:    []string{"j-worker-0"},
 			},
 		},
 		{

@@ -134,15 +134,22 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, r.releasePods(ctx, pods)
 	}
 
-	// 4. Count the outcomes of the pods that finished into a new status.
+	// 4. Count the outcomes of the pods that finished into a new status; a job in a
+	// Kueue queue waits, as if suspended, until Kueue admits it (kueue.go).
 	now := metav1.NewTime(r.clock.Now())
-	o := observe(job, pods, now)
+	o, err := r.observeWithKueue(ctx, job, pods, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// 5. Decide where the job stands: started, suspended, failed, succeeded, running,
 	// or failed because its pods were not scheduled in time.
 	var errs []error
 	requeue := updateConditions(job, o, now)
 	requeue = minPositive(requeue, enforceScheduleTimeout(job, pods, o, now))
+	if err := r.suspendOnScheduleTimeout(ctx, job, o); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// 6. Carry out the decision on the pods.
 	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
@@ -220,6 +227,11 @@ func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob
 	var due []*corev1.Pod
 	var next time.Duration
 	for _, pod := range o.retry {
+		if isDisruption(pod) {
+			// No failure of the program: no delay, and no failure in a row.
+			due = append(due, pod)
+			continue
+		}
 		n := failuresInARow(pod)
 		ok, left := retryDue(pod, r.RetryBackoff, now)
 		if hasFinalizer(pod) {

@@ -85,6 +85,16 @@ func makeGangJob(name, ns string, sp *tfv1.SchedulingPolicy) *tfv1.TFJob {
 	return job
 }
 
+// markUnschedulable writes the PodScheduled condition the scheduler gives a pod that
+// fits no node, with its verdict.
+func markUnschedulable(t *testing.T, ns, pod, verdict string) {
+	t.Helper()
+	kubelet.WritePodStatus(t, ns, pod, func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: verdict}}
+	})
+}
+
 // gangPodNames are the pods of a job made by makeGangJob.
 func gangPodNames(job string) []string {
 	return []string{job + "-ps-0", job + "-worker-0", job + "-worker-1"}
@@ -221,10 +231,7 @@ func TestGangScheduleTimeout(t *testing.T) {
 	}
 	waitPods(t, ns, job.Name, gangPodNames(job.Name)...)
 	const verdict = "0/1 nodes are available: 1 Insufficient cpu."
-	kubelet.WritePodStatus(t, ns, "stuck-worker-1", func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: verdict}}
-	})
+	markUnschedulable(t, ns, "stuck-worker-1", verdict)
 	job = waitCondition(t, ns, job.Name, tfv1.JobFailed)
 	c := findCondition(job, tfv1.JobFailed)
 	want := "3 of the job's pods were not scheduled within scheduleTimeoutSeconds (3s): " +
