@@ -58,6 +58,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	pod.Spec.Subdomain = job.Name
 	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
 	bindToGang(pod, job, gangProvider(job, opts.Gang.DefaultProvider), opts.Gang)
+	packGPUReplicas(job, &pod.Spec)
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" && pod.Spec.PriorityClassName == "" {
 		pod.Spec.PriorityClassName = sp.PriorityClass
 	}
