@@ -46,6 +46,7 @@ func run(args []string) int {
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated nameservers of ClusterFirst pods (default: none, pods use the host's resolv.conf)")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", node.DefaultClusterDomain, "cluster DNS domain")
 	fs.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu to advertise; pods get distinct indices in NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES")
+	fs.BoolVar(&opts.IPForward, "ip-forward", false, "forward what pods send off the bridge (to the pods of the host's other nodes, each on its own bridge); only the bridge's forwarding is turned on")
 	fs.IntVar(&opts.Port, "port", node.DefaultPort, "HTTPS port of the kubelet API (container logs)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "require kubelet API clients to present a certificate signed by this CA")
 	fs.StringVar(&opts.RuncPath, "runc", "runc", "runc binary")

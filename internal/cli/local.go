@@ -56,7 +56,15 @@ charts/tfk8s, or bin/kustomize build config/default applied server-side (make
 install-tools builds both), in namespace tfk8s-system, and waits until the
 controller's Deployment is available. The controller then runs as two pods (one
 leads) under its ServiceAccount, with the chart's RBAC only. local status shows
-them; local down stops them with the node.`,
+them; local down stops them with the node.
+
+With --nodes N, N tfk8s-nodes run, each its own Node with --gpus GPUs: the first as
+--node-name, --bridge and --pod-cidr say, node i (from 2) named NAME-i on bridge
+BRIDGE-i with the pod network of --pod-cidr's size after the one before (10.244.0.0/24,
+10.244.1.0/24, ...). The host forwards between their bridges, so pods reach each
+other across nodes; DNS and S3 listen on the first bridge, which every node's pods
+reach. A running cluster keeps its number of nodes: to change it, local down first
+(a later up with fewer nodes deletes the Nodes of the ones gone).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
@@ -74,7 +82,8 @@ them; local down stops them with the node.`,
 	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "pod network; DNS, S3 and the kubelet API listen on its first address (default "+localcluster.DefaultPodCIDR+")")
 	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
-	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu the node advertises")
+	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu each node advertises")
+	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each its own tfk8s-node, bridge and pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on 127.0.0.1 (default 5000)")
 	f.StringArrayVar(&opts.Images, "images", nil, "directory of OCI image layouts (or one layout) to push into the registry, besides the source tree's _out/images; repeatable")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -35,13 +34,30 @@ var allComponents = []string{compEtcd, compAPIServer, compControllerManager, com
 // which serve pods only; etcd last, under the API server.
 var stopOrder = []string{compNode, compController, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compRegistry, compEtcd}
 
+// stopOrderOf is stopOrder with every node of the cluster in the node's place.
+func stopOrderOf(opts Options) []string {
+	var order []string
+	for _, name := range stopOrder {
+		if name == compNode {
+			order = append(order, nodeComponents(opts)...)
+			continue
+		}
+		order = append(order, name)
+	}
+	return order
+}
+
 // controlPlaneComponents are the components package controlplane starts.
 var controlPlaneComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler}
 
-// component is one process of the cluster and the endpoints it listens on.
+// component is one process of the cluster, its binary in bin/ and the endpoints it
+// listens on.
 type component struct {
 	name      string
 	endpoints []endpoint
+	// binary is the program's name in bin/: name itself but for the nodes after
+	// the first, which run tfk8s-node too.
+	binary string
 }
 
 // components lists the cluster's components in the order Up starts them; Down stops
@@ -53,21 +69,25 @@ func components(opts Options) []component {
 	udp := func(a netip.Addr, port int) endpoint { return endpoint{"udp", netip.AddrPortFrom(a, uint16(port))} }
 	p := opts.Ports
 	cs := []component{
-		{compEtcd, []endpoint{tcp(lo, p.Etcd), tcp(lo, p.EtcdPeer)}},
-		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}},
-		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}},
-		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}},
-		{compRegistry, []endpoint{tcp(lo, p.Registry)}},
-		{compNode, []endpoint{tcp(br, p.Kubelet)}},
-		{compDNS, []endpoint{udp(br, p.DNS), tcp(br, p.DNS), tcp(lo, p.DNSReady)}},
-		{compS3, []endpoint{tcp(br, p.S3)}},
-		{compController, []endpoint{tcp(lo, p.ControllerMetrics), tcp(lo, p.ControllerHealth)}},
+		{compEtcd, []endpoint{tcp(lo, p.Etcd), tcp(lo, p.EtcdPeer)}, compEtcd},
+		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}, compAPIServer},
+		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}, compControllerManager},
+		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}, compScheduler},
+		{compRegistry, []endpoint{tcp(lo, p.Registry)}, compRegistry},
 	}
-	if opts.WithoutNode {
-		cs = slices.DeleteFunc(cs, func(c component) bool { return c.name == compNode })
+	if !opts.WithoutNode {
+		// Each node's kubelet API listens on its own bridge's address, all on one port.
+		for _, n := range clusterNodes(opts) {
+			nbr, _ := bridgeIP(n.podCIDR)
+			cs = append(cs, component{n.component, []endpoint{tcp(nbr, p.Kubelet)}, compNode})
+		}
 	}
-	if opts.Install != "" { // the controller runs as pods on the node
-		cs = slices.DeleteFunc(cs, func(c component) bool { return c.name == compController })
+	cs = append(cs,
+		component{compDNS, []endpoint{udp(br, p.DNS), tcp(br, p.DNS), tcp(lo, p.DNSReady)}, compDNS},
+		component{compS3, []endpoint{tcp(br, p.S3)}, compS3},
+	)
+	if opts.Install == "" { // else the controller runs as pods on the node
+		cs = append(cs, component{compController, []endpoint{tcp(lo, p.ControllerMetrics), tcp(lo, p.ControllerHealth)}, compController})
 	}
 	return cs
 }
@@ -82,15 +102,17 @@ func componentNamed(opts Options, name string) component {
 	panic("unknown component " + name)
 }
 
-// nodeArgs are tfk8s-node's flags.
-func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string {
+// nodeArgs are the flags of node n's tfk8s-node. Every node's pods resolve names
+// through the DNS server on the first node's bridge, which the host reaches from
+// every bridge.
+func nodeArgs(opts Options, n clusterNode, p paths, pki controlplane.KubeletClientPKI) []string {
 	br, _ := bridgeIP(opts.PodCIDR)
 	args := []string{
 		"--kubeconfig=" + p.kubeconfig,
-		"--node-name=" + opts.NodeName,
-		"--state-dir=" + p.nodeState,
-		"--pod-cidr=" + opts.PodCIDR,
-		"--bridge=" + opts.Bridge,
+		"--node-name=" + n.name,
+		"--state-dir=" + n.stateDir,
+		"--pod-cidr=" + n.podCIDR,
+		"--bridge=" + n.bridge,
 		"--cluster-dns=" + br.String(),
 		"--cluster-domain=" + opts.ClusterDomain,
 		"--port=" + strconv.Itoa(opts.Ports.Kubelet),
@@ -102,6 +124,14 @@ func nodeArgs(opts Options, p paths, pki controlplane.KubeletClientPKI) []string
 		"--allowed-host-paths=" + strings.Join(opts.AllowedHostPaths, ","),
 		// Every image is looked for in the cluster's registry first, then in its own.
 		"--registry-mirror=*=" + registryURL(opts),
+	}
+	if opts.Nodes > 1 {
+		// Pods reach the other nodes' pods through the host, bridge to bridge.
+		args = append(args, "--ip-forward")
+	}
+	if !n.first {
+		// One provisioner binds the cluster's claims; two would race for each.
+		args = append(args, "--local-provisioner=false")
 	}
 	if opts.ImageDir != "" {
 		args = append(args, "--image-dir="+opts.ImageDir)
@@ -119,14 +149,14 @@ func apiServerArgs(pki controlplane.KubeletClientPKI) []string {
 	return append(pki.APIServerArgs(), "--kubelet-preferred-address-types=InternalIP")
 }
 
-// nodeCleanupArgs are the flags of `tfk8s-node --cleanup` for the cluster's node.
-func nodeCleanupArgs(opts Options, p paths) []string {
+// nodeCleanupArgs are the flags of `tfk8s-node --cleanup` for node n.
+func nodeCleanupArgs(n clusterNode) []string {
 	return []string{
 		"--cleanup",
-		"--node-name=" + opts.NodeName,
-		"--state-dir=" + p.nodeState,
-		"--pod-cidr=" + opts.PodCIDR,
-		"--bridge=" + opts.Bridge,
+		"--node-name=" + n.name,
+		"--state-dir=" + n.stateDir,
+		"--pod-cidr=" + n.podCIDR,
+		"--bridge=" + n.bridge,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,24 +90,20 @@ func Down(ctx context.Context, opts Options) error {
 		return err
 	}
 	p := pathsIn(opts.Dir)
-	pods := podUIDs(p.nodeState)
-	var errs []error
+	nodes := clusterNodes(opts)
+	var pods []string
+	for _, n := range nodes {
+		pods = append(pods, podUIDs(n.stateDir)...)
+	}
+	errs := stopNodes(ctx, opts, p, nodes)
 	for _, name := range stopOrder {
-		proc := controlplane.FindDetached(p.run, name)
-		if proc == nil { // not running: a stale pid file may remain
-			errs = append(errs, controlplane.StopDetached(p.run, name, 0))
-			continue
-		}
-		grace := defaultStopGrace(name)
-		if name == compNode {
-			grace = nodeStopGrace(ctx, p.kubeconfig, opts.NodeName)
-		}
-		fmt.Fprintf(opts.Progress, "stopping %s (pid %d, up to %v)\n", name, proc.Pid(), grace)
-		if err := proc.Stop(grace); err != nil {
-			errs = append(errs, err)
+		if name != compNode { // stopped above
+			errs = append(errs, stopComponent(opts, p, name, defaultStopGrace(name)))
 		}
 	}
-	errs = append(errs, cleanUpNode(ctx, opts, p), deleteBridge(opts.Bridge))
+	for _, n := range nodes {
+		errs = append(errs, cleanUpNode(ctx, opts, n), deleteBridge(n.bridge))
+	}
 	if left := leftovers(opts, p, pods); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
@@ -117,22 +114,51 @@ func Down(ctx context.Context, opts Options) error {
 	return nil
 }
 
+// stopNodes stops every node at once, each within its pods' longest grace period.
+func stopNodes(ctx context.Context, opts Options, p paths, nodes []clusterNode) []error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		grace := defaultStopGrace(compNode)
+		if controlplane.FindDetached(p.run, n.component) != nil {
+			grace = nodeStopGrace(ctx, p.kubeconfig, n.name)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = stopComponent(opts, p, n.component, grace)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// stopComponent stops a component within grace, or removes its stale pid file.
+func stopComponent(opts Options, p paths, name string, grace time.Duration) error {
+	proc := controlplane.FindDetached(p.run, name)
+	if proc == nil { // not running: a stale pid file may remain
+		return controlplane.StopDetached(p.run, name, 0)
+	}
+	fmt.Fprintf(opts.Progress, "stopping %s (pid %d, up to %v)\n", name, proc.Pid(), grace)
+	return proc.Stop(grace)
+}
+
 // cleanUpNode runs `tfk8s-node --cleanup`, which removes what a node that did not stop
 // cleanly leaves: runc containers, mounts, network namespaces, veths, cgroups and the
 // bridge. It does nothing when neither the node's state nor its bridge is there.
-func cleanUpNode(ctx context.Context, opts Options, p paths) error {
+func cleanUpNode(ctx context.Context, opts Options, n clusterNode) error {
 	bin := filepath.Join(opts.BinDir, compNode)
 	if _, err := os.Stat(bin); err != nil || opts.BinDir == "" || opts.WithoutNode {
 		return nil // no node ran from here; the bridge goes with deleteBridge
 	}
-	if _, err := os.Stat(p.nodeState); err != nil && !linkExists(opts.Bridge) {
+	if _, err := os.Stat(n.stateDir); err != nil && !linkExists(n.bridge) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, nodeCleanupArgs(opts, p)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, nodeCleanupArgs(n)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("cleaning up the node: %w: %s", err, bytes.TrimSpace(out))
+		return fmt.Errorf("cleaning up node %s: %w: %s", n.name, err, bytes.TrimSpace(out))
 	}
 	return nil
 }
@@ -164,8 +190,10 @@ func leftovers(opts Options, p paths, pods []string) []string {
 			left = append(left, "veth "+vethName(uid))
 		}
 	}
-	if linkExists(opts.Bridge) {
-		left = append(left, "bridge "+opts.Bridge)
+	for _, n := range clusterNodes(opts) {
+		if linkExists(n.bridge) {
+			left = append(left, "bridge "+n.bridge)
+		}
 	}
 	mounts, err := node.MountsUnder(p.dir)
 	if err != nil {

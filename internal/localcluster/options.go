@@ -103,8 +103,14 @@ type Options struct {
 	Bridge string
 	// ClusterDomain is the cluster's DNS domain. Default: DefaultClusterDomain.
 	ClusterDomain string
-	// GPUs is how many nvidia.com/gpu the node advertises.
+	// GPUs is how many nvidia.com/gpu each node advertises.
 	GPUs int
+	// Nodes is how many tfk8s-nodes run, each its own Node, bridge and pod network:
+	// the first as NodeName, Bridge and PodCIDR say, node i (from 2) with "-i" added
+	// to the names and the network of PodCIDR's size after the one before. The host
+	// forwards between their bridges, so that pods reach each other across nodes.
+	// Default: 1.
+	Nodes int
 	// Ports are the components' ports; a zero field takes DefaultPorts' value.
 	Ports Ports
 	// AllowedHostPaths are the host directories pods' hostPath volumes may name
@@ -178,6 +184,7 @@ func (opts Options) withDefaults() (Options, error) {
 	opts.Bridge = cmp.Or(opts.Bridge, DefaultBridge)
 	opts.ClusterDomain = cmp.Or(opts.ClusterDomain, DefaultClusterDomain)
 	opts.Ports = opts.Ports.withDefaults()
+	opts.Nodes = cmp.Or(opts.Nodes, 1)
 	if opts.ImageDir == "" {
 		// Without a cache directory the node keeps its default, under its state.
 		opts.ImageDir = defaultImageDir()
@@ -200,6 +207,9 @@ func (opts Options) withDefaults() (Options, error) {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)
 	}
 	if _, err := bridgeIP(opts.PodCIDR); err != nil {
+		return opts, err
+	}
+	if err := checkNodes(opts); err != nil {
 		return opts, err
 	}
 	return opts, nil

@@ -25,7 +25,7 @@ func TestWithDefaults(t *testing.T) {
 				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config",
 				NodeName: DefaultNodeName, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge,
 				ClusterDomain: DefaultClusterDomain, Ports: DefaultPorts, Timeout: 2 * time.Minute,
-				ImageDir: "/cache/tfk8s/images",
+				ImageDir: "/cache/tfk8s/images", Nodes: 1,
 			},
 		},
 		{
@@ -38,7 +38,7 @@ func TestWithDefaults(t *testing.T) {
 				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config", NodeName: "n1", PodCIDR: "10.9.8.0/24",
 				Bridge: "br-test", ClusterDomain: "test.local", GPUs: 4, Timeout: time.Second,
 				Ports:    func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
-				ImageDir: "/cache/tfk8s/images",
+				ImageDir: "/cache/tfk8s/images", Nodes: 1,
 			},
 		},
 		{
@@ -48,7 +48,7 @@ func TestWithDefaults(t *testing.T) {
 				Dir: "/state", BinDir: "/bin", UserConfigFile: storage.DefaultConfigFile(),
 				NodeName: DefaultNodeName, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge,
 				ClusterDomain: DefaultClusterDomain, Ports: DefaultPorts, Timeout: 2 * time.Minute,
-				ImageDir: "/var/cache/images", HostImages: []string{"tfk8s.io/host"},
+				ImageDir: "/var/cache/images", HostImages: []string{"tfk8s.io/host"}, Nodes: 1,
 			},
 		},
 		{
@@ -70,6 +70,21 @@ func TestWithDefaults(t *testing.T) {
 			name:    "unknown install method",
 			opts:    Options{Dir: "/state", BinDir: "/bin", Install: "kubectl"},
 			wantErr: `--install "kubectl": want helm or kustomize`,
+		},
+		{
+			name:    "no node",
+			opts:    Options{Dir: "/state", BinDir: "/bin", Nodes: -1},
+			wantErr: "--nodes -1: want at least 1",
+		},
+		{
+			name:    "a second node's bridge name too long",
+			opts:    Options{Dir: "/state", BinDir: "/bin", Bridge: "tfk8s-e2e-abcd", Nodes: 2},
+			wantErr: `bridge name "tfk8s-e2e-abcd-2" of node 2 is longer than 15 characters`,
+		},
+		{
+			name:    "nodes' networks beyond IPv4",
+			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "255.255.254.0/24", Nodes: 3},
+			wantErr: "3 nodes need 3 networks of its size after it, beyond 255.255.255.255",
 		},
 		{
 			name:    "IPv6 CIDR",

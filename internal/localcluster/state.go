@@ -28,6 +28,7 @@ type settings struct {
 	Bridge        string `json:"bridge"`
 	ClusterDomain string `json:"clusterDomain"`
 	GPUs          int    `json:"gpus,omitempty"`
+	Nodes         int    `json:"nodes,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
 	Ports         Ports  `json:"ports"`
 	// ImageDir and HostImages are the node's: kept, so that a node restarted by a
@@ -47,6 +48,7 @@ func settingsOf(opts Options) settings {
 		Bridge:        opts.Bridge,
 		ClusterDomain: opts.ClusterDomain,
 		GPUs:          opts.GPUs,
+		Nodes:         opts.Nodes,
 		WithoutNode:   opts.WithoutNode,
 		Ports:         opts.Ports,
 		ImageDir:      opts.ImageDir,
@@ -77,7 +79,7 @@ func resolve(opts Options) (Options, error) {
 		return opts, err
 	}
 	if saved != nil {
-		if opts, err = mergeSettings(opts, *saved, anyRunning(opts.Dir)); err != nil {
+		if opts, err = mergeSettings(opts, *saved, anyRunning(opts.Dir, saved.Nodes)); err != nil {
 			return opts, err
 		}
 	}
@@ -92,6 +94,9 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	opts.Bridge = pick(&errs, "--bridge", opts.Bridge, saved.Bridge, running)
 	opts.ClusterDomain = pick(&errs, "--cluster-domain", opts.ClusterDomain, saved.ClusterDomain, running)
 	opts.GPUs = pick(&errs, "--gpus", opts.GPUs, saved.GPUs, running)
+	// A running cluster keeps its nodes: another count is refused, not applied, since
+	// the scheduler may have bound pods to the nodes that would go.
+	opts.Nodes = pick(&errs, "--nodes", opts.Nodes, cmp.Or(saved.Nodes, 1), running)
 	opts.WithoutNode = pick(&errs, "without a node", opts.WithoutNode, saved.WithoutNode, running)
 	opts.ImageDir = pick(&errs, "--image-dir", opts.ImageDir, saved.ImageDir, running)
 	opts.Install = pick(&errs, "--install", opts.Install, saved.Install, running)

@@ -16,7 +16,7 @@ import (
 func TestMergeSettings(t *testing.T) {
 	saved := settings{
 		NodeName: "n1", PodCIDR: "10.9.0.0/24", Bridge: "br9", ClusterDomain: "cluster.local",
-		GPUs: 2, Ports: DefaultPorts,
+		GPUs: 2, Nodes: 2, Ports: DefaultPorts,
 	}
 	savedWith := func(f func(*settings)) settings { s := saved; f(&s); return s }
 	tests := []struct {
@@ -68,6 +68,17 @@ func TestMergeSettings(t *testing.T) {
 			name: "the install method is kept",
 			opts: Options{Install: InstallKustomize},
 			want: savedWith(func(s *settings) { s.Install = InstallKustomize }),
+		},
+		{
+			name:    "another number of nodes while running is refused",
+			opts:    Options{Nodes: 3},
+			running: true,
+			wantErr: "--nodes is 2, not 3",
+		},
+		{
+			name: "another number of nodes when nothing runs",
+			opts: Options{Nodes: 1},
+			want: savedWith(func(s *settings) { s.Nodes = 1 }),
 		},
 		{
 			name:    "another port while running is refused",
@@ -134,7 +145,7 @@ func TestResolveUsesSavedSettings(t *testing.T) {
 	}
 	want := settings{NodeName: "mine", PodCIDR: "10.5.0.0/24", Bridge: "saved0", ClusterDomain: DefaultClusterDomain,
 		Ports:    func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
-		ImageDir: "/cache/tfk8s/images"}
+		ImageDir: "/cache/tfk8s/images", Nodes: 1} // saved before --nodes: one
 	if diff := cmp.Diff(want, settingsOf(got)); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -107,10 +108,15 @@ func statusOf(opts Options) *Status {
 	return s
 }
 
-// anyRunning reports whether a component of the cluster in dir runs.
-func anyRunning(dir string) bool {
+// anyRunning reports whether a component of the cluster in dir, of the given number
+// of nodes, runs.
+func anyRunning(dir string, nodes int) bool {
 	run := pathsIn(dir).run
-	for _, name := range allComponents {
+	names := slices.Clone(allComponents)
+	for i := 1; i < nodes; i++ {
+		names = append(names, compNode+nodeSuffix(i))
+	}
+	for _, name := range names {
 		if controlplane.FindDetached(run, name) != nil {
 			return true
 		}

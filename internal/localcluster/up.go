@@ -71,7 +71,7 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 		}
 	}()
 	for _, step := range []func(context.Context) error{
-		u.startControlPlane, u.startRegistry, u.startNode, u.startDNS, u.startS3, u.startController,
+		u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -160,9 +160,18 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
 }
 
-// startNode starts tfk8s-node and waits until its Node is Ready; without a node, it
-// creates the bridge instead.
-func (u *starter) startNode(ctx context.Context) error {
+// startNodes starts every node's tfk8s-node and waits until each Node is Ready;
+// without a node, it creates the bridge instead. The pod networks must not overlap
+// what the host routes elsewhere.
+func (u *starter) startNodes(ctx context.Context) error {
+	nodes := clusterNodes(u.opts)
+	routes, err := hostRoutes()
+	if err != nil {
+		return err
+	}
+	if err := checkPodCIDRsFree(nodes, routes); err != nil {
+		return err
+	}
 	if u.opts.WithoutNode {
 		created, err := ensureBridge(u.opts.Bridge, u.opts.PodCIDR)
 		if created {
@@ -171,29 +180,47 @@ func (u *starter) startNode(ctx context.Context) error {
 		u.networkReset, u.createdBridge = created, created
 		return err
 	}
-	proc, started, err := u.ensureRunning(compNode, nodeArgs(u.opts, u.paths, u.pki), nil, false)
-	if err != nil {
-		return err
-	}
-	// The node removes and re-creates the bridge when it starts.
-	u.networkReset = started
-	var since time.Time
-	if started {
-		since = time.Now().Truncate(time.Second)
-	}
 	c, err := client.New(u.cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
-	return u.waitReady(ctx, proc, "node "+u.opts.NodeName+" to be Ready", func(ctx context.Context) error {
+	// All start at once; then each is waited for.
+	procs := make([]*controlplane.Process, len(nodes))
+	since := make([]time.Time, len(nodes))
+	for i, n := range nodes {
+		proc, started, err := u.ensureRunning(n.component, nodeArgs(u.opts, n, u.paths, u.pki), nil, false)
+		if err != nil {
+			return err
+		}
+		if n.first {
+			// The node removes and re-creates the bridge DNS and S3 listen on.
+			u.networkReset = started
+		}
+		if started {
+			since[i] = time.Now().Truncate(time.Second)
+		}
+		procs[i] = proc
+	}
+	for i, n := range nodes {
+		if err := u.waitNodeReady(ctx, c, procs[i], n, since[i]); err != nil {
+			return err
+		}
+	}
+	return deleteStaleNodes(ctx, c, u.opts)
+}
+
+// waitNodeReady waits until node n is Ready since the given time, with its bridge
+// up.
+func (u *starter) waitNodeReady(ctx context.Context, c client.Client, proc *controlplane.Process, n clusterNode, since time.Time) error {
+	return u.waitReady(ctx, proc, "node "+n.name+" to be Ready", func(ctx context.Context) error {
 		node := &corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: u.opts.NodeName}, node); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
 			return err
 		}
 		if !nodeReady(node, since) {
 			return errors.New("not Ready")
 		}
-		return bridgeServes(u.opts.Bridge, u.opts.PodCIDR)
+		return bridgeServes(n.bridge, n.podCIDR)
 	})
 }
 
@@ -319,7 +346,8 @@ func (u *starter) ensureRunning(name string, args, env []string, restart bool) (
 	if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
 		return nil, false, err
 	}
-	proc, err := controlplane.StartDetached(name, filepath.Join(u.opts.BinDir, name), args, env, u.paths.run)
+	bin := filepath.Join(u.opts.BinDir, componentNamed(u.opts, name).binary)
+	proc, err := controlplane.StartDetached(name, bin, args, env, u.paths.run)
 	if err != nil {
 		return nil, false, err
 	}
@@ -355,7 +383,7 @@ func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, wha
 // stopStarted stops the components this call started, in stopOrder, and deletes the
 // bridge if it created it.
 func (u *starter) stopStarted() {
-	for _, name := range stopOrder {
+	for _, name := range stopOrderOf(u.opts) {
 		if slices.Contains(u.started, name) {
 			_ = controlplane.StopDetached(u.paths.run, name, defaultStopGrace(name))
 		}
@@ -420,8 +448,8 @@ func checkBinaries(opts Options) error {
 	}
 	var missing []string
 	for _, c := range components(opts) {
-		if _, err := os.Stat(filepath.Join(opts.BinDir, c.name)); err != nil {
-			missing = append(missing, c.name)
+		if _, err := os.Stat(filepath.Join(opts.BinDir, c.binary)); err != nil && !slices.Contains(missing, c.binary) {
+			missing = append(missing, c.binary)
 		}
 	}
 	if len(missing) > 0 {

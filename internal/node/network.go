@@ -23,6 +23,8 @@ const netnsDir = "/var/run/netns"
 type network struct {
 	bridge string
 	cidr   podCIDR
+	// forward turns on IPv4 forwarding of packets that arrive on the bridge.
+	forward bool
 }
 
 // netnsName is the name of a pod's network namespace under /var/run/netns.
@@ -75,6 +77,22 @@ func (n network) setUp() error {
 	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("bringing bridge %s up: %w", n.bridge, err)
+	}
+	if !n.forward {
+		return nil // the host's default, as for any new interface
+	}
+	return enableForwarding(n.bridge)
+}
+
+// enableForwarding turns on IPv4 forwarding of the packets that arrive on iface. The
+// kernel decides to forward by the interface a packet arrives on, so pods of one
+// bridge reach those of another bridge of the host (whose route is the other bridge's
+// own) when their bridge forwards, while net.ipv4.ip_forward and every other
+// interface stay as they are.
+func enableForwarding(iface string) error {
+	path := filepath.Join("/proc/sys/net/ipv4/conf", iface, "forwarding")
+	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("setting IPv4 forwarding of bridge %s: %w", iface, err)
 	}
 	return nil
 }

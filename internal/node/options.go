@@ -53,6 +53,11 @@ type Options struct {
 	ClusterDomain string
 	// GPUs is how many nvidia.com/gpu the node advertises.
 	GPUs int
+	// IPForward lets the host forward what the node's pods send to addresses off the
+	// bridge: the pods of the other nodes of a local cluster, each on its own bridge
+	// of the same host. Only the bridge's own forwarding is turned on, so that it goes
+	// with the bridge; the host's other interfaces keep theirs.
+	IPForward bool
 	// Port is the kubelet API's HTTPS port.
 	Port int
 	// ClientCAFile, when set, makes the kubelet API require client certificates signed
