@@ -25,6 +25,11 @@ const (
 	defaultDataPath = "/data"
 	// gpuResource is the extended resource of NVIDIA's device plugin.
 	gpuResource corev1.ResourceName = "nvidia.com/gpu"
+	// gpuProductLabel is the node label NVIDIA's GPU feature discovery sets to the
+	// model of the node's GPUs (e.g. NVIDIA-A100-SXM4-80GB); --gpu-type selects on it.
+	gpuProductLabel = "nvidia.com/gpu.product"
+	// spreadWeight is the weight of --spread-ps's preferred anti-affinity.
+	spreadWeight = 100
 )
 
 // jobParams are the parts of a TFJob that submit's flags set; a nil or empty field
@@ -40,6 +45,12 @@ type jobParams struct {
 	Chief, Evaluator *bool
 	// GPUs are limits of every replica but the parameter servers.
 	GPUs *int64
+	// GPUType, when set, is the GPU model (the node label nvidia.com/gpu.product) the
+	// replicas that ask for GPUs need.
+	GPUType string
+	// SpreadPS, when true, asks the scheduler to put the parameter servers on
+	// different nodes where it can.
+	SpreadPS bool
 	// CPU and Memory are requests and limits of every replica.
 	CPU, Memory *resource.Quantity
 	Env         []corev1.EnvVar
@@ -141,6 +152,9 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 		}
 	}
 	applyRunPolicy(job, p)
+	if err := applyPlacement(job, p); err != nil {
+		return nil, err
+	}
 	if job.Spec.Code != nil || job.Spec.Artifacts != nil {
 		for _, rt := range tfv1.ReplicaTypes {
 			if spec := specs[rt]; spec != nil && len(mainContainer(&spec.Template.Spec).Command) == 0 {
@@ -307,4 +321,51 @@ func setResumeFrom(job *tfv1.TFJob, earlier string) error {
 	}
 	a.ResumeFrom = storage.JobPrefix(dest.Dir(), job.Namespace, earlier).String()
 	return nil
+}
+
+// applyPlacement sets where the replicas may and should run: --gpu-type as a node
+// selector on every replica that asks for GPUs, and --spread-ps as a preferred
+// anti-affinity among the job's parameter servers, so that losing a node loses at most
+// one of them and their network traffic is shared by several nodes. (The controller
+// itself packs the GPU replicas together.)
+func applyPlacement(job *tfv1.TFJob, p jobParams) error {
+	if p.GPUType != "" {
+		selected := false
+		for _, rt := range tfv1.ReplicaTypes {
+			spec := job.Spec.TFReplicaSpecs[rt]
+			if spec == nil || tfjob.PodGPUs(&spec.Template.Spec) == 0 {
+				continue
+			}
+			if spec.Template.Spec.NodeSelector == nil {
+				spec.Template.Spec.NodeSelector = map[string]string{}
+			}
+			spec.Template.Spec.NodeSelector[gpuProductLabel] = p.GPUType
+			selected = true
+		}
+		if !selected {
+			return fmt.Errorf("--gpu-type %s: no replica asks for GPUs; add --gpus", p.GPUType)
+		}
+	}
+	if ps := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS]; p.SpreadPS && ps != nil {
+		spreadPS(job.Name, &ps.Template.Spec)
+	}
+	return nil
+}
+
+// spreadPS adds to a parameter server's pod a preferred anti-affinity to the job's
+// other parameter servers, by node.
+func spreadPS(job string, spec *corev1.PodSpec) {
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	anti := spec.Affinity.PodAntiAffinity
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: spreadWeight, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				tfv1.LabelJobName: job, tfv1.LabelReplicaType: tfjob.TaskType(tfv1.ReplicaTypePS)}},
+			TopologyKey: corev1.LabelHostname,
+		}})
 }

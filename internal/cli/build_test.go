@@ -201,3 +201,49 @@ func TestBuildJobErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildJobPlacement checks --gpu-type (a node selector on the replicas that ask for
+// GPUs, the parameter servers left free to run anywhere) and --spread-ps (a preferred
+// anti-affinity among the job's parameter servers, beside a manifest's own affinity).
+func TestBuildJobPlacement(t *testing.T) {
+	python := []string{"python3", "train.py"}
+	own := corev1.WeightedPodAffinityTerm{Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone"}}
+	base := tfJob("", "", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeWorker: replica(1, corev1.Container{Name: "tensorflow"}),
+		tfv1.ReplicaTypePS:     replica(2, corev1.Container{Name: "tensorflow"}),
+	})
+	base.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS].Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{own}}}
+	job, err := buildJob(base, jobParams{Name: "placed", Image: "tf", Command: python, Workers: ptr.To[int32](2),
+		Chief: ptr.To(true), GPUs: ptr.To[int64](1), GPUType: "NVIDIA-A100-SXM4-80GB", SpreadPS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type placement struct {
+		NodeSelector map[string]string
+		Affinity     *corev1.Affinity
+	}
+	got := map[tfv1.ReplicaType]placement{}
+	for rt, spec := range job.Spec.TFReplicaSpecs {
+		got[rt] = placement{spec.Template.Spec.NodeSelector, spec.Template.Spec.Affinity}
+	}
+	gpu := placement{NodeSelector: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}
+	spread := corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tfk8s.io/job-name": "placed", "tfk8s.io/replica-type": "ps"}},
+		TopologyKey:   "kubernetes.io/hostname",
+	}}
+	want := map[tfv1.ReplicaType]placement{
+		tfv1.ReplicaTypeChief:  gpu,
+		tfv1.ReplicaTypeWorker: gpu,
+		tfv1.ReplicaTypePS: {Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{own, spread}}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placement by replica type (-want +got):\n%s", diff)
+	}
+
+	_, err = buildJob(nil, jobParams{Name: "a", Image: "tf", Command: python, GPUType: "T4"})
+	if want := "--gpu-type T4: no replica asks for GPUs; add --gpus"; err == nil || err.Error() != want {
+		t.Errorf("buildJob with --gpu-type and no GPUs: error %v, want %q", err, want)
+	}
+}

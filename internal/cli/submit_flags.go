@@ -22,6 +22,8 @@ type submitFlags struct {
 	chief           bool
 	evaluator       bool
 	gpus            int64
+	gpuType         string
+	spreadPS        bool
 	cpu, memory     string
 	data            string
 	artifacts       []string
@@ -47,6 +49,8 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.chief, "chief", false, "add a chief")
 	fs.BoolVar(&f.evaluator, "evaluator", false, "add an evaluator")
 	fs.Int64Var(&f.gpus, "gpus", 0, "GPUs (nvidia.com/gpu) of every replica but the parameter servers")
+	fs.StringVar(&f.gpuType, "gpu-type", "", "GPU model the replicas with GPUs need: a node selector on the label nvidia.com/gpu.product that NVIDIA's GPU feature discovery sets, e.g. NVIDIA-A100-SXM4-80GB")
+	fs.BoolVar(&f.spreadPS, "spread-ps", false, "ask the scheduler to put the parameter servers on different nodes where it can")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU request and limit of every replica, e.g. 2 or 500m")
 	fs.StringVar(&f.memory, "memory", "", "memory request and limit of every replica, e.g. 4Gi")
 	fs.StringVar(&f.data, "data", "", "data set: a local directory (uploaded, content-addressed) or an s3:// prefix, copied to "+defaultDataPath)
@@ -117,11 +121,8 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 	if f.file == "" && *p.Workers == 0 && !f.chief {
 		return p, fmt.Errorf("--workers 0 needs --chief: a job needs a chief or at least one worker")
 	}
-	if changed("gpus") {
-		if f.gpus < 0 {
-			return p, fmt.Errorf("--gpus %d: must not be negative", f.gpus)
-		}
-		p.GPUs = &f.gpus
+	if err := f.gpuParams(&p, changed); err != nil {
+		return p, err
 	}
 	var err error
 	if p.CPU, err = parseQuantity("--cpu", f.cpu); err != nil {
@@ -172,6 +173,23 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 		p.ResumeFrom = f.resumeFrom
 	}
 	return p, f.policy.apply(&p, changed, f.file == "")
+}
+
+// gpuParams sets the GPUs and the placement flags: --gpus, --gpu-type, --spread-ps.
+func (f *submitFlags) gpuParams(p *jobParams, changed func(string) bool) error {
+	if changed("gpus") {
+		if f.gpus < 0 {
+			return fmt.Errorf("--gpus %d: must not be negative", f.gpus)
+		}
+		p.GPUs = &f.gpus
+	}
+	if f.gpuType != "" {
+		if errs := validation.IsValidLabelValue(f.gpuType); len(errs) > 0 {
+			return fmt.Errorf("--gpu-type %q: not a node label value: %s", f.gpuType, strings.Join(errs, "; "))
+		}
+	}
+	p.GPUType, p.SpreadPS = f.gpuType, f.spreadPS
+	return nil
 }
 
 // parseQuantity parses a positive resource quantity given as flag; "" is unset.

@@ -89,6 +89,7 @@ func TestSubmitFlagErrors(t *testing.T) {
 		{[]string{"--ps", "-1"}, `--ps -1: must not be negative`},
 		{[]string{"--workers", "-2"}, `--workers -2: must not be negative`},
 		{[]string{"--gpus", "-1"}, `--gpus -1: must not be negative`},
+		{[]string{"--gpus", "1", "--gpu-type", "A100 80GB"}, `--gpu-type "A100 80GB": not a node label value: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
 		{[]string{"--workers", "0"}, `--workers 0 needs --chief: a job needs a chief or at least one worker`},
 		{[]string{"--env", "NOVALUE"}, `--env "NOVALUE": want NAME=VALUE`},
 		{[]string{"--env", "=x"}, `--env "=x": want NAME=VALUE`},
