@@ -49,6 +49,7 @@ func TestInstallHelm(t *testing.T) {
 	t.Run("controller memory at idle", func(t *testing.T) { logControllerMemory(ctx, t, c) })
 	t.Run("another replica takes over from a killed leader", func(t *testing.T) { checkFailover(ctx, t, c) })
 	t.Run("no forbidden after the failover", func(t *testing.T) { checkNoForbidden(ctx, t, c) })
+	t.Run("in-cluster dashboard shows a user only their namespace", func(t *testing.T) { checkInstalledDashboard(ctx, t, c, opts) })
 	t.Run("helm uninstall leaves only the CRD", func(t *testing.T) { checkHelmUninstall(ctx, t, c, opts) })
 }
 
