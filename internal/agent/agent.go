@@ -181,7 +181,12 @@ func (s *session) runCommand() int {
 		dir = s.cfg.CodePath
 	}
 	s.log.Printf("starting %q in %s", s.cfg.Command, displayDir(dir))
-	env := commandEnv(os.Environ(), s.cfg.ExposeStorageCredentials)
+	env, err := withTFConfig(commandEnv(os.Environ(), s.cfg.ExposeStorageCredentials), s.cfg.Replica)
+	if err != nil {
+		s.log.Printf("%v", err)
+		s.endEarly(ExitUsage, failureReasons[ExitUsage], err.Error())
+		return ExitUsage
+	}
 	c, err := startCommand(s.reaper, s.cfg.Command, dir, env, s.stdout, s.stderr)
 	if err != nil {
 		code := exitFor(err, s.log)

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -41,4 +43,35 @@ func commandEnv(environ []string, expose bool) []string {
 // TFK8S_S3_ setting.
 func isStorageEnv(name string) bool {
 	return slices.Contains(storageEnv, name) || strings.HasPrefix(name, "TFK8S_S3_")
+}
+
+// withTFConfig gives the command its TF_CONFIG when the pod carries the job's cluster
+// (tfconfig.EnvCluster) in its place, as a large job's pods do: composed from the
+// cluster and the replica this is, the same bytes the controller would have written.
+// The cluster variable itself is the agent's, not the command's.
+func withTFConfig(environ []string, replica string) ([]string, error) {
+	i := slices.IndexFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, tfconfig.EnvCluster+"=") })
+	if i < 0 {
+		return environ, nil
+	}
+	cluster, err := tfconfig.Decode(strings.TrimPrefix(environ[i], tfconfig.EnvCluster+"="))
+	if err != nil {
+		return nil, fmt.Errorf("composing TF_CONFIG: %w", err)
+	}
+	rt, index, err := tfconfig.ParseReplica(replica)
+	if err != nil {
+		return nil, fmt.Errorf("composing TF_CONFIG: %s: %w", tfjob.EnvReplica, err)
+	}
+	value, err := cluster.For(rt, index)
+	if err != nil {
+		return nil, fmt.Errorf("composing TF_CONFIG: %w", err)
+	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name == tfconfig.EnvCluster || name == tfjob.EnvTFConfig
+	})
+	if value != "" {
+		out = append(out, tfjob.EnvTFConfig+"="+value)
+	}
+	return out, nil
 }

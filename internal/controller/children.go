@@ -70,6 +70,10 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	if len(missing) == 0 {
 		return nil
 	}
+	if msg := opts.tfConfigs.Refusal(tfjob.UsesStorage(job)); msg != "" {
+		finish(o.status, tfv1.JobFailed, ReasonTFConfigTooLarge, msg, metav1.NewTime(r.clock.Now()))
+		return nil
+	}
 	if len(job.Spec.Volumes) > 0 {
 		invalid, err := r.ensureClaims(ctx, job)
 		if err != nil {

@@ -80,12 +80,12 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	if tfConfigs == nil {
 		tfConfigs = NewTFConfigs(job, opts.AddressOptions)
 	}
-	tfConfig, err := tfConfigs.For(rt, index)
+	tfConfig, ok, err := tfConfigs.Env(rt, index, tfjob.UsesStorage(job))
 	if err != nil {
 		return nil, err
 	}
-	if tfConfig != "" {
-		tfjob.SetEnv(c, corev1.EnvVar{Name: tfjob.EnvTFConfig, Value: tfConfig})
+	if ok {
+		setTFConfigEnv(c, tfConfig)
 	}
 	addJobVolumes(job, &pod.Spec)
 	if tfjob.UsesStorage(job) {

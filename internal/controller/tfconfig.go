@@ -1,12 +1,14 @@
 package controller
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -42,8 +44,24 @@ type ReplicaKey struct {
 	Index int32
 }
 
-// taskType is the TF_CONFIG task type of a replica type: its name in lower case, which is
-// what TensorFlow expects ("master" is the legacy chief of TensorFlow's Estimator).
+// How much of the cluster a pod carries. TF_CONFIG grows with the job (47 bytes an
+// address), and every pod carries it: O(n²) bytes per job.
+const (
+	// InlineTFConfigLimit is the largest TF_CONFIG written into a pod that runs without
+	// the agent: 2,600 to 4,000 replicas (33 to 50 bytes an address, as the job's and
+	// namespace's names are long). A larger job without the agent fails: its pods
+	// together would hold 350 MB and more of etcd.
+	InlineTFConfigLimit = 128 << 10
+	// compactTFConfigAbove is the size of TF_CONFIG beyond which a pod run by the agent
+	// carries the constant-size tfconfig.Cluster instead (170 to 250 replicas), for the
+	// agent to compose TF_CONFIG from. Smaller jobs' pods keep TF_CONFIG itself, which
+	// kubectl, tfk8s describe and the dashboard show.
+	compactTFConfigAbove = 8 << 10
+)
+
+// ReasonTFConfigTooLarge is the reason a job fails when its TF_CONFIG would exceed
+// InlineTFConfigLimit in pods without the agent.
+const ReasonTFConfigTooLarge = "TFConfigTooLarge"
 
 // GenTFConfig returns the TF_CONFIG of one replica of job, or "" when the job has a single
 // replica in all: a single-node job runs TensorFlow locally, without a cluster.
@@ -54,92 +72,107 @@ func GenTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts Address
 	return NewTFConfigs(job, opts).For(rt, index)
 }
 
-// TFConfigs builds the TF_CONFIG of every replica of one job. The cluster, the same for
-// all replicas and as long as the job is large, is encoded once: a 1000-worker job's
-// pods together carry 47 MB of it (47 KB each).
+// TFConfigs builds the TF_CONFIG of every replica of one job, or the constant-size
+// cluster its pods carry instead. The cluster, the same for all replicas and as long as
+// the job is large, is encoded once.
 type TFConfigs struct {
-	job  *tfv1.TFJob
-	opts AddressOptions
-	// cluster is the encoded cluster, or "" for a single-replica job.
-	cluster string
+	cluster *tfconfig.Cluster
+	// tasks is the encoded "cluster" of TF_CONFIG, or "" for a single-replica job.
+	tasks string
+	// compact is cluster encoded for tfconfig.EnvCluster, when TF_CONFIG is larger
+	// than compactTFConfigAbove.
+	compact string
 	err     error
 }
 
 // NewTFConfigs prepares the TF_CONFIGs of job's replicas.
 func NewTFConfigs(job *tfv1.TFJob, opts AddressOptions) *TFConfigs {
-	t := &TFConfigs{job: job, opts: opts}
-	if totalReplicas(job) > 1 {
-		t.cluster, t.err = t.encodeCluster(nil)
+	t := &TFConfigs{cluster: jobCluster(job, opts)}
+	if t.cluster.Total() > 1 {
+		t.tasks, t.err = t.cluster.EncodeTasks(nil, 0)
+	}
+	if t.err == nil && len(t.tasks) > compactTFConfigAbove {
+		t.compact, t.err = t.cluster.Encode()
 	}
 	return t
 }
 
 // For returns the TF_CONFIG of one replica, as GenTFConfig does.
 func (t *TFConfigs) For(rt tfv1.ReplicaType, index int32) (string, error) {
-	if t.err != nil || t.cluster == "" {
+	if t.err != nil || t.tasks == "" {
 		return "", t.err
 	}
-	cluster := t.cluster
-	if t.job.Spec.EnableDynamicWorker && rt == tfv1.ReplicaTypeWorker {
-		// A dynamic worker knows only itself among the workers.
-		var err error
-		if cluster, err = t.encodeCluster(&ReplicaKey{rt, index}); err != nil {
-			return "", err
-		}
+	if t.cluster.DynamicWorker && rt == tfv1.ReplicaTypeWorker {
+		return t.cluster.For(rt, index)
 	}
-	task, err := json.Marshal(TFTask{Type: tfjob.TaskType(rt), Index: index})
-	if err != nil {
-		return "", fmt.Errorf("encoding TF_CONFIG: %w", err)
-	}
-	// The bytes json.Marshal(TFConfig{...}) gives, without encoding the cluster again.
-	var b strings.Builder
-	b.Grow(len(cluster) + len(task) + 64)
-	b.WriteString(`{"cluster":`)
-	b.WriteString(cluster)
-	b.WriteString(`,"task":`)
-	b.Write(task)
-	b.WriteString(`,"environment":"cloud"}`)
-	return b.String(), nil
+	return tfconfig.Splice(t.tasks, rt, index), nil
 }
 
-// encodeCluster encodes the cluster; with self, a dynamic worker's view of it, where
-// "worker" holds self alone, keyed by its index.
-func (t *TFConfigs) encodeCluster(self *ReplicaKey) (string, error) {
-	cluster := map[string]any{}
+// setTFConfigEnv gives c its TF_CONFIG, or the cluster the agent composes it from, in
+// place of any the template set.
+func setTFConfigEnv(c *corev1.Container, env corev1.EnvVar) {
+	if env.Name != tfjob.EnvTFConfig {
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == tfjob.EnvTFConfig })
+	}
+	tfjob.SetEnv(c, env)
+}
+
+// Env is the variable that gives one replica its TF_CONFIG: TF_CONFIG itself, or, in a
+// large job's pod run by the agent, tfconfig.EnvCluster. ok is false for a
+// single-replica job, which has no TF_CONFIG.
+func (t *TFConfigs) Env(rt tfv1.ReplicaType, index int32, agent bool) (env corev1.EnvVar, ok bool, err error) {
+	if t.err != nil || t.tasks == "" {
+		return corev1.EnvVar{}, false, t.err
+	}
+	if agent && t.compact != "" {
+		return corev1.EnvVar{Name: tfconfig.EnvCluster, Value: t.compact}, true, nil
+	}
+	if msg := t.Refusal(agent); msg != "" {
+		return corev1.EnvVar{}, false, errors.New(msg)
+	}
+	value, err := t.For(rt, index)
+	return corev1.EnvVar{Name: tfjob.EnvTFConfig, Value: value}, err == nil, err
+}
+
+// Refusal says why the job's pods cannot carry their TF_CONFIG: without the agent, it
+// would exceed InlineTFConfigLimit. "" when they can.
+func (t *TFConfigs) Refusal(agent bool) string {
+	if agent || len(t.tasks) <= InlineTFConfigLimit {
+		return ""
+	}
+	return fmt.Sprintf("the TF_CONFIG of each of the job's %d replicas would hold %d KiB of addresses, over the %d KiB "+
+		"a pod run without the tfk8s agent may carry; run the job under the agent (set spec.code, spec.data or "+
+		"spec.artifacts): its pods carry a constant-size description of the cluster and the agent composes TF_CONFIG",
+		t.cluster.Total(), len(t.tasks)>>10, InlineTFConfigLimit>>10)
+}
+
+// jobCluster is what job's TF_CONFIG is a function of.
+func jobCluster(job *tfv1.TFJob, opts AddressOptions) *tfconfig.Cluster {
+	c := &tfconfig.Cluster{
+		Job:           job.Name,
+		Namespace:     job.Namespace,
+		Domain:        opts.ClusterDomain,
+		DynamicWorker: job.Spec.EnableDynamicWorker,
+	}
 	for _, rt := range tfv1.ReplicaTypes {
-		spec := t.job.Spec.TFReplicaSpecs[rt]
-		if spec == nil || rt == tfv1.ReplicaTypeEvaluator || tfjob.Replicas(spec) == 0 {
+		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
+		if n <= 0 {
 			continue
 		}
-		if self != nil && rt == self.Type {
-			cluster[tfjob.TaskType(rt)] = map[string]string{strconv.Itoa(int(self.Index)): replicaAddress(t.job, rt, self.Index, t.opts)}
-			continue
+		r := tfconfig.Replicas{Type: rt, Count: n, Port: replicaPort(job, rt)}
+		if len(opts.HostPorts) > 0 {
+			ports := make([]int32, n)
+			for i := range ports {
+				ports[i] = r.Port
+				if p, ok := opts.HostPorts[ReplicaKey{rt, int32(i)}]; ok {
+					ports[i] = p
+				}
+			}
+			r.HostPorts = tfconfig.PortRuns(ports)
 		}
-		addrs := make([]string, tfjob.Replicas(spec))
-		for i := range addrs {
-			addrs[i] = replicaAddress(t.job, rt, int32(i), t.opts)
-		}
-		cluster[tfjob.TaskType(rt)] = addrs
+		c.Replicas = append(c.Replicas, r)
 	}
-	data, err := json.Marshal(cluster)
-	if err != nil {
-		return "", fmt.Errorf("encoding TF_CONFIG: %w", err)
-	}
-	return string(data), nil
-}
-
-// replicaAddress is host:port of a replica: its stable DNS name under the job's headless
-// Service, and the replica's port.
-func replicaAddress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) string {
-	port := replicaPort(job, rt)
-	if p, ok := opts.HostPorts[ReplicaKey{rt, index}]; ok {
-		port = p
-	}
-	addr := tfjob.PodName(job.Name, rt, index) + "." + job.Name + "." + job.Namespace + ".svc"
-	if opts.ClusterDomain != "" {
-		addr += "." + opts.ClusterDomain
-	}
-	return addr + ":" + strconv.Itoa(int(port))
+	return c
 }
 
 // replicaPort is the container port named tfjob-port of the replica type's TensorFlow
