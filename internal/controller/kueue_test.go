@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+func TestKueueHold(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
+	}
+	admission := &workloadAdmission{ClusterQueue: "cq"}
+	tests := []struct {
+		name       string
+		st         workloadStatus
+		wantReason string
+		wantMsg    string
+	}{
+		{
+			name:       "new Workload",
+			wantReason: ReasonQueued,
+			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q",
+		},
+		{
+			name: "no quota left",
+			st: workloadStatus{Conditions: []metav1.Condition{
+				cond(wlQuotaReserved, metav1.ConditionFalse, "Pending", "insufficient unused quota for cpu in flavor f, 2 more needed"),
+			}},
+			wantReason: ReasonQueued,
+			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q: insufficient unused quota for cpu in flavor f, 2 more needed",
+		},
+		{
+			name: "admitted",
+			st: workloadStatus{Admission: admission, Conditions: []metav1.Condition{
+				cond(wlQuotaReserved, metav1.ConditionTrue, "QuotaReserved", ""),
+				cond(wlAdmitted, metav1.ConditionTrue, "Admitted", ""),
+			}},
+		},
+		{
+			name: "preempted, pods stopping",
+			st: workloadStatus{Admission: admission, Conditions: []metav1.Condition{
+				cond(wlQuotaReserved, metav1.ConditionTrue, "QuotaReserved", ""),
+				cond(wlAdmitted, metav1.ConditionTrue, "Admitted", ""),
+				cond(wlEvicted, metav1.ConditionTrue, "Preempted", "Preempted to accommodate a higher priority Workload"),
+			}},
+			wantReason: ReasonPreempted,
+			wantMsg: "Kueue evicted Workload tfjob-a (Preempted: Preempted to accommodate a higher priority Workload): " +
+				"the job's pods are deleted and it waits in LocalQueue q to be admitted again",
+		},
+		{
+			name: "preempted, quota given back",
+			st: workloadStatus{Conditions: []metav1.Condition{
+				cond(wlQuotaReserved, metav1.ConditionFalse, "Pending", "Preempted to accommodate a higher priority Workload"),
+				cond(wlAdmitted, metav1.ConditionFalse, "NoReservation", ""),
+				cond(wlEvicted, metav1.ConditionTrue, "Preempted", "Preempted to accommodate a higher priority Workload"),
+			}},
+			wantReason: ReasonQueued,
+			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q: Preempted to accommodate a higher priority Workload",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, msg := kueueHold("tfjob-a", &tt.st, "q")
+			if diff := cmp.Diff([]string{tt.wantReason, tt.wantMsg}, []string{reason, msg}); diff != "" {
+				t.Errorf("kueueHold (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConstructWorkload(t *testing.T) {
+	job := testutil.MakeTFJob("a", "ns").PS(1).Workers(2).Evaluator().Obj()
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeEvaluator].Replicas = ptr.To[int32](0)
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Requests =
+		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	wl, err := ConstructWorkload(job, "q", &priorityClassRef{Group: "kueue.x-k8s.io", Kind: "WorkloadPriorityClass", Name: "high"}, ptr.To[int32](1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := workloadSpec{}
+	if err := fromUnstructured(wl.Object["spec"], &spec, "spec"); err != nil {
+		t.Fatal(err)
+	}
+	type podSetSummary struct {
+		Name  string
+		Count int32
+		CPU   string
+	}
+	var got []podSetSummary
+	for _, ps := range spec.PodSets {
+		cpu := ps.Template.Spec.Containers[0].Resources.Requests.Cpu()
+		got = append(got, podSetSummary{ps.Name, ps.Count, cpu.String()})
+	}
+	want := []podSetSummary{{"ps", 1, "0"}, {"worker", 2, "2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pod sets (-want +got):\n%s", diff)
+	}
+	if spec.QueueName != "q" || ptr.Deref(spec.Priority, 0) != 1000 || spec.PriorityClassRef.Name != "high" || !ptr.Deref(spec.Active, false) {
+		t.Errorf("spec = queue %q priority %v class %+v active %v; want q, 1000, high, true",
+			spec.QueueName, spec.Priority, spec.PriorityClassRef, spec.Active)
+	}
+	if wl.GetName() != "tfjob-a" || metav1.GetControllerOf(wl) == nil || metav1.GetControllerOf(wl).Name != "a" {
+		t.Errorf("Workload %s owned by %v, want tfjob-a owned by TFJob a", wl.GetName(), wl.GetOwnerReferences())
+	}
+	if wl.GroupVersionKind() != WorkloadGVK {
+		t.Errorf("kind %v, want %v", wl.GroupVersionKind(), WorkloadGVK)
+	}
+}
+
+func TestAnyLive(t *testing.T) {
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want bool
+	}{
+		{"no pod", nil, false},
+		{"finished pods", []*corev1.Pod{
+			testutil.MakePod("a", "ns", tfv1.ReplicaTypeWorker, 0).Phase(corev1.PodSucceeded).Obj(),
+			testutil.MakePod("a", "ns", tfv1.ReplicaTypeWorker, 1).Phase(corev1.PodFailed).Obj(),
+		}, false},
+		{"running pod", []*corev1.Pod{testutil.MakePod("a", "ns", tfv1.ReplicaTypePS, 0).Phase(corev1.PodRunning).Obj()}, true},
+		{"pod being deleted", []*corev1.Pod{testutil.MakePod("a", "ns", tfv1.ReplicaTypePS, 0).Phase(corev1.PodFailed).Deleting().Obj()}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := anyLive(tt.pods); got != tt.want {
+				t.Errorf("anyLive = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

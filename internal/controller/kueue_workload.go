@@ -1,0 +1,286 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// The parts of Kueue's objects tfk8s writes or reads, with Kueue's JSON names.
+type (
+	workloadSpec struct {
+		PodSets          []podSet          `json:"podSets"`
+		QueueName        string            `json:"queueName"`
+		PriorityClassRef *priorityClassRef `json:"priorityClassRef,omitempty"`
+		Priority         *int32            `json:"priority,omitempty"`
+		Active           *bool             `json:"active,omitempty"`
+	}
+	podSet struct {
+		Name     string                 `json:"name"`
+		Count    int32                  `json:"count"`
+		Template corev1.PodTemplateSpec `json:"template"`
+	}
+	priorityClassRef struct {
+		Group string `json:"group"`
+		Kind  string `json:"kind"`
+		Name  string `json:"name"`
+	}
+	workloadStatus struct {
+		Conditions []metav1.Condition `json:"conditions,omitempty"`
+		Admission  *workloadAdmission `json:"admission,omitempty"`
+	}
+	workloadAdmission struct {
+		ClusterQueue      string             `json:"clusterQueue"`
+		PodSetAssignments []podSetAssignment `json:"podSetAssignments"`
+	}
+	podSetAssignment struct {
+		Name    string                         `json:"name"`
+		Flavors map[corev1.ResourceName]string `json:"flavors,omitempty"`
+	}
+	resourceFlavorSpec struct {
+		NodeLabels  map[string]string   `json:"nodeLabels,omitempty"`
+		Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	}
+)
+
+// hasQuota reports whether Kueue reserved quota for the Workload.
+func (s *workloadStatus) hasQuota() bool {
+	return meta.IsStatusConditionTrue(s.Conditions, wlQuotaReserved)
+}
+
+// WorkloadName is the name of a job's Workload.
+func WorkloadName(job *tfv1.TFJob) string { return "tfjob-" + job.Name }
+
+// podSetName is the pod set of a replica type: Kueue's names are DNS labels.
+func podSetName(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }
+
+// replicaTypeOfPodSet is the replica type a pod set of the job's Workload stands for.
+func replicaTypeOfPodSet(job *tfv1.TFJob, name string) (tfv1.ReplicaType, bool) {
+	for rt := range job.Spec.TFReplicaSpecs {
+		if podSetName(rt) == name {
+			return rt, true
+		}
+	}
+	return "", false
+}
+
+// ConstructWorkload builds a job's Workload: one pod set per replica type, each with
+// its replica count and pod template, so that Kueue reserves quota for all of them at
+// once. It is owned by the job: deleting the job deletes it.
+func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, priority *int32) (*unstructured.Unstructured, error) {
+	spec := workloadSpec{QueueName: queue, PriorityClassRef: ref, Priority: priority, Active: ptrBool(!jobSuspended(job))}
+	for _, rt := range typesOf(job) {
+		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
+		if n == 0 {
+			continue
+		}
+		tmpl := job.Spec.TFReplicaSpecs[rt].Template.DeepCopy()
+		tmpl.ObjectMeta = metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations}
+		spec.PodSets = append(spec.PodSets, podSet{Name: podSetName(rt), Count: n, Template: *tmpl})
+	}
+	u := newKueueObject(WorkloadGVK.Kind)
+	u.SetName(WorkloadName(job))
+	u.SetNamespace(job.Namespace)
+	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))})
+	var m map[string]any
+	if err := fromUnstructured(spec, &m, "Workload spec"); err != nil {
+		return nil, err
+	}
+	u.Object["spec"] = m
+	return u, nil
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+// getWorkload reads the job's Workload, or nil when there is none. A Workload of an
+// earlier job of the same name is an error until garbage collection deletes it.
+func (r *TFJobReconciler) getWorkload(ctx context.Context, job *tfv1.TFJob) (*unstructured.Unstructured, error) {
+	u := newKueueObject(WorkloadGVK.Kind)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: WorkloadName(job)}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Workload %s: %w", WorkloadName(job), err)
+	}
+	if ref := metav1.GetControllerOf(u); ref == nil || ref.UID != job.UID {
+		return nil, fmt.Errorf("waiting for Workload %s of an earlier job of the same name to be deleted", u.GetName())
+	}
+	return u, nil
+}
+
+// createWorkload creates the job's Workload in queue, with the job's priority.
+func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, queue string) (*unstructured.Unstructured, error) {
+	ref, priority, err := r.workloadPriority(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := ConstructWorkload(job, queue, ref, priority)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Create(ctx, wl); err != nil {
+		return nil, fmt.Errorf("creating Workload %s: %w", wl.GetName(), err)
+	}
+	log.FromContext(ctx).V(2).Info("Workload created", "workload", wl.GetName(), "queue", queue)
+	return wl, nil
+}
+
+// workloadPriority is the job's priority for Kueue: its WorkloadPriorityClass (label
+// kueue.x-k8s.io/priority-class), else the PriorityClass of its pods
+// (runPolicy.schedulingPolicy.priorityClass), else none.
+func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob) (*priorityClassRef, *int32, error) {
+	if name := job.Labels[KueuePriorityLabel]; name != "" {
+		u := newKueueObject("WorkloadPriorityClass")
+		if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			return nil, nil, fmt.Errorf("reading WorkloadPriorityClass %s (label %s): %w", name, KueuePriorityLabel, err)
+		}
+		v, _, err := unstructured.NestedInt64(u.Object, "value")
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the value of WorkloadPriorityClass %s: %w", name, err)
+		}
+		return &priorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptrInt32(int32(v)), nil
+	}
+	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" {
+		pc := &schedulingv1.PriorityClass{}
+		if err := r.reader().Get(ctx, client.ObjectKey{Name: sp.PriorityClass}, pc); err != nil {
+			return nil, nil, fmt.Errorf("reading PriorityClass %s (runPolicy.schedulingPolicy.priorityClass): %w", sp.PriorityClass, err)
+		}
+		return &priorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptrInt32(pc.Value), nil
+	}
+	return nil, nil, nil
+}
+
+func ptrInt32(v int32) *int32 { return &v }
+
+// syncWorkloadActive makes the Workload active while the job is not suspended by its
+// user: Kueue evicts an inactive Workload and frees its quota.
+func (r *TFJobReconciler) syncWorkloadActive(ctx context.Context, wl *unstructured.Unstructured, active bool) error {
+	current, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
+	if (current || !found) == active {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"active":%t}}`, active)
+	if err := r.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("setting Workload %s active=%t: %w", wl.GetName(), active, err)
+	}
+	return nil
+}
+
+// finishWorkload marks the Workload of a finished job Finished: Kueue then frees its
+// quota for the jobs queued behind it.
+func (r *TFJobReconciler) finishWorkload(ctx context.Context, job *tfv1.TFJob, wl *unstructured.Unstructured, now time.Time) error {
+	if wl == nil {
+		return nil
+	}
+	st, err := readWorkloadStatus(wl)
+	if err != nil || meta.IsStatusConditionTrue(st.Conditions, wlFinished) {
+		return err
+	}
+	reason, msg := "Succeeded", "TFJob succeeded"
+	if c := findCondition(&job.Status, tfv1.JobFailed); c != nil && c.Status == metav1.ConditionTrue {
+		reason, msg = "Failed", c.Message
+	} else if c := findCondition(&job.Status, tfv1.JobSucceeded); c != nil && c.Message != "" {
+		msg = c.Message
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: wlFinished, Status: metav1.ConditionTrue,
+		Reason: reason, Message: truncate(msg), LastTransitionTime: metav1.NewTime(now)})
+	return r.patchWorkloadStatus(ctx, wl, map[string]any{"conditions": st.Conditions},
+		"marking Workload "+wl.GetName()+" finished")
+}
+
+// releaseQuota gives back the quota of an evicted Workload whose job has stopped, as
+// Kueue's job reconciler does for the jobs it runs: the reservation is cleared, and a
+// preempted Workload is marked Requeued, so that Kueue queues it again.
+func (r *TFJobReconciler) releaseQuota(ctx context.Context, wl *unstructured.Unstructured, st *workloadStatus, now time.Time) error {
+	ev := meta.FindStatusCondition(st.Conditions, wlEvicted)
+	requeued := metav1.ConditionFalse
+	if ev.Reason == "Preempted" || ev.Reason == "NodeFailures" {
+		requeued = metav1.ConditionTrue
+	}
+	t := metav1.NewTime(now)
+	for _, c := range []metav1.Condition{
+		{Type: wlRequeued, Status: requeued, Reason: ev.Reason, Message: ev.Message},
+		{Type: wlQuotaReserved, Status: metav1.ConditionFalse, Reason: "Pending", Message: ev.Message},
+		{Type: wlAdmitted, Status: metav1.ConditionFalse, Reason: "NoReservation", Message: "The workload has no reservation"},
+	} {
+		c.LastTransitionTime = t
+		c.ObservedGeneration = wl.GetGeneration()
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	log.FromContext(ctx).V(2).Info("Releasing the quota of the evicted Workload", "workload", wl.GetName(), "reason", ev.Reason)
+	return r.patchWorkloadStatus(ctx, wl, map[string]any{"conditions": st.Conditions, "admission": nil},
+		"clearing the admission of Workload "+wl.GetName())
+}
+
+// patchWorkloadStatus merges status into the Workload's status, refused if the
+// Workload changed since it was read (Kueue writes it too).
+func (r *TFJobReconciler) patchWorkloadStatus(ctx context.Context, wl *unstructured.Unstructured, status map[string]any, what string) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": wl.GetResourceVersion()},
+		"status":   status,
+	})
+	if err != nil {
+		return fmt.Errorf("encoding the status of Workload %s: %w", wl.GetName(), err)
+	}
+	if err := r.Status().Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// readWorkloadStatus reads the parts of a Workload's status tfk8s acts on.
+func readWorkloadStatus(wl *unstructured.Unstructured) (*workloadStatus, error) {
+	st := &workloadStatus{}
+	if raw, ok := wl.Object["status"]; ok {
+		return st, fromUnstructured(raw, st, "the status of Workload "+wl.GetName())
+	}
+	return st, nil
+}
+
+// flavorNames are the distinct flavors of a pod set's assignment, sorted.
+func flavorNames(flavors map[corev1.ResourceName]string) []string {
+	var names []string
+	for _, f := range flavors {
+		if !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// newKueueObject is an empty Kueue object of kind, to read into.
+func newKueueObject(kind string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(WorkloadGVK.GroupVersion().WithKind(kind))
+	return u
+}
+
+// fromUnstructured converts between Kueue's JSON and tfk8s's view of it.
+func fromUnstructured(in, out any, what string) error {
+	data, err := json.Marshal(in)
+	if err == nil {
+		err = json.Unmarshal(data, out)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
+	}
+	return nil
+}

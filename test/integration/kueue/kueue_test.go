@@ -1,0 +1,141 @@
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+// A TFJob in a Kueue queue is admitted as one Workload that asks quota for every
+// replica, gets no pod before, runs on the admitted flavor's nodes, and finishes its
+// Workload when it ends, which gives the quota back.
+func TestKueueAdmitsAJobAsOneWorkload(t *testing.T) {
+	printKueueLogOnFailure(t)
+	ns := testutil.Namespace(t, k8sClient)
+	setupQueue(t, ns, 4)
+	start := time.Now()
+	if err := k8sClient.Create(context.Background(), queuedJob(ns, "a", "")); err != nil {
+		t.Fatal(err)
+	}
+
+	var wl *unstructured.Unstructured
+	testutil.Eventually(t, "the Workload of a to be admitted", func(ctx context.Context) (bool, error) {
+		var err error
+		wl, err = getWorkload(ctx, ns, "a")
+		return err == nil && conditionTrue(wl, "Admitted"), err
+	})
+	t.Logf("admitted %s after the job was created", since(start))
+	podSets, _, _ := unstructured.NestedSlice(wl.Object, "spec", "podSets")
+	var got []string
+	for _, ps := range podSets {
+		m := ps.(map[string]any)
+		got = append(got, fmt.Sprintf("%s×%v", m["name"], m["count"]))
+	}
+	if diff := cmp.Diff([]string{"ps×1", "worker×2"}, got); diff != "" {
+		t.Errorf("pod sets of the Workload (-want +got):\n%s", diff)
+	}
+	if q, _, _ := unstructured.NestedString(wl.Object, "spec", "queueName"); q != "q" {
+		t.Errorf("Workload queue = %q, want q", q)
+	}
+
+	for _, pod := range runJob(t, ns, "a") {
+		if got := pod.Spec.NodeSelector["tfk8s.io/test-flavor"]; got != ns {
+			t.Errorf("pod %s node selector tfk8s.io/test-flavor = %q, want the flavor's %q", pod.Name, got, ns)
+		}
+	}
+	finishJob(t, ns, "a")
+	testutil.Eventually(t, "the Workload of a to be finished", func(ctx context.Context) (bool, error) {
+		wl, err := getWorkload(ctx, ns, "a")
+		return err == nil && conditionTrue(wl, "Finished"), err
+	})
+}
+
+// A job that does not fit the quota left stays queued, with no pod at all, until the
+// job that holds the quota finishes; then it runs.
+func TestKueueQueuesAJobThatDoesNotFit(t *testing.T) {
+	printKueueLogOnFailure(t)
+	ns := testutil.Namespace(t, k8sClient)
+	setupQueue(t, ns, 4)
+	ctx := context.Background()
+	if err := k8sClient.Create(ctx, queuedJob(ns, "a", "")); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, ns, "a")
+
+	if err := k8sClient.Create(ctx, queuedJob(ns, "b", "")); err != nil {
+		t.Fatal(err)
+	}
+	// Kueue said why b waits: its message is in b's condition.
+	b := waitJob(t, ns, "b", "to be queued for want of quota", func(job *tfv1.TFJob) bool {
+		return held(controller.ReasonQueued)(job) && strings.Contains(suspendedMessage(job), "insufficient")
+	})
+	t.Logf("b: %s", suspendedMessage(b))
+	if pods, err := jobPods(ctx, ns, "b"); err != nil || len(pods) != 0 {
+		t.Fatalf("queued job b has %d pods (err %v), want none", len(pods), err)
+	}
+
+	finished := time.Now()
+	finishJob(t, ns, "a")
+	runJob(t, ns, "b")
+	t.Logf("b running %s after a finished", since(finished))
+	finishJob(t, ns, "b")
+}
+
+// A job of higher priority preempts a running one of lower priority: the low job's
+// pods are deleted, it says it was preempted, and it runs again, to success, once the
+// high one is done, without spending its backoffLimit of 0.
+func TestKueuePreemptsALowerPriorityJob(t *testing.T) {
+	printKueueLogOnFailure(t)
+	ns := testutil.Namespace(t, k8sClient)
+	setupQueue(t, ns, 4)
+	createKueueObjects(t,
+		`{apiVersion: kueue.x-k8s.io/v1beta2, kind: WorkloadPriorityClass, metadata: {name: `+ns+`-low}, value: 10}`,
+		`{apiVersion: kueue.x-k8s.io/v1beta2, kind: WorkloadPriorityClass, metadata: {name: `+ns+`-high}, value: 1000}`)
+	ctx := context.Background()
+	if err := k8sClient.Create(ctx, queuedJob(ns, "low", ns+"-low")); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, ns, "low")
+
+	start := time.Now()
+	if err := k8sClient.Create(ctx, queuedJob(ns, "high", ns+"-high")); err != nil {
+		t.Fatal(err)
+	}
+	low := waitJob(t, ns, "low", "to be preempted", held(controller.ReasonPreempted))
+	t.Logf("low preempted %s after high was created: %s", since(start), suspendedMessage(low))
+	testutil.Eventually(t, "the pods of low to be deleted", func(ctx context.Context) (bool, error) {
+		pods, err := jobPods(ctx, ns, "low")
+		return len(pods) == 0, err
+	})
+	runJob(t, ns, "high")
+	t.Logf("high running %s after it was created", since(start))
+	waitJob(t, ns, "low", "to wait in the queue again", held(controller.ReasonQueued))
+
+	finishJob(t, ns, "high")
+	runJob(t, ns, "low")
+	low = finishJob(t, ns, "low")
+	for rt, rs := range low.Status.ReplicaStatuses {
+		if rs.Restarts != 0 {
+			t.Errorf("%s restarts = %d after the preemption, want 0 (backoffLimit 0 would fail the job)", rt, rs.Restarts)
+		}
+	}
+}
+
+// suspendedMessage is the message of the job's Suspended condition.
+func suspendedMessage(job *tfv1.TFJob) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == string(tfv1.JobSuspended) {
+			return c.Message
+		}
+	}
+	return ""
+}

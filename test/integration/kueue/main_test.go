@@ -1,0 +1,261 @@
+// Package kueue tests that Kueue, built from its module and run as a process against a
+// real control plane, admits, queues and preempts TFJobs: the tfk8s controller creates
+// each queued job's Workload, and runs the job only while Kueue admits it. There is no
+// kubelet: a test plays it, marking pods Running or Succeeded.
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/testutil"
+)
+
+var (
+	k8sClient client.Client
+	kubelet   testutil.Kubelet
+	kueue     *kueueProcess
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+// run makes Kueue's certificates and the CRDs of tfk8s and Kueue, then runs the suite
+// on a control plane that installs them, with Kueue and the tfk8s controller running.
+func run(m *testing.M) int {
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "tfk8s-kueue-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	certs, err := newKueueCerts()
+	if err == nil {
+		err = writeCRDs(filepath.Join(dir, "crds"), binDir, certs["ca.crt"])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "preparing Kueue: %v\n", err)
+		return 1
+	}
+	return testutil.RunSuite(m, controlplane.Options{CRDDir: filepath.Join(dir, "crds")}, func(s *testutil.Suite) (func() error, error) {
+		k8sClient = s.Client
+		kubelet = testutil.Kubelet{Client: k8sClient}
+		if kueue, err = startKueue(context.Background(), s.ControlPlane, k8sClient, binDir, dir, certs); err != nil {
+			return nil, err
+		}
+		// The controller starts once Kueue's CRDs are served: it watches Workloads
+		// only if they are.
+		stopController, err := startController(s)
+		if err != nil {
+			kueue.stop()
+			return nil, err
+		}
+		return func() error {
+			stopController()
+			kueue.stop()
+			return nil
+		}, nil
+	})
+}
+
+// startController runs the tfk8s controller in this process until the returned
+// function is called.
+func startController(s *testutil.Suite) (stop func(), err error) {
+	mgr, err := controller.NewManager(s.ControlPlane.Config, controller.ManagerOptions{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "controller: %v\n", err)
+		}
+	}, nil
+}
+
+// printKueueLogOnFailure prints the end of Kueue's log if t fails.
+func printKueueLogOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Kueue's log (%s), last 150 lines:\n%s", kueue.logPath, kueue.logTail(150))
+		}
+	})
+}
+
+// createKueueObjects creates Kueue objects from YAML documents.
+func createKueueObjects(t *testing.T, docs ...string) {
+	t.Helper()
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("parsing %s: %v", doc, err)
+		}
+		if err := k8sClient.Create(context.Background(), u); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	}
+}
+
+// setupQueue creates a ResourceFlavor that places pods on nodes labelled
+// tfk8s.io/test-flavor=<ns>, a ClusterQueue with cpuQuota CPUs of it (preempting
+// lower priorities within the queue), and LocalQueue "q" in ns feeding it.
+func setupQueue(t *testing.T, ns string, cpuQuota int) {
+	t.Helper()
+	createKueueObjects(t,
+		fmt.Sprintf(`{apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: %s},
+  spec: {nodeLabels: {tfk8s.io/test-flavor: %s}}}`, ns, ns),
+		fmt.Sprintf(`{apiVersion: kueue.x-k8s.io/v1beta2, kind: ClusterQueue, metadata: {name: %s},
+  spec: {namespaceSelector: {}, preemption: {withinClusterQueue: LowerPriority},
+    resourceGroups: [{coveredResources: [cpu], flavors: [{name: %s, resources: [{name: cpu, nominalQuota: %d}]}]}]}}`, ns, ns, cpuQuota),
+		fmt.Sprintf(`{apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: q, namespace: %s},
+  spec: {clusterQueue: %s}}`, ns, ns),
+	)
+	testutil.Eventually(t, "ClusterQueue "+ns+" to be active", func(ctx context.Context) (bool, error) {
+		cq := &unstructured.Unstructured{}
+		cq.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+		cq.SetKind("ClusterQueue")
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: ns}, cq); err != nil {
+			return false, err
+		}
+		return conditionTrue(cq, "Active"), nil
+	})
+}
+
+// queuedJob is a job of one PS and two workers, each asking for one CPU, in LocalQueue
+// q, with the WorkloadPriorityClass priority ("" for none) and backoffLimit 0.
+func queuedJob(ns, name, priority string) *tfv1.TFJob {
+	job := testutil.MakeTFJob(name, ns).PS(1).Workers(2).BackoffLimit(0).Obj()
+	job.Labels = map[string]string{controller.KueueQueueLabel: "q"}
+	if priority != "" {
+		job.Labels[controller.KueuePriorityLabel] = priority
+	}
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	}
+	return job
+}
+
+// getWorkload reads the Workload of a job.
+func getWorkload(ctx context.Context, ns, job string) (*unstructured.Unstructured, error) {
+	wl := &unstructured.Unstructured{}
+	wl.SetGroupVersionKind(controller.WorkloadGVK)
+	return wl, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfjob-" + job}, wl)
+}
+
+// conditionTrue reports whether an unstructured object's status has condition typ True.
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitJob waits until the job satisfies ok, and returns it.
+func waitJob(t *testing.T, ns, name, what string, ok func(*tfv1.TFJob) bool) *tfv1.TFJob {
+	t.Helper()
+	job := &tfv1.TFJob{}
+	testutil.Eventually(t, "TFJob "+name+" "+what, func(ctx context.Context) (bool, error) {
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job); err != nil {
+			return false, err
+		}
+		return ok(job), nil
+	})
+	return job
+}
+
+// held is true when the job's Suspended condition is True with reason.
+func held(reason string) func(*tfv1.TFJob) bool {
+	return func(job *tfv1.TFJob) bool {
+		c := meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobSuspended))
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+	}
+}
+
+// has is true when the job has condition typ True.
+func has(typ tfv1.JobState) func(*tfv1.TFJob) bool {
+	return func(job *tfv1.TFJob) bool {
+		return meta.IsStatusConditionTrue(job.Status.Conditions, string(typ))
+	}
+}
+
+// jobPods lists the job's pods that are not being deleted.
+func jobPods(ctx context.Context, ns, job string) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{tfv1.LabelJobName: job}); err != nil {
+		return nil, err
+	}
+	var live []corev1.Pod
+	for _, pod := range list.Items {
+		if pod.DeletionTimestamp == nil {
+			live = append(live, pod)
+		}
+	}
+	return live, nil
+}
+
+// runJob waits for the job's three pods, marks them Running and waits until the job
+// is; it returns the pods.
+func runJob(t *testing.T, ns, name string) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	testutil.Eventually(t, "the 3 pods of "+name, func(ctx context.Context) (bool, error) {
+		var err error
+		pods, err = jobPods(ctx, ns, name)
+		return len(pods) == 3, err
+	})
+	for _, pod := range pods {
+		kubelet.SetRunning(t, ns, pod.Name)
+	}
+	waitJob(t, ns, name, "to be Running", has(tfv1.JobRunning))
+	return pods
+}
+
+// finishJob makes the job's workers exit 0 and waits until the job has succeeded.
+func finishJob(t *testing.T, ns, name string) *tfv1.TFJob {
+	t.Helper()
+	pods, err := jobPods(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		if strings.Contains(pod.Name, "-worker-") {
+			kubelet.SetExited(t, ns, pod.Name, 0)
+		}
+	}
+	return waitJob(t, ns, name, "to succeed", has(tfv1.JobSucceeded))
+}
+
+// since formats the time elapsed since start, for the figures the tests print.
+func since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
