@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -54,17 +53,9 @@ func withTFConfig(environ []string, replica string) ([]string, error) {
 	if i < 0 {
 		return environ, nil
 	}
-	cluster, err := tfconfig.Decode(strings.TrimPrefix(environ[i], tfconfig.EnvCluster+"="))
+	value, err := tfconfig.Compose(strings.TrimPrefix(environ[i], tfconfig.EnvCluster+"="), replica)
 	if err != nil {
-		return nil, fmt.Errorf("composing TF_CONFIG: %w", err)
-	}
-	rt, index, err := tfconfig.ParseReplica(replica)
-	if err != nil {
-		return nil, fmt.Errorf("composing TF_CONFIG: %s: %w", tfjob.EnvReplica, err)
-	}
-	value, err := cluster.For(rt, index)
-	if err != nil {
-		return nil, fmt.Errorf("composing TF_CONFIG: %w", err)
+		return nil, err
 	}
 	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")

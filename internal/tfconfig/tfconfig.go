@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -226,4 +228,43 @@ func ParseReplica(name string) (tfv1.ReplicaType, int32, error) {
 		}
 	}
 	return "", 0, fmt.Errorf("replica %q is not <type>-<index>, e.g. worker-1", name)
+}
+
+// OfContainer is the TF_CONFIG the program in container c reads: its TF_CONFIG
+// variable, or the one the agent composes from the cluster c carries in its place.
+// "" when c has neither: a single-replica job has no TF_CONFIG.
+func OfContainer(c *corev1.Container) (string, error) {
+	var cluster, replica, inline string
+	for _, e := range c.Env {
+		switch e.Name {
+		case EnvCluster:
+			cluster = e.Value
+		case tfjob.EnvReplica:
+			replica = e.Value
+		case tfjob.EnvTFConfig:
+			inline = e.Value
+		}
+	}
+	if cluster == "" {
+		return inline, nil
+	}
+	return Compose(cluster, replica)
+}
+
+// Compose is the TF_CONFIG of replica (worker-1, as tfjob.EnvReplica holds it) of an
+// encoded cluster, as EnvCluster holds it.
+func Compose(cluster, replica string) (string, error) {
+	c, err := Decode(cluster)
+	if err != nil {
+		return "", fmt.Errorf("composing TF_CONFIG: %w", err)
+	}
+	rt, index, err := ParseReplica(replica)
+	if err != nil {
+		return "", fmt.Errorf("composing TF_CONFIG: %s: %w", tfjob.EnvReplica, err)
+	}
+	value, err := c.For(rt, index)
+	if err != nil {
+		return "", fmt.Errorf("composing TF_CONFIG: %w", err)
+	}
+	return value, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
@@ -103,5 +104,30 @@ func TestParseReplica(t *testing.T) {
 		if (err == nil) != want.ok || rt != want.rt || index != want.index {
 			t.Errorf("ParseReplica(%q) = %s, %d, %v; want %s, %d, ok %v", name, rt, index, err, want.rt, want.index, want.ok)
 		}
+	}
+}
+
+// TestOfContainer checks the TF_CONFIG read from a container: the variable itself, or
+// composed from the cluster and the replica, or "" for neither.
+func TestOfContainer(t *testing.T) {
+	cluster := `{"job":"j","namespace":"n","replicas":[{"type":"PS","count":1,"port":2222},{"type":"Worker","count":2,"port":2222}]}`
+	composed := `{"cluster":{"ps":["j-ps-0.j.n.svc:2222"],"worker":["j-worker-0.j.n.svc:2222","j-worker-1.j.n.svc:2222"]},` +
+		`"task":{"type":"worker","index":1},"environment":"cloud"}`
+	tests := []struct {
+		name string
+		env  []corev1.EnvVar
+		want string
+	}{
+		{name: "inline", env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: `{"x":1}`}}, want: `{"x":1}`},
+		{name: "from the cluster", env: []corev1.EnvVar{{Name: EnvCluster, Value: cluster}, {Name: "TFK8S_REPLICA", Value: "worker-1"}}, want: composed},
+		{name: "neither", want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := OfContainer(&corev1.Container{Env: tc.env})
+			if err != nil || got != tc.want {
+				t.Errorf("OfContainer = %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
