@@ -51,6 +51,8 @@ type jobParams struct {
 	// SpreadPS, when true, asks the scheduler to put the parameter servers on
 	// different nodes where it can.
 	SpreadPS bool
+	// Queue, when set, is the Kueue LocalQueue the job waits in to be admitted.
+	Queue string
 	// CPU and Memory are requests and limits of every replica.
 	CPU, Memory *resource.Quantity
 	Env         []corev1.EnvVar
@@ -154,6 +156,10 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 	applyRunPolicy(job, p)
 	if err := applyPlacement(job, p); err != nil {
 		return nil, err
+	}
+	if p.Queue != "" {
+		// Kueue's label, which the controller reads (controller.KueueQueueLabel).
+		metav1.SetMetaDataLabel(&job.ObjectMeta, "kueue.x-k8s.io/queue-name", p.Queue)
 	}
 	if job.Spec.Code != nil || job.Spec.Artifacts != nil {
 		for _, rt := range tfv1.ReplicaTypes {

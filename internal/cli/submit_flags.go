@@ -24,6 +24,7 @@ type submitFlags struct {
 	gpus            int64
 	gpuType         string
 	spreadPS        bool
+	queue           string
 	cpu, memory     string
 	data            string
 	artifacts       []string
@@ -51,6 +52,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.Int64Var(&f.gpus, "gpus", 0, "GPUs (nvidia.com/gpu) of every replica but the parameter servers")
 	fs.StringVar(&f.gpuType, "gpu-type", "", "GPU model the replicas with GPUs need: a node selector on the label nvidia.com/gpu.product that NVIDIA's GPU feature discovery sets, e.g. NVIDIA-A100-SXM4-80GB")
 	fs.BoolVar(&f.spreadPS, "spread-ps", false, "ask the scheduler to put the parameter servers on different nodes where it can")
+	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue of the job: sets Kueue's label kueue.x-k8s.io/queue-name, and the job runs once Kueue admits it (not runPolicy.schedulingPolicy.queue, a Volcano queue, which -f sets)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU request and limit of every replica, e.g. 2 or 500m")
 	fs.StringVar(&f.memory, "memory", "", "memory request and limit of every replica, e.g. 4Gi")
 	fs.StringVar(&f.data, "data", "", "data set: a local directory (uploaded, content-addressed) or an s3:// prefix, copied to "+defaultDataPath)
@@ -123,6 +125,11 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 	}
 	if err := f.gpuParams(&p, changed); err != nil {
 		return p, err
+	}
+	if p.Queue = f.queue; f.queue != "" {
+		if errs := validation.IsValidLabelValue(f.queue); len(errs) > 0 {
+			return p, fmt.Errorf("--queue %q: not a label value: %s", f.queue, strings.Join(errs, "; "))
+		}
 	}
 	var err error
 	if p.CPU, err = parseQuantity("--cpu", f.cpu); err != nil {
