@@ -1,15 +1,19 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -135,5 +139,23 @@ func TestAnyLive(t *testing.T) {
 				t.Errorf("anyLive = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A job in a Kueue queue on a cluster that does not serve Kueue's API fails with a
+// condition that says so, rather than waiting for an admission that never comes.
+func TestKueueUnavailable(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithRESTMapper(meta.NewDefaultRESTMapper(nil)).Build()
+	r := NewTFJobReconciler(c, nil, Options{})
+	job := testutil.MakeTFJob("a", "ns").Workers(1).Obj()
+	job.Labels = map[string]string{KueueQueueLabel: "q"}
+	o, err := r.observeWithKueue(context.Background(), job, nil, metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := findCondition(o.status, tfv1.JobFailed)
+	want := "the job is labelled kueue.x-k8s.io/queue-name=q but the API server does not serve Kueue's Workload kueue.x-k8s.io/v1beta2: install Kueue, or remove the label"
+	if failed == nil || failed.Reason != ReasonKueueUnavailable || failed.Message != want {
+		t.Errorf("Failed condition = %+v, want reason %s, message %q", failed, ReasonKueueUnavailable, want)
 	}
 }
