@@ -142,9 +142,12 @@ func (w *podWorker) execute(ctx context.Context) {
 		w.fail(ReasonUnexpectedAdmissionError, err.Error())
 		return
 	}
-	execDone := make(chan struct{})
+	// Deferred in this order, execDone closes first, then the stopper below is waited
+	// for: the other way round, a pod whose containers had all exited would wait for
+	// its deletion to return, keeping its GPUs, network and mounts until then.
+	execDone, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { <-stopped }()
 	defer close(execDone)
-	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		select {
@@ -153,7 +156,6 @@ func (w *podWorker) execute(ctx context.Context) {
 		case <-execDone:
 		}
 	}()
-	defer func() { <-stopped }()
 
 	if !w.setUpSandbox(ctx) {
 		return

@@ -72,3 +72,21 @@ func TestGPUs(t *testing.T) {
 		t.Errorf("the third pod got GPU %q, want the freed %q", got, a)
 	}
 }
+
+// TestGPUsOfFinishedPod: a pod that has run to completion, and is kept, holds no GPU:
+// the scheduler counts none for it, so the node must not either. A pod wanting both
+// GPUs runs right after one that used a GPU has Succeeded. Not parallel: it needs
+// both of the node's GPUs free.
+func TestGPUsOfFinishedPod(t *testing.T) {
+	ns := testutil.Namespace(t, c)
+	done := gpuPod("gpu-done", ns)
+	done.Spec.Containers[0].Command = []string{"sh", "-c", `echo "$NVIDIA_VISIBLE_DEVICES"`}
+	createPod(t, done)
+	waitPod(t, ns, "gpu-done", time.Minute, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	both := gpuPod("gpu-both", ns)
+	both.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}
+	createPod(t, both)
+	if got := gpuIndex(t, ns, "gpu-both"); got != "0,1" {
+		t.Errorf("the pod wanting both GPUs got %q, want 0,1", got)
+	}
+}
