@@ -161,7 +161,7 @@ chaos:
 .PHONY: bench
 bench:
 	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
-	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/bench/...
+	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
 # The main job: a local cluster (a real control plane, a registry holding the images and a
 # node running each pod in its image under runc) and a distributed TensorFlow job on it:
