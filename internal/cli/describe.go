@@ -107,23 +107,8 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	}
 	field("Run Policy", runPolicy(job))
 
-	fmt.Fprintln(tw, "Replicas:")
-	fmt.Fprintln(tw, "  TYPE\tDESIRED\tACTIVE\tSUCCEEDED\tFAILED\tRESTARTS\tLAST FAILURE")
-	for _, rt := range tfv1.ReplicaTypes {
-		if job.Spec.TFReplicaSpecs[rt] == nil {
-			continue
-		}
-		rs := job.Status.ReplicaStatuses[rt]
-		if rs == nil {
-			rs = &tfv1.ReplicaStatus{}
-		}
-		last := "<none>"
-		if f := rs.LastFailure; f != nil {
-			last = fmt.Sprintf("%s exit code %d %s", f.Pod, f.ExitCode, f.Reason)
-		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%s\n", rt, tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]), rs.Active, rs.Succeeded, rs.Failed, rs.Restarts, strings.TrimSpace(last))
-	}
-
+	field("GPUs", fmt.Sprintf("%d allocated of %d requested", tfjob.GPUsAllocated(pods), tfjob.GPUsRequested(job)))
+	describeReplicas(tw, job, pods)
 	describePods(tw, pods, now)
 	if err := tw.Flush(); err != nil {
 		return err
@@ -155,6 +140,37 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		return err
 	}
 	return describeTFConfig(w, pods, replica)
+}
+
+// describeReplicas prints each replica type's counts: its pods, restarts, disruptions
+// (re-created after a preemption or eviction, not counted against backoffLimit), GPUs
+// held of those asked for, and its last failure.
+func describeReplicas(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod) {
+	fmt.Fprintln(w, "Replicas:")
+	fmt.Fprintln(w, "  TYPE\tDESIRED\tACTIVE\tSUCCEEDED\tFAILED\tRESTARTS\tDISRUPTIONS\tGPUS\tLAST FAILURE")
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := job.Spec.TFReplicaSpecs[rt]
+		if spec == nil {
+			continue
+		}
+		rs := job.Status.ReplicaStatuses[rt]
+		if rs == nil {
+			rs = &tfv1.ReplicaStatus{}
+		}
+		last := "<none>"
+		if f := rs.LastFailure; f != nil {
+			last = fmt.Sprintf("%s exit code %d %s", f.Pod, f.ExitCode, f.Reason)
+		}
+		var own []corev1.Pod
+		for _, p := range pods {
+			if p.Labels[tfv1.LabelReplicaType] == tfjob.TaskType(rt) {
+				own = append(own, p)
+			}
+		}
+		gpus := fmt.Sprintf("%d/%d", tfjob.GPUsAllocated(own), tfjob.PodGPUs(&spec.Template.Spec)*int64(tfjob.Replicas(spec)))
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", rt, tfjob.Replicas(spec), rs.Active, rs.Succeeded, rs.Failed,
+			rs.Restarts, rs.Disruptions, gpus, strings.TrimSpace(last))
+	}
 }
 
 // podPhase is a pod's phase, saying when the pod is being deleted.

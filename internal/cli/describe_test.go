@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -19,9 +20,13 @@ import (
 func TestDescribeJob(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: []string{"python3", "train.py"}}
+	withGPUs := func(c corev1.Container) corev1.Container {
+		c.Resources.Limits = corev1.ResourceList{gpuResource: resource.MustParse("2")}
+		return c
+	}
 	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
 		tfv1.ReplicaTypePS:     replica(1, tf),
-		tfv1.ReplicaTypeWorker: replica(2, tf),
+		tfv1.ReplicaTypeWorker: replica(3, withGPUs(tf)),
 	})
 	job.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
 	job.Spec.Code = &tfv1.Code{Source: "s3://bkt/code/sha256-ab.tar.gz", Path: "/workspace"}
@@ -30,10 +35,13 @@ func TestDescribeJob(t *testing.T) {
 	job.Status.State = tfv1.JobRunning
 	job.Status.Conditions = []metav1.Condition{{Type: "Running", Status: "True", Reason: tfv1.ReasonRunning, Message: "all replicas run", LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}}
 	job.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{
-		tfv1.ReplicaTypeWorker: {Active: 2, Restarts: 1, LastFailure: &tfv1.ReplicaFailure{Index: 1, Pod: "mnist-worker-1", ExitCode: 137, Reason: "OOMKilled"}},
+		tfv1.ReplicaTypeWorker: {Active: 2, Restarts: 1, Disruptions: 1, LastFailure: &tfv1.ReplicaFailure{Index: 1, Pod: "mnist-worker-1", ExitCode: 137, Reason: "OOMKilled"}},
 	}
 	pod := func(typ, index, node string, phase corev1.PodPhase, tfConfig string, status corev1.ContainerStatus) corev1.Pod {
 		c := tf
+		if typ == "worker" {
+			c = withGPUs(tf)
+		}
 		c.Env = []corev1.EnvVar{{Name: "TF_CONFIG", Value: tfConfig}}
 		status.Name = "tensorflow"
 		return corev1.Pod{
@@ -75,7 +83,11 @@ func TestDescribeJob(t *testing.T) {
 		"  Paths:          /workspace/model\n",
 		"Logs:             s3://bkt/runs/team/mnist/<replica>/attempts/<n>/logs/\n",
 		"Storage Secret:   tfk8s-s3-0123456789\n",
-		"  Worker   2         2        0           0        1          mnist-worker-1 exit code 137 OOMKilled\n",
+		// Two of three workers' pods are bound: 4 of 6 GPUs held.
+		"GPUs:             4 allocated of 6 requested\n",
+		"  TYPE     DESIRED   ACTIVE   SUCCEEDED   FAILED   RESTARTS   DISRUPTIONS   GPUS   LAST FAILURE\n",
+		"  PS       1         0        0           0        0          0             0/0    <none>\n",
+		"  Worker   3         2        0           0        1          1             4/6    mnist-worker-1 exit code 137 OOMKilled\n",
 		"  mnist-ps-0       ps-0       Running   node-a   0          -                60m\n",
 		"  mnist-worker-1   worker-1   Running   node-c   1          137 OOMKilled    60m\n",
 		"Attempts:\n  REPLICA    ATTEMPT   POD              STARTED   ENDED       EXIT CODE   REASON\n",

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func newListCommand(o *rootOptions) *cobra.Command {
@@ -94,11 +96,45 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 	case len(jobs) == 0 && names == nil && table:
 		fmt.Fprintf(o.env.ErrOut, "No tfjobs found in %s namespace.\n", cs.namespace)
 	case len(jobs) > 0 || !table:
-		if err := printJobs(o.env.Out, jobs, output, allNamespaces, time.Now()); err != nil {
+		var allocated map[string]int64
+		if table {
+			namespace := cs.namespace
+			if allNamespaces {
+				namespace = ""
+			}
+			if allocated, err = gpuAllocations(ctx, cs.client, namespace); err != nil {
+				return err
+			}
+		}
+		if err := printJobs(o.env.Out, jobs, allocated, output, allNamespaces, time.Now()); err != nil {
 			return err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// gpuAllocations is the number of GPUs the pods of each job hold now (as
+// tfjob.GPUsAllocated counts them, the dashboard's figure), by "namespace/name", from
+// one list of the tfk8s pods of the namespace ("" for every namespace).
+func gpuAllocations(ctx context.Context, c client.Client, namespace string) (map[string]int64, error) {
+	list := &corev1.PodList{}
+	opts := []client.ListOption{client.HasLabels{tfv1.LabelJobName}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing pods for the GPUS column: %w", err)
+	}
+	byJob := map[string][]corev1.Pod{}
+	for _, p := range list.Items {
+		key := p.Namespace + "/" + p.Labels[tfv1.LabelJobName]
+		byJob[key] = append(byJob[key], p)
+	}
+	out := make(map[string]int64, len(byJob))
+	for key, pods := range byJob {
+		out[key] = tfjob.GPUsAllocated(pods)
+	}
+	return out, nil
 }
 
 // newTabWriter aligns columns as kubectl does.

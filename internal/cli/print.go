@@ -73,8 +73,10 @@ type jobList struct {
 	Items           []*tfv1.TFJob `json:"items"`
 }
 
-// printJobs prints jobs in the format of -o: a table (wide or not), or a List.
-func printJobs(w io.Writer, jobs []tfv1.TFJob, format string, withNamespace bool, now time.Time) error {
+// printJobs prints jobs in the format of -o: a table (wide or not), or a List. The
+// table's GPUS column is the GPUs each job's pods hold (allocated, by "namespace/name")
+// over those its replicas ask for.
+func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, format string, withNamespace bool, now time.Time) error {
 	if format == outputYAML || format == outputJSON {
 		list := jobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []*tfv1.TFJob{}}
 		for i := range jobs {
@@ -83,7 +85,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, format string, withNamespace bool
 		return printObject(w, list, format)
 	}
 	tw := newTabWriter(w)
-	header := []string{"NAME", "STATE", "WORKERS", "PS", "AGE"}
+	header := []string{"NAME", "STATE", "WORKERS", "PS", "GPUS", "AGE"}
 	if withNamespace {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
@@ -92,18 +94,20 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, format string, withNamespace bool
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range jobs {
-		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], format == outputWide, withNamespace, now), "\t"))
+		gpus := fmt.Sprintf("%d/%d", allocated[jobs[i].Namespace+"/"+jobs[i].Name], tfjob.GPUsRequested(&jobs[i]))
+		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], gpus, format == outputWide, withNamespace, now), "\t"))
 	}
 	return tw.Flush()
 }
 
-// jobRow is a job's line of the table.
-func jobRow(job *tfv1.TFJob, wide, withNamespace bool, now time.Time) []string {
+// jobRow is a job's line of the table, with its GPUS column.
+func jobRow(job *tfv1.TFJob, gpus string, wide, withNamespace bool, now time.Time) []string {
 	row := []string{
 		job.Name,
 		orNone(string(job.Status.State)),
 		replicaCount(job, tfv1.ReplicaTypeWorker),
 		replicaCount(job, tfv1.ReplicaTypePS),
+		gpus,
 		age(job.CreationTimestamp, now),
 	}
 	if withNamespace {

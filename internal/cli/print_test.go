@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -15,11 +16,15 @@ import (
 func TestPrintJobs(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16"}
+	withGPUs := *tf.DeepCopy()
+	withGPUs.Resources.Limits = corev1.ResourceList{gpuResource: resource.MustParse("2")}
 	running := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
-		tfv1.ReplicaTypeChief:  replica(1, tf),
+		tfv1.ReplicaTypeChief:  replica(1, withGPUs),
 		tfv1.ReplicaTypePS:     replica(2, tf),
-		tfv1.ReplicaTypeWorker: replica(4, tf),
+		tfv1.ReplicaTypeWorker: replica(4, withGPUs),
 	})
+	// 6 of the 10 GPUs held: the chief's and two workers' pods are bound.
+	allocated := map[string]int64{"team/mnist": 6}
 	running.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Minute))
 	running.Status.State = tfv1.JobRunning
 	running.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{
@@ -38,28 +43,28 @@ func TestPrintJobs(t *testing.T) {
 	}{{
 		name: "table",
 		want: "" +
-			"NAME                 STATE     WORKERS   PS    AGE\n" +
-			"mnist                Running   4         2     90m\n" +
-			"a-much-longer-name   <none>    1         0     5s\n",
+			"NAME                 STATE     WORKERS   PS    GPUS   AGE\n" +
+			"mnist                Running   4         2     6/10   90m\n" +
+			"a-much-longer-name   <none>    1         0     0/0    5s\n",
 	}, {
 		name:          "all namespaces",
 		withNamespace: true,
 		want: "" +
-			"NAMESPACE   NAME                 STATE     WORKERS   PS    AGE\n" +
-			"team        mnist                Running   4         2     90m\n" +
-			"default     a-much-longer-name   <none>    1         0     5s\n",
+			"NAMESPACE   NAME                 STATE     WORKERS   PS    GPUS   AGE\n" +
+			"team        mnist                Running   4         2     6/10   90m\n" +
+			"default     a-much-longer-name   <none>    1         0     0/0    5s\n",
 	}, {
 		name:   "wide",
 		format: outputWide,
 		want: "" +
-			"NAME                 STATE     WORKERS   PS    AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   IMAGE\n" +
-			"mnist                Running   4         2     90m   1       0           5        1           0        2          tf:2.16\n" +
-			"a-much-longer-name   <none>    1         0     5s    0       0           0        0           0        0          <none>\n",
+			"NAME                 STATE     WORKERS   PS    GPUS   AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   IMAGE\n" +
+			"mnist                Running   4         2     6/10   90m   1       0           5        1           0        2          tf:2.16\n" +
+			"a-much-longer-name   <none>    1         0     0/0    5s    0       0           0        0           0        0          <none>\n",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := printJobs(&buf, jobs, tc.format, tc.withNamespace, now); err != nil {
+			if err := printJobs(&buf, jobs, allocated, tc.format, tc.withNamespace, now); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, buf.String()); diff != "" {

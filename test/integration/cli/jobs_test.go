@@ -20,7 +20,7 @@ import (
 func TestListGetDescribe(t *testing.T) {
 	f := newFixture(t)
 	code := writeTree(t, map[string]string{"train.py": "print(1)\n"})
-	f.mustSucceed("submit", code, "--name", "mnist", "--image", "tf:2.16", "--ps", "1", "--workers", "2", "--artifacts", "model", "--", "python3", "train.py")
+	f.mustSucceed("submit", code, "--name", "mnist", "--image", "tf:2.16", "--ps", "1", "--workers", "2", "--gpus", "1", "--artifacts", "model", "--", "python3", "train.py")
 	f.waitPods("mnist", "mnist-ps-0", "mnist-worker-0", "mnist-worker-1")
 	for i, pod := range []string{"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"} {
 		kubelet().Bind(t, f.ns, pod, []string{"node-a", "node-b", "node-c"}[i])
@@ -33,16 +33,16 @@ func TestListGetDescribe(t *testing.T) {
 
 	r := f.mustSucceed("list")
 	assertLines(t, r.stdout,
-		`^NAME\s+STATE\s+WORKERS\s+PS\s+AGE$`,
-		`^mnist\s+Running\s+2\s+1\s+\d+s$`,
-		`^other\s+(<none>|Created)\s+0\s+0\s+\d+s$`)
+		`^NAME\s+STATE\s+WORKERS\s+PS\s+GPUS\s+AGE$`,
+		`^mnist\s+Running\s+2\s+1\s+2/2\s+\d+s$`,
+		`^other\s+(<none>|Created)\s+0\s+0\s+0/0\s+\d+s$`)
 
 	r = f.mustSucceed("list", "-A")
 	if !regexp.MustCompile(`(?m)^NAMESPACE\s+NAME\s+STATE`).MatchString(r.stdout) || !regexp.MustCompile(`(?m)^`+f.ns+`\s+mnist\s+Running\s+2\s+1\s`).MatchString(r.stdout) {
 		t.Errorf("list -A:\n%s", r)
 	}
 	r = f.mustSucceed("list", "-o", "wide")
-	if !regexp.MustCompile(`(?m)^mnist\s+Running\s+2\s+1\s+\S+\s+0\s+0\s+3\s+0\s+0\s+1\s+tf:2.16$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^mnist\s+Running\s+2\s+1\s+2/2\s+\S+\s+0\s+0\s+3\s+0\s+0\s+1\s+tf:2.16$`).MatchString(r.stdout) {
 		t.Errorf("list -o wide:\n%s", r)
 	}
 	r = f.mustSucceed("list", "-o", "json")
@@ -55,7 +55,7 @@ func TestListGetDescribe(t *testing.T) {
 	}
 
 	r = f.mustSucceed("get", "mnist")
-	assertLines(t, r.stdout, `^NAME\s+STATE\s+WORKERS\s+PS\s+AGE$`, `^mnist\s+Running\s+2\s+1\s+\d+s$`)
+	assertLines(t, r.stdout, `^NAME\s+STATE\s+WORKERS\s+PS\s+GPUS\s+AGE$`, `^mnist\s+Running\s+2\s+1\s+2/2\s+\d+s$`)
 	r = f.mustSucceed("get", "mnist", "-o", "yaml")
 	job := &tfv1.TFJob{}
 	if err := yaml.Unmarshal([]byte(r.stdout), job); err != nil || job.Kind != "TFJob" || job.Name != "mnist" || job.Status.State != tfv1.JobRunning || len(job.ManagedFields) != 0 {
@@ -70,7 +70,8 @@ func TestListGetDescribe(t *testing.T) {
 		`(?m)^Logs:\s+s3://` + f.srv.Bucket + `/runs/` + f.ns + `/mnist/<replica>/attempts/<n>/logs/$`,
 		`(?m)^Code:\s+s3://` + f.srv.Bucket + `/code/sha256-[0-9a-f]{64}\.tar\.gz -> /workspace$`,
 		`(?m)^\s+PS\s+1\s+1\s+0\s+0\s+0\s`,
-		`(?m)^\s+Worker\s+2\s+2\s+0\s+0\s+1\s`,
+		`(?m)^\s+Worker\s+2\s+2\s+0\s+0\s+1\s+0\s+2/2\s`,
+		`(?m)^GPUs:\s+2 allocated of 2 requested$`,
 		`(?m)^\s+mnist-ps-0\s+ps-0\s+Running\s+node-a\s+0\s+-\s`,
 		`(?m)^\s+mnist-worker-1\s+worker-1\s+Running\s+node-c\s+1\s+137 Error\s`,
 		`(?m)^\s+Running\s+True\s+TFJobRunning\s`,
