@@ -185,21 +185,11 @@ func (d *dashboardCluster) podsByJob(ctx context.Context, namespace string) map[
 func readyPods(pods []corev1.Pod) int32 {
 	var n int32
 	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodSucceeded || podReady(&pods[i]) {
+		if pods[i].Status.Phase == corev1.PodSucceeded || podServing(&pods[i]) {
 			n++
 		}
 	}
 	return n
-}
-
-// podReady reports whether a pod's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*dashboard.JobPage, error) {

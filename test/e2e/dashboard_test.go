@@ -58,7 +58,7 @@ func TestDashboard(t *testing.T) {
 	}, nil)
 	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
 	c.wait = dashboardWait
-	base := startLocalDashboard(ctx, t, c)
+	base := startCLI(ctx, t, c, dashboardLine, "dashboard", "--address", "127.0.0.1:0")
 	bctx := browser.Start(t)
 
 	t.Run("live logs of a running pod", func(t *testing.T) { testDashboardLiveLogs(ctx, bctx, t, c, base) })
@@ -180,39 +180,39 @@ func testDashboardSubmitRuns(ctx, bctx context.Context, t *testing.T, c *jobsClu
 // dashboardLine matches the line tfk8s dashboard prints once it listens.
 var dashboardLine = regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+)/`)
 
-// startLocalDashboard runs `tfk8s dashboard` on a free port until the test ends and
-// returns its URL, without the trailing slash.
-func startLocalDashboard(ctx context.Context, t *testing.T, c *jobsCluster) string {
+// startCLI runs the CLI with args in namespace default until the test ends, as a
+// user leaves a serving command (dashboard, tensorboard) running, and returns the
+// first group of urlLine once its output matches it.
+func startCLI(ctx context.Context, t *testing.T, c *jobsCluster, urlLine *regexp.Regexp, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var stdout, stderr testutil.SyncBuffer
+	env := cli.Env{
+		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+		Getenv:     func(string) string { return "" },
+		ConfigFile: c.config,
+	}
 	done := make(chan int, 1)
 	go func() {
-		env := cli.Env{
-			IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
-			Getenv:     func(string) string { return "" },
-			ConfigFile: c.config,
-		}
-		done <- cli.Main(ctx, []string{"--kubeconfig", c.kubeconfig, "-n", "default", "dashboard", "--address", "127.0.0.1:0"}, env)
+		done <- cli.Main(ctx, append([]string{"--kubeconfig", c.kubeconfig, "-n", "default"}, args...), env)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
-			t.Errorf("tfk8s dashboard exited %d:\n%s", code, stderr.String())
+			t.Errorf("tfk8s %s exited %d:\n%s", strings.Join(args, " "), code, stderr.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := dashboardLine.FindStringSubmatch(stdout.String()); m != nil {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if m := urlLine.FindStringSubmatch(stdout.String()); m != nil {
 			return m[1]
 		}
 		select {
 		case code := <-done:
 			done <- code
-			t.Fatalf("tfk8s dashboard exited %d before listening:\n%s", code, stderr.String())
+			t.Fatalf("tfk8s %s exited %d before printing its URL:\n%s", strings.Join(args, " "), code, stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("tfk8s dashboard printed no URL in 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())
+	t.Fatalf("tfk8s %s printed no URL in 30 s; stdout %q, stderr %q", strings.Join(args, " "), stdout.String(), stderr.String())
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,7 +95,10 @@ func waitDashboardPod(ctx context.Context, t *testing.T, c *jobsCluster) string 
 			return false, err
 		}
 		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil && podIsReady(&p) {
+			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			})
+			if p.DeletionTimestamp == nil && ready {
 				name = p.Name
 				return true, nil
 			}
@@ -102,16 +106,6 @@ func waitDashboardPod(ctx context.Context, t *testing.T, c *jobsCluster) string 
 		return false, fmt.Errorf("%d dashboard pods, none ready", len(list.Items))
 	})
 	return name
-}
-
-// podIsReady reports whether the pod's Ready condition is true.
-func podIsReady(p *corev1.Pod) bool {
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // dashboardNamespace creates a namespace, deleted when the test ends.
