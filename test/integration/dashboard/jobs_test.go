@@ -21,7 +21,9 @@ const wait = 20 * time.Second
 // with their nodes, restarts and exit codes, and its state as it changes.
 func TestListToJobPage(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	createJob(t, testutil.MakeTFJob("mnist", ns).PS(1).Workers(2).Obj())
+	mnist := testutil.MakeTFJob("mnist", ns).PS(1).Workers(2).Obj()
+	setGPUs(mnist, tfv1.ReplicaTypeWorker, "1")
+	createJob(t, mnist)
 	createJob(t, testutil.MakeTFJob("other", ns).Chief().Obj())
 	waitPods(t, ns, "mnist", "mnist-ps-0", "mnist-worker-0", "mnist-worker-1")
 	base, _ := startDashboard(t, ns)
@@ -38,6 +40,9 @@ func TestListToJobPage(t *testing.T) {
 	row := `tr.job[data-name="mnist"]`
 	if text, err := browser.WaitText(ctx, row, "Running", wait); err != nil || !strings.Contains(text, "3/3") {
 		t.Errorf("the jobs list does not show mnist Running with 3/3 ready: %v (row %q)", err, text)
+	}
+	if gpus, err := browser.Text(ctx, row+" td.gpus"); err != nil || gpus != "2/2" {
+		t.Errorf("the jobs list shows mnist's GPUs as %q, want 2/2 (a GPU per worker, both bound): %v", gpus, err)
 	}
 	if err := browser.Screenshot(ctx, base+"/jobs?namespace="+ns, row, screenshotPath(t, "dashboard-jobs.png")); err != nil {
 		t.Error(err)
@@ -66,7 +71,7 @@ func TestListToJobPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ps-0\tmnist-ps-0\tRunning\tnode-a\t0\t0", "worker-0\tmnist-worker-0\tRunning\tnode-b\t0\t0", "worker-1\tmnist-worker-1\tRunning\tnode-c\t0\t1\t137 OOMKilled"} {
+	for _, want := range []string{"ps-0\tmnist-ps-0\tRunning\tnode-a\t0\t0", "worker-0\tmnist-worker-0\tRunning\tnode-b\t1\t0", "worker-1\tmnist-worker-1\tRunning\tnode-c\t1\t1\t137 OOMKilled"} {
 		if !strings.Contains(replicas, want) {
 			t.Errorf("the job page's replicas lack %q:\n%s", want, replicas)
 		}
