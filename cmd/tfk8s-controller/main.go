@@ -43,6 +43,7 @@ func main() {
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", `address serving Go profiles under /debug/pprof, e.g. "127.0.0.1:6060"; "0" turns them off`)
 	flag.BoolVar(&opts.FullCache, "cache-full-objects", false, "cache whole pods, Services and TFJobs rather than what the controller reads of them; costs memory, for measuring only")
+	flag.BoolVar(&opts.JobMetricsByNamespace, "metrics-jobs-by-namespace", false, "split the tfk8s_jobs gauge by namespace as well as state (one series per namespace and state)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

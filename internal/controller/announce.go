@@ -26,6 +26,7 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 	if became(tfv1.JobCreated) {
 		recordJobCreated(job.Namespace)
 	}
+	r.recordReplicaMetrics(job, o, now)
 	for _, f := range o.failures {
 		if f.rt == tfv1.ReplicaTypeEvaluator {
 			r.event(job, corev1.EventTypeWarning, tfv1.ReasonEvaluatorFailed, "%s; training goes on", describeFailure(f.rt, *f.failure))

@@ -32,6 +32,9 @@ type ManagerOptions struct {
 	// FullCache caches whole objects, as the API server sends them, rather than what
 	// tfk8s reads of them: only to measure what stripping saves.
 	FullCache bool
+	// JobMetricsByNamespace splits the tfk8s_jobs gauge by namespace as well as state:
+	// one series per namespace and state.
+	JobMetricsByNamespace bool
 }
 
 // NewManager returns a manager running the TFJob controller against cfg.
@@ -54,8 +57,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	r := NewTFJobReconciler(mgr.GetClient(), mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
+	r := NewTFJobReconciler(podTimingClient{mgr.GetClient()}, mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
 	r.APIReader = mgr.GetAPIReader()
+	jobStates.use(mgr.GetCache(), opts.JobMetricsByNamespace)
 	if err := r.SetupWithManager(mgr, controller.Options{
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      &opts.SkipNameValidation,

@@ -7,7 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// tfk8s's metrics, served on the manager's metrics endpoint.
+// tfk8s's metrics, served on the manager's metrics endpoint beside controller-runtime's
+// (controller_runtime_reconcile_time_seconds, workqueue_depth) and Go's (process_*).
 var (
 	jobsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfk8s_jobs_created_total",
@@ -34,10 +35,25 @@ var (
 		Help:    "Time from a TFJob's creation until every one of its replicas was first Running.",
 		Buckets: prometheus.ExponentialBuckets(0.25, 2, 14),
 	})
+	podCreateDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "tfk8s_pod_create_duration_seconds",
+		Help:    "Time the API server took to create a pod for tfk8s, failed creations included.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	})
+	replicaRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tfk8s_replica_restarts_total",
+		Help: "Replicas re-created after their pod failed or was disrupted, by the pod's reason (Error, OOMKilled, Evicted, ...; Disrupted when it gives none).",
+	}, []string{"reason"})
+	gangWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "tfk8s_gang_wait_seconds",
+		Help:    "Time from a TFJob's creation until every one of its pods was first bound to a node, by gang scheduler (none for jobs without one).",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 14),
+	}, []string{"gang"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, podsCreated, jobStartup)
+	metrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, podsCreated, jobStartup,
+		podCreateDuration, replicaRestarts, gangWait, jobStates)
 }
 
 func recordJobCreated(namespace string)   { jobsCreated.WithLabelValues(namespace).Inc() }
@@ -46,5 +62,10 @@ func recordJobFailed(namespace string)    { jobsFailed.WithLabelValues(namespace
 func recordRestarts(namespace string, n int32) {
 	jobsRestarted.WithLabelValues(namespace).Add(float64(n))
 }
-func recordPodCreated()                { podsCreated.Inc() }
-func recordJobStartup(d time.Duration) { jobStartup.Observe(d.Seconds()) }
+func recordPodCreated()                       { podsCreated.Inc() }
+func recordJobStartup(d time.Duration)        { jobStartup.Observe(d.Seconds()) }
+func recordPodCreateDuration(d time.Duration) { podCreateDuration.Observe(d.Seconds()) }
+func recordReplicaRestart(reason string)      { replicaRestarts.WithLabelValues(reason).Inc() }
+func recordGangWait(gang string, d time.Duration) {
+	gangWait.WithLabelValues(gang).Observe(d.Seconds())
+}
