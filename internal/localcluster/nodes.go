@@ -185,8 +185,7 @@ func deleteStaleNodes(ctx context.Context, c client.Client, opts Options) error 
 	}
 	for i := range list.Items {
 		node := &list.Items[i]
-		suffix, ok := strings.CutPrefix(node.Name, opts.NodeName+"-")
-		if k, err := strconv.Atoi(suffix); !ok || err != nil || k <= opts.Nodes || k < 2 {
+		if !staleNode(node.Name, opts) {
 			continue
 		}
 		if err := c.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
@@ -195,4 +194,15 @@ func deleteStaleNodes(ctx context.Context, c client.Client, opts Options) error 
 		fmt.Fprintf(opts.Progress, "node %s deleted: the cluster has %d nodes now\n", node.Name, opts.Nodes)
 	}
 	return nil
+}
+
+// staleNode reports whether name is the name clusterNodes gives a node beyond
+// opts.Nodes.
+func staleNode(name string, opts Options) bool {
+	suffix, ok := strings.CutPrefix(name, opts.NodeName+"-")
+	if !ok || strings.HasPrefix(suffix, "0") {
+		return false
+	}
+	k, err := strconv.Atoi(suffix)
+	return err == nil && k >= 2 && k > opts.Nodes
 }

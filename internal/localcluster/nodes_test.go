@@ -73,3 +73,18 @@ func TestCheckPodCIDRsFree(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleNode: up deletes the Nodes of the nodes a smaller cluster no longer runs,
+// and no other.
+func TestStaleNode(t *testing.T) {
+	opts := defaulted(t, Options{Nodes: 2, NodeName: "n"})
+	var stale []string
+	for _, name := range []string{"n", "n-2", "n-3", "n-10", "n-1", "n-03", "n-x", "other-3", "n-2-3", "nn-3"} {
+		if staleNode(name, opts) {
+			stale = append(stale, name)
+		}
+	}
+	if diff := cmp.Diff([]string{"n-3", "n-10"}, stale); diff != "" {
+		t.Errorf("stale nodes (-want +got):\n%s", diff)
+	}
+}

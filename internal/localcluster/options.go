@@ -2,7 +2,7 @@
 // of the upstream control plane (etcd, kube-apiserver with gang scheduling,
 // kube-controller-manager, kube-scheduler), an OCI registry (CNCF Distribution) that
 // the node mirrors every registry to, tfk8s-node (a kubelet that runs pods as runc
-// containers on the images it pulls), CoreDNS, an S3 server (versitygw) and
+// containers on the images it pulls; one per node, Options.Nodes), CoreDNS, an S3 server (versitygw) and
 // tfk8s-controller, all from bin/. Each runs as a detached process with its pid file
 // and log in the state directory, so that the cluster outlives `tfk8s local up` and
 // `tfk8s local down`, run later, can stop it.
@@ -15,6 +15,7 @@
 //	cluster/        certificates, etcd's data, the Corefile, registry.yml, and
 //	                <component>.pid and .log
 //	node/           tfk8s-node's state: pod sandboxes, volumes, container logs
+//	node-2/, ...    the state of the other nodes of a cluster of several (--nodes)
 //	s3/             versitygw's buckets
 //	registry/       the registry's storage: the images pushed by up and load
 package localcluster

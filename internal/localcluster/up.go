@@ -37,7 +37,7 @@ const certValidity = 10 * 365 * 24 * time.Hour
 
 // Up starts the local cluster, or what is missing of it, and waits until every
 // component is ready: the API server answers /readyz, the registry answers and holds
-// the images of the source tree and of Options.Images, the node is Ready, DNS resolves
+// the images of the source tree and of Options.Images, every node is Ready, DNS resolves
 // the kubernetes Service, the S3 bucket exists and the controller is ready. Components
 // found running are kept. It writes the kubeconfig and the S3 settings, and the user's
 // ~/.tfk8s/config if there is none. On error, the processes this call started are
