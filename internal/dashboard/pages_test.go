@@ -53,3 +53,15 @@ func TestJobPageLinksTensorBoard(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUsCell: allocated/requested, and "-" only for a job that has no GPUs at all.
+func TestGPUsCell(t *testing.T) {
+	for _, tc := range []struct {
+		allocated, requested int64
+		want                 string
+	}{{0, 0, "-"}, {0, 8, "0/8"}, {4, 8, "4/8"}, {8, 8, "8/8"}} {
+		if got := gpus(tc.allocated, tc.requested); got != tc.want {
+			t.Errorf("gpus(%d, %d) = %q, want %q", tc.allocated, tc.requested, got, tc.want)
+		}
+	}
+}
