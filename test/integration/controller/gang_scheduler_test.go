@@ -10,6 +10,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -203,6 +205,7 @@ func TestGangWithScheduler(t *testing.T) {
 	t.Run("a gang that does not fit binds no pod until a node is added", func(t *testing.T) { testGangWaitsForCapacity(t, sc) })
 	t.Run("two gangs that fit one at a time run one after the other", func(t *testing.T) { testGangsTakeTurns(t, sc) })
 	t.Run("GPU replicas pack onto one node", func(t *testing.T) { testGPUReplicasPack(t, sc) })
+	t.Run("a worker preempted by the scheduler is a disruption", func(t *testing.T) { testPreemptionIsADisruption(t, sc) })
 	t.Run("scheduleTimeoutSeconds fails a gang that cannot fit", func(t *testing.T) {
 		testGangTimeout(t, sc, tfv1.ScheduleTimeoutFail)
 	})
@@ -336,4 +339,85 @@ func testGangTimeout(t *testing.T, sc *schedCluster, action tfv1.ScheduleTimeout
 		}
 		sc.waitGang(t, ns, job.Name, "its pods deleted", func(g gangState) bool { return g.pods == 0 })
 	}
+}
+
+// testPreemptionIsADisruption: a running worker of a job with backoffLimit 0 and
+// restartPolicy Never holds the node's 2 GPUs when a pod of higher priority asks for
+// them. The scheduler preempts the worker (DisruptionTarget, PreemptionByScheduler);
+// the job does not fail: the worker is re-created, counted as a disruption, and waits
+// for GPUs again.
+func testPreemptionIsADisruption(t *testing.T, sc *schedCluster) {
+	ctx := context.Background()
+	ns := testutil.Namespace(t, sc.c)
+	sc.addNode(t, "preempt-a", "preempt", 2)
+	job := makeGPUJob("victim", ns, "preempt", 1, 2, nil)
+	job.Spec.RunPolicy.BackoffLimit = ptr.To[int32](0)
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].RestartPolicy = tfv1.RestartPolicyNever
+	if err := sc.c.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	sc.waitGang(t, ns, job.Name, "bound", func(g gangState) bool { return g.bound == 1 })
+	victim := &corev1.Pod{}
+	if err := sc.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "victim-worker-0"}, victim); err != nil {
+		t.Fatal(err)
+	}
+	sc.kubelet.SetRunning(t, ns, victim.Name)
+
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "tfk8s-test-high"}, Value: 1000}
+	if err := sc.c.Create(ctx, high); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.c.Delete(context.Background(), high) })
+	preemptor := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "urgent", Namespace: ns},
+		Spec: corev1.PodSpec{PriorityClassName: high.Name, NodeSelector: map[string]string{poolLabel: "preempt"},
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{tfjob.GPUResource: resource.MustParse("2")}}}}},
+	}
+	if err := sc.c.Create(ctx, preemptor); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler marks the victim and deletes it gracefully; the kubelet would then
+	// stop its container and confirm.
+	testutil.Eventually(t, "the victim preempted", func(ctx context.Context) (bool, error) {
+		err := sc.c.Get(ctx, client.ObjectKeyFromObject(victim), victim)
+		return err == nil && victim.DeletionTimestamp != nil, err
+	})
+	err := sc.c.Delete(ctx, victim, client.GracePeriodSeconds(0), client.Preconditions{UID: &victim.UID})
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatalf("confirming the deletion of %s: %v", victim.Name, err)
+	}
+
+	testutil.Eventually(t, "the worker re-created, one disruption counted", func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{}
+		if err := sc.c.Get(ctx, client.ObjectKeyFromObject(victim), pod); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if err := sc.c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err
+		}
+		return pod.UID != victim.UID && replicaStatus(job, tfv1.ReplicaTypeWorker).Disruptions == 1, nil
+	})
+	if c := conditionOf(job, tfv1.JobFailed); c.Status == "True" {
+		t.Fatalf("job failed after a preemption: %s: %s", c.Reason, c.Message)
+	}
+	if rs := replicaStatus(job, tfv1.ReplicaTypeWorker); rs.Restarts != 0 {
+		t.Errorf("worker restarts %d after a preemption, want 0", rs.Restarts)
+	}
+	c := conditionOf(job, tfv1.JobRestarting)
+	t.Logf("worker status %+v; Restarting %s %s: %s", replicaStatus(job, tfv1.ReplicaTypeWorker), c.Status, c.Reason, c.Message)
+	events := &eventsv1.EventList{}
+	if err := sc.c.List(ctx, events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range events.Items {
+		if e.Reason == tfv1.ReasonDisrupted {
+			notes = append(notes, e.Note)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "victim-worker-0 was disrupted (PreemptionByScheduler)") {
+		t.Errorf("Disrupted events %q, want one naming victim-worker-0 and PreemptionByScheduler", notes)
+	}
+	t.Logf("events: %q", notes)
 }
