@@ -30,23 +30,25 @@ func CacheOptions(full bool) cache.Options {
 		panic(err)
 	}
 	byJob := labels.NewSelector().Add(*hasJob)
-	opts := cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:     {Label: byJob},
-			&corev1.Service{}: {Label: byJob},
-			// A job's TensorBoard.
+	if full {
+		return cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:        {Label: byJob},
+			&corev1.Service{}:    {Label: byJob},
 			&appsv1.Deployment{}: {Label: byJob},
+		}}
+	}
+	// One entry per kind: the map is keyed by pointer, so a second &corev1.Pod{} would
+	// be a second entry, of which the cache would take either.
+	return cache.Options{
+		DefaultTransform: stripMetadata,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: byJob, Transform: stripPod},
+			// A Service is only looked up by name: is it there, and whose is it.
+			&corev1.Service{}: {Label: byJob, Transform: keepMetadataOnly},
+			// A job's TensorBoard.
+			&appsv1.Deployment{}: {Label: byJob, Transform: stripDeployment},
 		},
 	}
-	if full {
-		return opts
-	}
-	opts.DefaultTransform = stripMetadata
-	opts.ByObject[&corev1.Pod{}] = cache.ByObject{Label: byJob, Transform: stripPod}
-	// A Service is only looked up by name: is it there, and whose is it.
-	opts.ByObject[&corev1.Service{}] = cache.ByObject{Label: byJob, Transform: keepMetadataOnly}
-	opts.ByObject[&appsv1.Deployment{}] = cache.ByObject{Label: byJob, Transform: stripDeployment}
-	return opts
 }
 
 // stripMetadata drops the managed fields and kubectl's last applied configuration,

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -147,5 +148,28 @@ func TestStripOwnedObjects(t *testing.T) {
 				t.Errorf("cached object (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCacheOptionsOneEntryPerKind checks that each cached kind has one entry, with its
+// transform: the entries are keyed by pointer, and of two entries for pods the cache
+// would take either, whole pods as likely as stripped ones.
+func TestCacheOptionsOneEntryPerKind(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		kinds := map[string]int{}
+		transformed := 0
+		for obj, by := range CacheOptions(full).ByObject {
+			kinds[fmt.Sprintf("%T", obj)]++
+			if by.Transform != nil {
+				transformed++
+			}
+		}
+		want := map[string]int{"*v1.Pod": 1, "*v1.Service": 1, "*v1.Deployment": 1}
+		if diff := cmp.Diff(want, kinds); diff != "" {
+			t.Errorf("full=%v: cached kinds (-want +got):\n%s", full, diff)
+		}
+		if wantTransformed := map[bool]int{false: 3, true: 0}[full]; transformed != wantTransformed {
+			t.Errorf("full=%v: %d kinds transformed, want %d", full, transformed, wantTransformed)
+		}
 	}
 }
