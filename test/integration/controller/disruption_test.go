@@ -42,7 +42,7 @@ func TestEvictionIsADisruption(t *testing.T) {
 	if err := k8sClient.SubResource("eviction").Create(ctx, victim, eviction); err != nil {
 		t.Fatalf("evicting %s: %v", victim.Name, err)
 	}
-	finishTermination(t, ns, victim.Name)
+	finishTermination(t, k8sClient, ns, victim.Name)
 
 	replacement := waitReplacement(t, ns, victim.Name, victim.UID)
 	t.Logf("%s re-created (uid %s, was %s)", replacement.Name, replacement.UID, victim.UID)
@@ -72,14 +72,14 @@ func TestEvictionIsADisruption(t *testing.T) {
 // finishTermination plays the kubelet of a pod being deleted gracefully: once the pod is
 // terminating, it confirms the deletion (grace period 0), as the kubelet does when the
 // containers have stopped.
-func finishTermination(t *testing.T, ns, name string) {
+func finishTermination(t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
 	pod := &corev1.Pod{}
 	testutil.Eventually(t, name+" to be terminating", func(ctx context.Context) (bool, error) {
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
 		return err == nil && pod.DeletionTimestamp != nil, err
 	})
-	err := k8sClient.Delete(context.Background(), pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+	err := c.Delete(context.Background(), pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	if client.IgnoreNotFound(err) != nil {
 		t.Fatalf("confirming the deletion of %s: %v", name, err)
 	}

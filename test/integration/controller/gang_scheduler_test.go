@@ -379,14 +379,7 @@ func testPreemptionIsADisruption(t *testing.T, sc *schedCluster) {
 	}
 	// The scheduler marks the victim and deletes it gracefully; the kubelet would then
 	// stop its container and confirm.
-	testutil.Eventually(t, "the victim preempted", func(ctx context.Context) (bool, error) {
-		err := sc.c.Get(ctx, client.ObjectKeyFromObject(victim), victim)
-		return err == nil && victim.DeletionTimestamp != nil, err
-	})
-	err := sc.c.Delete(ctx, victim, client.GracePeriodSeconds(0), client.Preconditions{UID: &victim.UID})
-	if client.IgnoreNotFound(err) != nil {
-		t.Fatalf("confirming the deletion of %s: %v", victim.Name, err)
-	}
+	finishTermination(t, sc.c, ns, victim.Name)
 
 	testutil.Eventually(t, "the worker re-created, one disruption counted", func(ctx context.Context) (bool, error) {
 		pod := &corev1.Pod{}
@@ -406,16 +399,19 @@ func testPreemptionIsADisruption(t *testing.T, sc *schedCluster) {
 	}
 	c := conditionOf(job, tfv1.JobRestarting)
 	t.Logf("worker status %+v; Restarting %s %s: %s", replicaStatus(job, tfv1.ReplicaTypeWorker), c.Status, c.Reason, c.Message)
-	events := &eventsv1.EventList{}
-	if err := sc.c.List(ctx, events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	// Events are written after the status, asynchronously.
 	var notes []string
-	for _, e := range events.Items {
-		if e.Reason == tfv1.ReasonDisrupted {
-			notes = append(notes, e.Note)
+	testutil.Eventually(t, "a Disrupted event", func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		err := sc.c.List(ctx, events, client.InNamespace(ns))
+		notes = nil
+		for _, e := range events.Items {
+			if e.Reason == tfv1.ReasonDisrupted {
+				notes = append(notes, e.Note)
+			}
 		}
-	}
+		return err == nil && len(notes) > 0, err
+	})
 	if len(notes) != 1 || !strings.Contains(notes[0], "victim-worker-0 was disrupted (PreemptionByScheduler)") {
 		t.Errorf("Disrupted events %q, want one naming victim-worker-0 and PreemptionByScheduler", notes)
 	}
