@@ -260,10 +260,11 @@ push:
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }
 	go run ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
 
-# The chart carries copies of the CRD, the admission policy and the ClusterRole (Helm
-# reads no file outside the chart): make chart refreshes them, and the install tests
-# fail while they differ from config/.
+# The chart carries copies of the CRD, the admission policy, the ClusterRole and the
+# Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,
+# and the install tests fail while they differ from config/.
 .PHONY: chart
 chart:
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
 	cp config/policy/tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
+	cp config/grafana/tfk8s-controller.json charts/tfk8s/files/

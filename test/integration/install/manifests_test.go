@@ -2,8 +2,11 @@ package install
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,6 +171,36 @@ func TestChartValues(t *testing.T) {
 			if sm == nil || sm.GetLabels()["release"] != "prometheus" {
 				t.Fatalf("want a ServiceMonitor labelled release=prometheus, got %v", sm)
 			}
+			checkServiceMonitorScrapesController(t, objs, sm)
+		},
+	}, {
+		name:   "Grafana dashboard on",
+		values: `{metrics: {grafanaDashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: tfk8s}}}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			cm := find(objs, "ConfigMap", "tfk8s-grafana-dashboard")
+			if cm == nil {
+				t.Fatal("no ConfigMap tfk8s-grafana-dashboard")
+			}
+			got := []string{cm.GetNamespace(), cm.GetLabels()["grafana_dashboard"], cm.GetAnnotations()["grafana_folder"]}
+			if diff := cmp.Diff([]string{"monitoring", "1", "tfk8s"}, got); diff != "" {
+				t.Errorf("namespace, grafana_dashboard label, folder annotation (-want +got):\n%s", diff)
+			}
+			want, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "tfk8s-controller.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _, _ := unstructured.NestedString(cm.Object, "data", "tfk8s-controller.json")
+			if data != strings.TrimSuffix(string(want), "\n") || !json.Valid([]byte(data)) {
+				t.Errorf("the ConfigMap's dashboard (%d bytes) is not config/grafana/tfk8s-controller.json (%d bytes)", len(data), len(want))
+			}
+		},
+	}, {
+		name:   "jobs gauge by namespace",
+		values: `{metrics: {jobsByNamespace: true}}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			if args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--metrics-jobs-by-namespace") {
+				t.Errorf("controller args %q lack --metrics-jobs-by-namespace", args)
+			}
 		},
 	}}
 	for _, tc := range tests {
@@ -191,6 +224,40 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// checkServiceMonitorScrapesController checks that the ServiceMonitor selects the
+// metrics Service, names one of its ports, and that the port leads to the
+// controller's metrics port.
+func checkServiceMonitorScrapesController(t *testing.T, objs []*unstructured.Unstructured, sm *unstructured.Unstructured) {
+	t.Helper()
+	u := find(objs, "Service", "tfk8s-controller-metrics")
+	svc := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+		t.Fatal(err)
+	}
+	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range selector {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s; the metrics Service has %s=%q", k, v, k, svc.Labels[k])
+		}
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v, want one", endpoints)
+	}
+	port := endpoints[0].(map[string]any)["port"]
+	c := deployment(t, objs).Spec.Template.Spec.Containers[0]
+	for _, p := range svc.Spec.Ports {
+		for _, cp := range c.Ports {
+			if p.Name == port && cp.Name == p.TargetPort.StrVal &&
+				slices.Contains(c.Args, fmt.Sprintf("--metrics-bind-address=:%d", cp.ContainerPort)) {
+				return
+			}
+		}
+	}
+	t.Errorf("ServiceMonitor port %v leads to no container port serving metrics (Service ports %+v, container ports %+v, args %q)",
+		port, svc.Spec.Ports, c.Ports, c.Args)
+}
+
 // checkImages checks the controller's image and the agent image it injects.
 func checkImages(t *testing.T, objs []*unstructured.Unstructured, controllerImage, agentImage string) {
 	t.Helper()
@@ -210,9 +277,10 @@ func checkImages(t *testing.T, objs []*unstructured.Unstructured, controllerImag
 // files under config/ (make chart copies them).
 func TestChartCopiesMatchConfig(t *testing.T) {
 	for copy, orig := range map[string]string{
-		"crds/tfk8s.io_tfjobs.yaml": "config/crd/bases/tfk8s.io_tfjobs.yaml",
-		"files/tfjob-policy.yaml":   "config/policy/tfjob-policy.yaml",
-		"files/role.yaml":           "config/rbac/role.yaml",
+		"crds/tfk8s.io_tfjobs.yaml":   "config/crd/bases/tfk8s.io_tfjobs.yaml",
+		"files/tfjob-policy.yaml":     "config/policy/tfjob-policy.yaml",
+		"files/role.yaml":             "config/rbac/role.yaml",
+		"files/tfk8s-controller.json": "config/grafana/tfk8s-controller.json",
 	} {
 		a, err1 := os.ReadFile(filepath.Join(chartDir, copy))
 		b, err2 := os.ReadFile(filepath.Join(repoRoot, orig))
