@@ -323,6 +323,7 @@ func testGangsTakeTurns(ctx context.Context, t *testing.T, c *schedCluster) {
 	}
 	start := time.Now()
 	first, observations := "", 0
+	var released, secondBound time.Time
 	c.eventually(ctx, t, "both gangs finished, one after the other", func() (bool, error) {
 		obs, err := c.observeTurns(ctx)
 		if err != nil {
@@ -338,12 +339,22 @@ func testGangsTakeTurns(ctx context.Context, t *testing.T, c *schedCluster) {
 			if first != "" {
 				t.Logf("%s bound (3/3), the other refused (0/3) %.2f s after submit: released", first, time.Since(start).Seconds())
 				release()
+				released = time.Now()
 			}
 			return false, nil
 		}
+		if second := turns[0]; secondBound.IsZero() {
+			if first == second {
+				second = turns[1]
+			}
+			if obs.bound[second] == 3 {
+				secondBound = time.Now()
+			}
+		}
 		return obs.finished[turns[0]] && obs.finished[turns[1]], nil
 	})
-	t.Logf("both gangs finished %.2f s after submit, %d observations, never both partly bound", time.Since(start).Seconds(), observations)
+	t.Logf("release → the other gang bound: %.2f s; both gangs finished %.2f s after submit, %d observations, never both partly bound",
+		secondBound.Sub(released).Seconds(), time.Since(start).Seconds(), observations)
 	for _, name := range turns {
 		if job := c.job(ctx, t, name); job.Status.State != tfv1.JobSucceeded {
 			t.Errorf("%s state %s, want Succeeded: %+v", name, job.Status.State, job.Status.Conditions)
