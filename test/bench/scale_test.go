@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -48,22 +47,12 @@ func (r *rig) bytesPerPod(ns string) (float64, int) {
 func inlineBytesPerPod(b *testing.B, job *tfv1.TFJob) float64 {
 	job = job.DeepCopy()
 	job.Spec.Artifacts, job.Spec.Storage = nil, nil
-	total, n := 0, 0
-	for _, rt := range tfv1.ReplicaTypes {
-		spec := job.Spec.TFReplicaSpecs[rt]
-		if spec == nil {
-			continue
-		}
-		for i := range *spec.Replicas {
-			pod, err := controller.ConstructPod(job, rt, i, controller.PodOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += pod.Size()
-			n++
-		}
+	pods := constructPods(b, job)
+	total := 0
+	for _, pod := range pods {
+		total += pod.Size()
 	}
-	return float64(total) / float64(n)
+	return float64(total) / float64(len(pods))
 }
 
 // writeReport replaces the section titled title (a "## " heading) of the Markdown file
