@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -35,6 +36,9 @@ type ManagerOptions struct {
 	// JobMetricsByNamespace splits the tfk8s_jobs gauge by namespace as well as state:
 	// one series per namespace and state.
 	JobMetricsByNamespace bool
+	// Logger receives the manager's and the controller's logs; controller-runtime's
+	// global logger when zero.
+	Logger logr.Logger
 }
 
 // NewManager returns a manager running the TFJob controller against cfg.
@@ -48,6 +52,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Scheme:                  s,
 		Cache:                   CacheOptions(opts.FullCache),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Logger:                  opts.Logger,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElection,

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,12 +12,16 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -104,8 +109,9 @@ func (s scrape) names() map[string]bool {
 }
 
 // startControllerServingMetrics runs the controller, its jobs gauge by namespace, with
-// its metrics served over HTTP, and returns the endpoint's URL.
-func startControllerServingMetrics(t *testing.T) string {
+// its metrics served over HTTP and its logs to logger (the suite's log when zero), and
+// returns the endpoint's URL.
+func startControllerServingMetrics(t *testing.T, logger logr.Logger) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,6 +125,7 @@ func startControllerServingMetrics(t *testing.T) string {
 		HealthProbeBindAddress: "0",
 		SkipNameValidation:     true,
 		JobMetricsByNamespace:  true,
+		Logger:                 logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +150,7 @@ func startControllerServingMetrics(t *testing.T) string {
 // Grafana dashboard queries only series that scrape served.
 func TestMetricsFollowAJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	url := startControllerServingMetrics(t)
+	url := startControllerServingMetrics(t, logr.Logger{})
 	var before scrape
 	testutil.Eventually(t, "the metrics endpoint to serve", func(context.Context) (bool, error) {
 		var err error
@@ -352,4 +359,80 @@ func TestPromQLMetricNames(t *testing.T) {
 			t.Errorf("promQLMetricNames(%q) = %v, want %v", expr, got, want)
 		}
 	}
+}
+
+// TestLogLinesNameTheirJob runs a job through creation, a restart and success with the
+// controller logging at V(2), and checks that every line that speaks of something in
+// the job's namespace carries the job as a key (TFJob: {name, namespace}; the event
+// recorder's lines: object and kind TFJob), so that an operator can filter a job's
+// lines.
+func TestLogLinesNameTheirJob(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	var logs lockedBuffer
+	startControllerServingMetrics(t, zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2))))
+	ctx := context.Background()
+	job := testutil.MakeTFJob("logged", ns).Workers(1).RestartPolicy(tfv1.ReplicaTypeWorker, tfv1.RestartPolicyExitCode).Obj()
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	first := waitPods(t, ns, "logged", "logged-worker-0")["logged-worker-0"].UID
+	runPods(t, ns, "logged-worker-0")
+	kubelet.SetExited(t, ns, "logged-worker-0", 137)
+	testutil.Eventually(t, "worker 0 to be re-created", func(ctx context.Context) (bool, error) {
+		pods, err := jobPods(ctx, ns, "logged")
+		p := pods["logged-worker-0"]
+		return p != nil && p.UID != first && p.DeletionTimestamp == nil, err
+	})
+	runPods(t, ns, "logged-worker-0")
+	kubelet.SetExited(t, ns, "logged-worker-0", 0)
+	waitCondition(t, ns, "logged", tfv1.JobSucceeded)
+
+	var about int
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if !strings.Contains(line, ns) {
+			continue
+		}
+		about++
+		type object struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		}
+		var entry struct {
+			TFJob object `json:"TFJob"`
+			// The event recorder's lines name the object an event is about.
+			Object object `json:"object"`
+			Kind   string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if entry.Kind == "TFJob" {
+			entry.TFJob = entry.Object
+		}
+		if entry.TFJob != (object{"logged", ns}) {
+			t.Errorf("log line %q does not carry the job as TFJob {name, namespace}", line)
+		}
+	}
+	if about == 0 {
+		t.Fatal("no log line speaks of the job's namespace")
+	}
+	t.Logf("%d log lines speak of the job, each with its key", about)
+}
+
+// lockedBuffer is a log sink for several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
