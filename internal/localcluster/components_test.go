@@ -152,41 +152,6 @@ func TestArgs(t *testing.T) {
 			want: []string{"--registry-mirror=*=http://127.0.0.1:15000", "--image-dir=/var/images"},
 		},
 		{
-			name: "second tfk8s-node of two: its own name, state, network and bridge; the first's DNS",
-			got: func() []string {
-				o := opts
-				o.Nodes = 2
-				return nodeArgs(o, clusterNodes(o)[1], p, controlplane.KubeletClientPKIIn(p.run))[1:6]
-			}(),
-			want: []string{
-				"--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2",
-				"--cluster-dns=10.244.0.1",
-			},
-		},
-		{
-			name: "nodes of two forward, the second binds no claims",
-			got: func() []string {
-				o := opts
-				o.Nodes, o.HostImages, o.ImageDir = 2, nil, ""
-				first := nodeArgs(o, clusterNodes(o)[0], p, controlplane.KubeletClientPKIIn(p.run))
-				second := nodeArgs(o, clusterNodes(o)[1], p, controlplane.KubeletClientPKIIn(p.run))
-				return append(first[len(first)-2:], second[len(second)-3:]...)
-			}(),
-			want: []string{
-				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward",
-				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward", "--local-provisioner=false",
-			},
-		},
-		{
-			name: "second tfk8s-node cleanup",
-			got: func() []string {
-				o := opts
-				o.Nodes = 2
-				return nodeCleanupArgs(clusterNodes(o)[1])
-			}(),
-			want: []string{"--cleanup", "--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2"},
-		},
-		{
 			name: "registry",
 			got:  registryArgs(p),
 			want: []string{"serve", "/state/cluster/registry.yml"},

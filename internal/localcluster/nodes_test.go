@@ -2,10 +2,13 @@ package localcluster
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
 // TestClusterNodes: the first node keeps a one-node cluster's names; each next one
@@ -86,5 +89,113 @@ func TestStaleNode(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"n-3", "n-10"}, stale); diff != "" {
 		t.Errorf("stale nodes (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeArgs: each node of several runs with its own name, state, network and
+// bridge, resolves names through the first's DNS, forwards to the others, and only
+// the first binds claims.
+func TestNodeArgs(t *testing.T) {
+	opts := defaulted(t, Options{Nodes: 2})
+	p := pathsIn(opts.Dir)
+	pki := controlplane.KubeletClientPKIIn(p.run)
+	nodes := clusterNodes(opts)
+	first, second := nodeArgs(opts, nodes[0], p, pki), nodeArgs(opts, nodes[1], p, pki)
+	tests := []struct {
+		name      string
+		got, want []string
+	}{
+		{
+			name: "the second's own names and the first's DNS",
+			got:  second[1:6],
+			want: []string{
+				"--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2",
+				"--cluster-dns=10.244.0.1",
+			},
+		},
+		{
+			name: "both forward, the second binds no claims",
+			got:  append(slices.Clone(first[len(first)-3:]), second[len(second)-4:]...),
+			want: []string{
+				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward", "--image-dir=" + opts.ImageDir,
+				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward", "--local-provisioner=false", "--image-dir=" + opts.ImageDir,
+			},
+		},
+		{
+			name: "the second's cleanup",
+			got:  nodeCleanupArgs(nodes[1]),
+			want: []string{"--cleanup", "--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCheckNodes: what the nodes derive from the options is checked up front.
+func TestCheckNodes(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{name: "no node", opts: Options{Nodes: -1}, wantErr: "--nodes -1: want at least 1"},
+		{
+			name:    "a second node's bridge name too long",
+			opts:    Options{Bridge: "tfk8s-e2e-abcd", Nodes: 2},
+			wantErr: `bridge name "tfk8s-e2e-abcd-2" of node 2 is longer than 15 characters`,
+		},
+		{
+			name:    "nodes' networks beyond IPv4",
+			opts:    Options{PodCIDR: "255.255.254.0/24", Nodes: 3},
+			wantErr: "3 nodes need 3 networks of its size after it, beyond 255.255.255.255",
+		},
+		{name: "several nodes without a node", opts: Options{Nodes: 2, WithoutNode: true}, wantErr: "a cluster without a node has none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Dir, tc.opts.BinDir = "/state", "/bin"
+			_, err := tc.opts.withDefaults()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestMergeNodes: a running cluster keeps its number of nodes; a stopped one takes
+// the new number; one saved before --nodes has one.
+func TestMergeNodes(t *testing.T) {
+	saved := settings{NodeName: "n1", PodCIDR: "10.9.0.0/24", Bridge: "br9", Nodes: 2, Ports: DefaultPorts}
+	tests := []struct {
+		name    string
+		saved   settings
+		nodes   int
+		running bool
+		want    int
+		wantErr string
+	}{
+		{name: "kept while running", saved: saved, running: true, want: 2},
+		{name: "another number while running", saved: saved, nodes: 3, running: true, wantErr: "--nodes is 2, not 3"},
+		{name: "another number when nothing runs", saved: saved, nodes: 1, want: 1},
+		{name: "saved before --nodes", saved: settings{NodeName: "n1", Ports: DefaultPorts}, running: true, want: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := mergeSettings(Options{Nodes: tc.nodes}, tc.saved, tc.running)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "run tfk8s local down first") {
+					t.Fatalf("error = %v, want one containing %q and what to do", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Nodes != tc.want {
+				t.Errorf("nodes = %d, %v; want %d", got.Nodes, err, tc.want)
+			}
+		})
 	}
 }

@@ -72,21 +72,6 @@ func TestWithDefaults(t *testing.T) {
 			wantErr: `--install "kubectl": want helm or kustomize`,
 		},
 		{
-			name:    "no node",
-			opts:    Options{Dir: "/state", BinDir: "/bin", Nodes: -1},
-			wantErr: "--nodes -1: want at least 1",
-		},
-		{
-			name:    "a second node's bridge name too long",
-			opts:    Options{Dir: "/state", BinDir: "/bin", Bridge: "tfk8s-e2e-abcd", Nodes: 2},
-			wantErr: `bridge name "tfk8s-e2e-abcd-2" of node 2 is longer than 15 characters`,
-		},
-		{
-			name:    "nodes' networks beyond IPv4",
-			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "255.255.254.0/24", Nodes: 3},
-			wantErr: "3 nodes need 3 networks of its size after it, beyond 255.255.255.255",
-		},
-		{
 			name:    "IPv6 CIDR",
 			opts:    Options{Dir: "/state", BinDir: "/bin", PodCIDR: "fd00::/64"},
 			wantErr: "want an IPv4 network",

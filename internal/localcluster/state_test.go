@@ -70,17 +70,6 @@ func TestMergeSettings(t *testing.T) {
 			want: savedWith(func(s *settings) { s.Install = InstallKustomize }),
 		},
 		{
-			name:    "another number of nodes while running is refused",
-			opts:    Options{Nodes: 3},
-			running: true,
-			wantErr: "--nodes is 2, not 3",
-		},
-		{
-			name: "another number of nodes when nothing runs",
-			opts: Options{Nodes: 1},
-			want: savedWith(func(s *settings) { s.Nodes = 1 }),
-		},
-		{
 			name:    "another port while running is refused",
 			opts:    Options{Ports: Ports{APIServer: 7443}},
 			running: true,
