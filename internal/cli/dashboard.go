@@ -65,7 +65,7 @@ func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, 
 		// user's token: never with S3 settings of the dashboard's own, which would show
 		// logs to users who may not read the Secret.
 		userOpts := &rootOptions{env: Env{IOStreams: o.env.IOStreams, Getenv: func(string) string { return "" }}, kube: o.kube}
-		newCluster = userOpts.newDashboardCluster
+		newCluster = userOpts.newInClusterDashboardCluster
 	}
 	srv, err := dashboard.New(dashboard.Options{
 		Config: cfg, NewCluster: newCluster, Namespace: ns, InCluster: inCluster, Log: o.env.ErrOut,
@@ -108,6 +108,8 @@ type dashboardCluster struct {
 	o      *rootOptions
 	client client.Client
 	kube   kubernetes.Interface
+	// noS3 is true in-cluster: a notebook started there gets no S3 settings.
+	noS3 bool
 }
 
 // newDashboardCluster connects with cfg, which carries the user's credentials.
@@ -117,6 +119,17 @@ func (o *rootOptions) newDashboardCluster(cfg *rest.Config, _ string) (dashboard
 		return nil, err
 	}
 	return &dashboardCluster{o: o, client: cs.client, kube: cs.kube}, nil
+}
+
+// newInClusterDashboardCluster is newDashboardCluster for the dashboard in the
+// cluster, which gives notebooks no S3 settings of its own.
+func (o *rootOptions) newInClusterDashboardCluster(cfg *rest.Config, namespace string) (dashboard.Cluster, error) {
+	c, err := o.newDashboardCluster(cfg, namespace)
+	if err != nil {
+		return nil, err
+	}
+	c.(*dashboardCluster).noS3 = true
+	return c, nil
 }
 
 // in is the CLI's clients, acting in namespace.

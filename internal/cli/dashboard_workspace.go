@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,23 +57,27 @@ func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file s
 }
 
 // Workspace lists the notebooks of a namespace as tfk8s notebook list does, and the
-// TensorBoards of its jobs. A user who may not list notebooks still sees the
-// TensorBoards, and why the notebooks are missing.
+// TensorBoards of its jobs, a deleted one too (tfk8s tensorboard brings it back). A
+// user who may not list notebooks still sees the TensorBoards, and why the
+// notebooks are missing.
 func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*dashboard.Workspace, error) {
 	jobs := &tfv1.TFJobList{}
 	if err := d.client.List(ctx, jobs, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing tfjobs: %w", err)
 	}
-	ws := &dashboard.Workspace{}
+	ws := &dashboard.Workspace{NoNotebookS3: d.noS3}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
 		tb := job.Status.TensorBoard
-		if tb == nil {
+		if tb == nil && !tensorBoardEnabled(job) {
 			continue
 		}
-		row := dashboard.TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), URL: tb.URL, Ready: tb.Ready}
-		if tb.ExpiresAt != nil {
-			row.Expires = tb.ExpiresAt.Time
+		row := dashboard.TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), Deleted: tb == nil}
+		if tb != nil {
+			row.URL, row.Ready = tb.URL, tb.Ready
+			if tb.ExpiresAt != nil {
+				row.Expires = tb.ExpiresAt.Time
+			}
 		}
 		ws.TensorBoards = append(ws.TensorBoards, row)
 	}
@@ -88,4 +94,63 @@ func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*da
 		ws.Notebooks = append(ws.Notebooks, row)
 	}
 	return ws, nil
+}
+
+// StartNotebook starts a notebook as tfk8s notebook start does: its flags checked
+// and its objects built by the same code, a running notebook left as it is. Locally
+// the notebook gets the user's S3 settings, as from the command; in-cluster none,
+// since the dashboard's own would hand its credentials to the user.
+func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.NotebookRequest) error {
+	s, err := defaultNotebookFlags(req.Image, req.CPU, req.Memory).spec(req.Namespace, req.Name)
+	if err != nil {
+		return err
+	}
+	st, err := notebookStatus(ctx, d.client, req.Namespace, req.Name)
+	switch {
+	case err != nil && !errors.Is(err, errNoNotebook):
+		return err
+	case st.running:
+		return nil
+	}
+	if !d.noS3 {
+		cfg, err := d.o.storageConfig()
+		if err == nil {
+			err = requireBucket(cfg)
+		}
+		if err != nil {
+			return err
+		}
+		s.s3 = cfg
+	}
+	if s.token, err = newNotebookToken(); err != nil {
+		return err
+	}
+	return createNotebook(ctx, d.client, s)
+}
+
+// StopNotebook stops a notebook as tfk8s notebook stop does.
+func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
+	deleted, err := stopNotebook(ctx, d.client, namespace, name, deleteHome)
+	if err != nil {
+		return err
+	}
+	if deleted == 0 {
+		return fmt.Errorf("notebook %s/%s: %w: %w", namespace, name, errNoNotebook, dashboard.ErrNotFound)
+	}
+	return nil
+}
+
+// RequestTensorBoard annotates the job as tfk8s tensorboard JOB does, so that the
+// controller keeps its TensorBoard, or creates it again, for its time to live from
+// now.
+func (d *dashboardCluster) RequestTensorBoard(ctx context.Context, namespace, name string) error {
+	job, err := getJob(ctx, d.client, namespace, name)
+	if err != nil {
+		return err
+	}
+	if !tensorBoardEnabled(job) {
+		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard: %w",
+			namespace, name, dashboard.ErrBadRequest)
+	}
+	return requestTensorBoard(ctx, d.client, job, time.Now())
 }

@@ -43,6 +43,23 @@ type Cluster interface {
 	Artifact(ctx context.Context, namespace, name, path string, w io.Writer) error
 	// Workspace lists the notebooks and TensorBoards of a namespace.
 	Workspace(ctx context.Context, namespace string) (*Workspace, error)
+	// StartNotebook starts a notebook as tfk8s notebook start does, with its objects
+	// built by the same code; a notebook that runs already is left as it is.
+	StartNotebook(ctx context.Context, req NotebookRequest) error
+	// StopNotebook deletes a notebook's objects as tfk8s notebook stop does, its home
+	// claim too when deleteHome.
+	StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error
+	// RequestTensorBoard does to a job what tfk8s tensorboard JOB does before it
+	// forwards a port: it asks the controller to keep the job's TensorBoard, or to
+	// create it again, for its time to live from now.
+	RequestTensorBoard(ctx context.Context, namespace, name string) error
+}
+
+// NotebookRequest is a notebook to start: tfk8s notebook start's NAME and the flags
+// the dashboard's form sets, as typed ("" for a flag's default).
+type NotebookRequest struct {
+	Namespace, Name    string
+	Image, CPU, Memory string
 }
 
 // NewClusterFunc connects to the cluster with cfg, which carries the user's
@@ -145,6 +162,9 @@ type Workspace struct {
 	// they were.
 	NotebooksError string
 	TensorBoards   []TensorBoardRow
+	// NoNotebookS3 says that a notebook started here gets no S3 settings (the
+	// in-cluster dashboard has none of its own to give).
+	NoNotebookS3 bool
 }
 
 // NotebookRow is a notebook, as tfk8s notebook list shows it.
@@ -158,9 +178,12 @@ type NotebookRow struct {
 // TensorBoardRow is a job's TensorBoard.
 type TensorBoardRow struct {
 	Job, JobState string
-	// URL is where it answers inside the cluster.
+	// URL is where it answers inside the cluster, "" when deleted.
 	URL   string
 	Ready bool
+	// Deleted is true for a job that asked for a TensorBoard whose TensorBoard was
+	// deleted after its time to live: re-opening it brings it back.
+	Deleted bool
 	// Expires is when tfk8s deletes it; zero while the job runs.
 	Expires time.Time
 }

@@ -49,6 +49,10 @@ func (s *Server) renderTemplate(w http.ResponseWriter, code int, page, name stri
 // outside the job's files: the dashboard answers 400.
 var ErrBadRequest = errors.New("bad request")
 
+// ErrNotFound marks something asked for that does not exist and is no API object
+// (a notebook none of whose objects exists): the dashboard answers 404.
+var ErrNotFound = errors.New("not found")
+
 // statusOf maps an API error to the HTTP status the dashboard answers with: the
 // API server's own 401, 403 and 404 pass through.
 func statusOf(err error) int {
@@ -57,7 +61,7 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case apierrors.IsUnauthorized(err):
 		return http.StatusUnauthorized
-	case apierrors.IsNotFound(err), errors.Is(err, storage.ErrNotFound):
+	case apierrors.IsNotFound(err), errors.Is(err, storage.ErrNotFound), errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
@@ -188,6 +192,8 @@ var actions = map[string]struct{ verb, done string }{
 	"suspend": {"Suspend", "suspended: its pods are deleted, its status kept"},
 	"resume":  {"Resume", "resumed: its pods are created again"},
 	"delete":  {"Delete", "deleted, with its pods; its artifacts and logs stay in S3"},
+	"tensorboard": {"Re-open the TensorBoard of", "kept with its TensorBoard for the TensorBoard's time to live from now, " +
+		"and a deleted TensorBoard created again"},
 }
 
 // confirmPage asks before a mutation; the mutation itself is the form's POST.
@@ -218,19 +224,30 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, sess *session) {
 		err = sess.cluster.Suspend(r.Context(), ns, name, action == "suspend")
 	case "delete":
 		err = sess.cluster.Delete(r.Context(), ns, name)
+	case "tensorboard":
+		err = sess.cluster.RequestTensorBoard(r.Context(), ns, name)
 	}
-	result := "ok"
-	if err != nil {
-		result = "error: " + err.Error()
-	}
-	fmt.Fprintf(s.opts.Log, "audit: user=%q action=%s tfjob=%s/%s remote=%s result=%q\n", sess.user, action, ns, name, r.RemoteAddr, result)
+	s.audit(r, sess, action, "tfjob", ns, name, err)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	target := "/jobs/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
-	if action == "delete" {
+	switch {
+	case action == "delete":
 		target = "/jobs?namespace=" + url.QueryEscape(ns)
+	case r.FormValue("back") == "workspace":
+		target = "/workspace?namespace=" + url.QueryEscape(ns)
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// audit writes the audit line of a mutation, whatever its outcome: who did what to
+// which object, from where.
+func (s *Server) audit(r *http.Request, sess *session, action, kind, ns, name string, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error: " + err.Error()
+	}
+	fmt.Fprintf(s.opts.Log, "audit: user=%q action=%s %s=%s/%s remote=%s result=%q\n", sess.user, action, kind, ns, name, r.RemoteAddr, result)
 }

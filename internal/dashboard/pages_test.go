@@ -12,27 +12,31 @@ import (
 )
 
 // TestJobPageLinksTensorBoard: the job page links status.tensorBoard's URL while the
-// TensorBoard exists, says whether it is ready, and never links a script URL.
+// TensorBoard exists, says whether it is ready, and never links a script URL; it
+// shows the command that opens it, and offers to bring back a deleted one.
 func TestJobPageLinksTensorBoard(t *testing.T) {
 	s, _ := newTestServer(t, false)
 	expires := metav1.NewTime(time.Now().Add(90 * time.Minute))
 	cases := []struct {
-		name   string
-		status *tfv1.TensorBoardStatus
-		want   []string
-		absent []string
+		name    string
+		enabled bool
+		status  *tfv1.TensorBoardStatus
+		want    []string
+		absent  []string
 	}{
-		{"none", nil, nil, []string{`id="tensorboard"`}},
-		{"starting", &tfv1.TensorBoardStatus{ServiceName: "mnist-tensorboard", URL: "http://mnist-tensorboard.team.svc:6006"},
-			[]string{`Starting at <a href="http://mnist-tensorboard.team.svc:6006">`, "tfk8s tensorboard mnist"}, nil},
-		{"ready, expiring", &tfv1.TensorBoardStatus{URL: "http://mnist-tensorboard.team.svc:6006", Ready: true, ExpiresAt: &expires},
+		{"none", false, nil, nil, []string{`id="tensorboard"`}},
+		{"starting", true, &tfv1.TensorBoardStatus{ServiceName: "mnist-tensorboard", URL: "http://mnist-tensorboard.team.svc:6006"},
+			[]string{`Starting at <a href="http://mnist-tensorboard.team.svc:6006">`, `data-copy="tfk8s tensorboard mnist -n team"`, "Keep open"}, nil},
+		{"ready, expiring", true, &tfv1.TensorBoardStatus{URL: "http://mnist-tensorboard.team.svc:6006", Ready: true, ExpiresAt: &expires},
 			[]string{"Ready at <a", "deleted in 89m"}, nil},
-		{"script URL", &tfv1.TensorBoardStatus{URL: "javascript:alert(1)", Ready: true},
+		{"deleted", true, nil, []string{`id="tensorboard-deleted"`, "Bring back", `action="/jobs/team/mnist/tensorboard"`}, nil},
+		{"script URL", true, &tfv1.TensorBoardStatus{URL: "javascript:alert(1)", Ready: true},
 			[]string{`href="#ZgotmplZ"`}, []string{`href="javascript:`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team"}}
+			job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: tc.enabled}
 			job.Status.TensorBoard = tc.status
 			w := httptest.NewRecorder()
 			s.renderTemplate(w, 200, "job", "layout", pageData{Namespace: "team", Page: &JobPage{Job: job}})

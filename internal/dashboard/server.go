@@ -141,6 +141,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /submit", s.withSession(s.submitPage))
 	mux.HandleFunc("POST /submit", s.withSession(s.submit))
 	mux.HandleFunc("GET /workspace", s.withSession(s.workspacePage))
+	mux.HandleFunc("POST /workspace/{namespace}/notebooks", s.withSession(s.startNotebook))
+	mux.HandleFunc("GET /workspace/{namespace}/notebooks/{name}/confirm-stop", s.withSession(s.confirmStopPage))
+	mux.HandleFunc("POST /workspace/{namespace}/notebooks/{name}/stop", s.withSession(s.stopNotebook))
 
 	cop := http.NewCrossOriginProtection()
 	var h http.Handler = cop.Handler(mux)
@@ -194,7 +197,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"gpus":  gpus,
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace"} {
+	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace", "notebookstop"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing page %s: %w", name, err)

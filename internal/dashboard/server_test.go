@@ -41,6 +41,11 @@ func (unreachable) Artifact(context.Context, string, string, string, io.Writer) 
 	return errUnreachable
 }
 func (unreachable) Workspace(context.Context, string) (*Workspace, error) { return nil, errUnreachable }
+func (unreachable) StartNotebook(context.Context, NotebookRequest) error  { return errUnreachable }
+func (unreachable) StopNotebook(context.Context, string, string, bool) error {
+	return errUnreachable
+}
+func (unreachable) RequestTensorBoard(context.Context, string, string) error { return errUnreachable }
 
 func newTestServer(t *testing.T, inCluster bool) (*Server, *bytes.Buffer) {
 	t.Helper()

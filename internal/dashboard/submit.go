@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,13 +70,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	done, err := sess.cluster.Submit(r.Context(), *d.Req)
 	if !d.Req.DryRun {
-		result, job := "ok", d.Req.Flags["name"]
-		if err != nil {
-			result = "error: " + err.Error()
-		} else {
+		job := d.Req.Flags["name"]
+		if err == nil {
 			job = done.Name
 		}
-		fmt.Fprintf(s.opts.Log, "audit: user=%q action=create tfjob=%s/%s remote=%s result=%q\n", sess.user, ns, job, r.RemoteAddr, result)
+		s.audit(r, sess, "create", "tfjob", ns, job, err)
 	}
 	code := http.StatusOK
 	switch {

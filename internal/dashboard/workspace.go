@@ -64,18 +64,6 @@ func (a *attachmentWriter) Write(p []byte) (int, error) {
 	return a.w.Write(p)
 }
 
-// workspacePage shows the notebooks and TensorBoards of a namespace, with the
-// commands that open them from the user's machine.
-func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request, sess *session) {
-	ns := s.namespaceOf(r, sess)
-	ws, err := sess.cluster.Workspace(r.Context(), ns)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "workspace", s.data(sess, ns, "Workspace "+ns, ws))
-}
-
 // formatSize renders a file size as 1.2 MiB and the like.
 func formatSize(n int64) string {
 	const unit = 1024

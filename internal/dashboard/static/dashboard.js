@@ -1,5 +1,5 @@
-// tfk8s dashboard: streams a job's logs into #log from the server-sent events its
-// data-stream names. Every piece of log text enters the page as text (textContent),
+// tfk8s dashboard: copies commands to the clipboard, and streams a job's logs into
+// #log from the server-sent events its data-stream names. Every piece of log text enters the page as text (textContent),
 // never as HTML, so a log line cannot inject markup; ANSI colours arrive as class
 // names the server chose.
 (function () {
@@ -79,6 +79,20 @@
       });
     }
   }
+
+  // A Copy button puts the command beside it (its data-copy) on the clipboard.
+  function copyCommand(button) {
+    navigator.clipboard.writeText(button.dataset.copy).then(
+      () => { button.textContent = "Copied"; },
+      () => { button.textContent = "Select and copy it"; });
+  }
+
+  document.addEventListener("click", (ev) => {
+    const button = ev.target.closest("button.copy");
+    if (button) {
+      copyCommand(button);
+    }
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     const log = document.getElementById("log");
