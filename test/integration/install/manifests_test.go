@@ -135,6 +135,16 @@ func TestChartValues(t *testing.T) {
 			checkImages(t, objs, "ghcr.io/tfk8s/tfk8s-controller:"+version.Version, controller.DefaultAgentImage)
 		},
 	}, {
+		name:   "the Go heap kept within the memory limit",
+		values: `{}`,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+				ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "controller", Resource: "limits.memory"}}}}
+			if diff := cmp.Diff(want, deployment(t, objs).Spec.Template.Spec.Containers[0].Env); diff != "" {
+				t.Errorf("controller env: want GOMEMLIMIT from the memory limit (-want +got):\n%s", diff)
+			}
+		},
+	}, {
 		name:   "images from another registry",
 		values: `{image: {repository: registry.example/tfk8s-controller, tag: v9}, agentImage: {repository: registry.example/tfk8s-agent, tag: v9}}`,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
