@@ -167,7 +167,7 @@ func describeReplicas(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod) {
 				own = append(own, p)
 			}
 		}
-		gpus := fmt.Sprintf("%d/%d", tfjob.GPUsAllocated(own), tfjob.PodGPUs(&spec.Template.Spec)*int64(tfjob.Replicas(spec)))
+		gpus := gpuFigure(tfjob.GPUsAllocated(own), tfjob.PodGPUs(&spec.Template.Spec)*int64(tfjob.Replicas(spec)))
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", rt, tfjob.Replicas(spec), rs.Active, rs.Succeeded, rs.Failed,
 			rs.Restarts, rs.Disruptions, gpus, strings.TrimSpace(last))
 	}

@@ -86,7 +86,7 @@ func TestDescribeJob(t *testing.T) {
 		// Two of three workers' pods are bound: 4 of 6 GPUs held.
 		"GPUs:             4 allocated of 6 requested\n",
 		"  TYPE     DESIRED   ACTIVE   SUCCEEDED   FAILED   RESTARTS   DISRUPTIONS   GPUS   LAST FAILURE\n",
-		"  PS       1         0        0           0        0          0             0/0    <none>\n",
+		"  PS       1         0        0           0        0          0             -      <none>\n",
 		"  Worker   3         2        0           0        1          1             4/6    mnist-worker-1 exit code 137 OOMKilled\n",
 		"  mnist-ps-0       ps-0       Running   node-a   0          -                60m\n",
 		"  mnist-worker-1   worker-1   Running   node-c   1          137 OOMKilled    60m\n",

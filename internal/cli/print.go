@@ -94,7 +94,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, forma
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range jobs {
-		gpus := fmt.Sprintf("%d/%d", allocated[jobs[i].Namespace+"/"+jobs[i].Name], tfjob.GPUsRequested(&jobs[i]))
+		gpus := gpuFigure(allocated[jobs[i].Namespace+"/"+jobs[i].Name], tfjob.GPUsRequested(&jobs[i]))
 		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], gpus, format == outputWide, withNamespace, now), "\t"))
 	}
 	return tw.Flush()
@@ -129,6 +129,15 @@ func jobRow(job *tfv1.TFJob, gpus string, wide, withNamespace bool, now time.Tim
 		)
 	}
 	return row
+}
+
+// gpuFigure is a GPUS cell: allocated/requested, or - for a job that neither asks for
+// nor holds any, as the dashboard shows it.
+func gpuFigure(allocated, requested int64) string {
+	if allocated == 0 && requested == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", allocated, requested)
 }
 
 // replicaCount is the number of replicas of a type, 0 when there is none.

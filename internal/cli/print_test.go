@@ -45,21 +45,21 @@ func TestPrintJobs(t *testing.T) {
 		want: "" +
 			"NAME                 STATE     WORKERS   PS    GPUS   AGE\n" +
 			"mnist                Running   4         2     6/10   90m\n" +
-			"a-much-longer-name   <none>    1         0     0/0    5s\n",
+			"a-much-longer-name   <none>    1         0     -      5s\n",
 	}, {
 		name:          "all namespaces",
 		withNamespace: true,
 		want: "" +
 			"NAMESPACE   NAME                 STATE     WORKERS   PS    GPUS   AGE\n" +
 			"team        mnist                Running   4         2     6/10   90m\n" +
-			"default     a-much-longer-name   <none>    1         0     0/0    5s\n",
+			"default     a-much-longer-name   <none>    1         0     -      5s\n",
 	}, {
 		name:   "wide",
 		format: outputWide,
 		want: "" +
 			"NAME                 STATE     WORKERS   PS    GPUS   AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   IMAGE\n" +
 			"mnist                Running   4         2     6/10   90m   1       0           5        1           0        2          tf:2.16\n" +
-			"a-much-longer-name   <none>    1         0     0/0    5s    0       0           0        0           0        0          <none>\n",
+			"a-much-longer-name   <none>    1         0     -      5s    0       0           0        0           0        0          <none>\n",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ func TestListGetDescribe(t *testing.T) {
 	assertLines(t, r.stdout,
 		`^NAME\s+STATE\s+WORKERS\s+PS\s+GPUS\s+AGE$`,
 		`^mnist\s+Running\s+2\s+1\s+2/2\s+\d+s$`,
-		`^other\s+(<none>|Created)\s+0\s+0\s+0/0\s+\d+s$`)
+		`^other\s+(<none>|Created)\s+0\s+0\s+-\s+\d+s$`)
 
 	r = f.mustSucceed("list", "-A")
 	if !regexp.MustCompile(`(?m)^NAMESPACE\s+NAME\s+STATE`).MatchString(r.stdout) || !regexp.MustCompile(`(?m)^`+f.ns+`\s+mnist\s+Running\s+2\s+1\s`).MatchString(r.stdout) {
