@@ -97,7 +97,8 @@ func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, pri
 	u := newKueueObject(WorkloadGVK.Kind)
 	u.SetName(WorkloadName(job))
 	u.SetNamespace(job.Namespace)
-	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name})
+	// Kueue names the job by this label in its messages (a preemptor's, a preemptee's).
+	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name, "kueue.x-k8s.io/job-uid": string(job.UID)})
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))})
 	var m map[string]any
 	if err := fromUnstructured(spec, &m, "Workload spec"); err != nil {
