@@ -57,8 +57,9 @@ func BenchmarkControllerMemory(b *testing.B) {
 		}
 		select {
 		case <-seen:
-		case <-time.After(10 * time.Minute):
-			b.Fatalf("%d pods not created within 10 minutes", want)
+		case <-time.After(20 * time.Minute):
+			// A 2-CPU machine shared with other tests took 7 minutes.
+			b.Fatalf("%d pods not created within 20 minutes", want)
 		}
 		fmt.Printf("memory: %d TFJobs, %d pods created in %.1fs\n", memoryJobs, want, time.Since(start).Seconds())
 		ctl.waitCaughtUp(b, memoryJobs*(i+1))
