@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -84,7 +85,7 @@ func replicaTypeOfPodSet(job *tfv1.TFJob, name string) (tfv1.ReplicaType, bool) 
 // its replica count and pod template, so that Kueue reserves quota for all of them at
 // once. It is owned by the job: deleting the job deletes it.
 func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, priority *int32) (*unstructured.Unstructured, error) {
-	spec := workloadSpec{QueueName: queue, PriorityClassRef: ref, Priority: priority, Active: ptrBool(!jobSuspended(job))}
+	spec := workloadSpec{QueueName: queue, PriorityClassRef: ref, Priority: priority, Active: ptr.To(!jobSuspended(job))}
 	for _, rt := range typesOf(job) {
 		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
 		if n == 0 {
@@ -107,8 +108,6 @@ func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, pri
 	u.Object["spec"] = m
 	return u, nil
 }
-
-func ptrBool(b bool) *bool { return &b }
 
 // getWorkload reads the job's Workload, or nil when there is none. A Workload of an
 // earlier job of the same name is an error until garbage collection deletes it.
@@ -156,19 +155,17 @@ func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the value of WorkloadPriorityClass %s: %w", name, err)
 		}
-		return &priorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptrInt32(int32(v)), nil
+		return &priorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptr.To(int32(v)), nil
 	}
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" {
 		pc := &schedulingv1.PriorityClass{}
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: sp.PriorityClass}, pc); err != nil {
 			return nil, nil, fmt.Errorf("reading PriorityClass %s (runPolicy.schedulingPolicy.priorityClass): %w", sp.PriorityClass, err)
 		}
-		return &priorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptrInt32(pc.Value), nil
+		return &priorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptr.To(pc.Value), nil
 	}
 	return nil, nil, nil
 }
-
-func ptrInt32(v int32) *int32 { return &v }
 
 // syncWorkloadActive makes the Workload active while the job is not suspended by its
 // user: Kueue evicts an inactive Workload and frees its quota.
