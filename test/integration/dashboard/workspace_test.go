@@ -42,7 +42,7 @@ func createNotebookObjects(t *testing.T, ns, running, stopped string) {
 
 // TestWorkspaceShowsNotebooksAndTensorBoards: the workspace page lists the
 // namespace's notebooks, running or stopped, and its jobs' TensorBoards, each with
-// the command that opens it.
+// the command that opens it, or the button that starts it again.
 func TestWorkspaceShowsNotebooksAndTensorBoards(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	createNotebookObjects(t, ns, "lab", "old")
@@ -74,7 +74,7 @@ func TestWorkspaceShowsNotebooksAndTensorBoards(t *testing.T) {
 		{"lab", "tfk8s notebook open lab -n " + ns},
 		{"lab", "http://lab." + ns + ".svc"},
 		{"old", "Stopped"},
-		{"old", "tfk8s notebook start old -n " + ns},
+		{"old", "Start Stop"},
 	} {
 		if text, _ := browser.Text(ctx, `tr.notebook[data-name="`+tc.name+`"]`); !strings.Contains(text, tc.want) {
 			t.Errorf("notebook %s's row lacks %q: %q", tc.name, tc.want, text)
