@@ -171,3 +171,27 @@ func TestVendoredHTMXIsPinned(t *testing.T) {
 		t.Errorf("htmx %s: SHA-256 %s, the comment says %s", m[1], got, m[2])
 	}
 }
+
+// TestWorkspaceMutationsRefuseCrossOrigin: starting or stopping a notebook and
+// re-opening a TensorBoard are refused from another site before they reach the
+// cluster (no audit line); from the dashboard's own pages they reach it, audited.
+func TestWorkspaceMutationsRefuseCrossOrigin(t *testing.T) {
+	for _, target := range []string{"/workspace/a/notebooks", "/workspace/a/notebooks/lab/stop", "/jobs/a/mnist/tensorboard"} {
+		for _, tc := range []struct {
+			site    string
+			code    int
+			audited bool
+		}{{"cross-site", http.StatusForbidden, false}, {"same-origin", http.StatusBadGateway, true}} {
+			s, log := newTestServer(t, false)
+			r := httptest.NewRequest(http.MethodPost, target, strings.NewReader("name=lab"))
+			r.Host = "127.0.0.1:8686"
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if w.Code != tc.code || strings.Contains(log.String(), "audit:") != tc.audited {
+				t.Errorf("%s POST %s: %d, audit log %q; want %d, audited %v", tc.site, target, w.Code, log.String(), tc.code, tc.audited)
+			}
+		}
+	}
+}

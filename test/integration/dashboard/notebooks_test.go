@@ -76,12 +76,8 @@ func notebookObjectsIn(t *testing.T, ns string) []string {
 // startNotebookFromForm fills the workspace page's notebook form and submits it.
 func startNotebookFromForm(t *testing.T, ctx context.Context, fields map[string]string) {
 	t.Helper()
-	var actions []chromedp.Action[chromedp.Void]
-	for id, v := range fields {
-		actions = append(actions, chromedp.SetValue(chromedp.ID(id), v))
-	}
-	actions = append(actions, chromedp.Click(chromedp.ID("notebook-start")))
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	fillForm(t, ctx, fields)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("notebook-start"))); err != nil {
 		t.Fatalf("starting a notebook from the form: %v", err)
 	}
 }

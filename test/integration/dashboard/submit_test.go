@@ -17,7 +17,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// fillForm types the fields of the submit form, by id; "check" ticks a checkbox.
+// fillForm types the fields of a form, by id; "check" ticks a checkbox.
 func fillForm(t *testing.T, ctx context.Context, fields map[string]string) {
 	t.Helper()
 	var actions []chromedp.Action[chromedp.Void]
@@ -29,7 +29,7 @@ func fillForm(t *testing.T, ctx context.Context, fields map[string]string) {
 		actions = append(actions, chromedp.SetValue(chromedp.ID(id), v))
 	}
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("filling the submit form: %v", err)
+		t.Fatalf("filling the form: %v", err)
 	}
 }
 
