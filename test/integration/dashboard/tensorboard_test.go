@@ -52,9 +52,12 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if cmd, _ := firstAttribute(ctx, "#tensorboard button.copy", "data-copy"); cmd != "tfk8s tensorboard tb -n "+ns {
 		t.Errorf("the job page's copy button copies %q", cmd)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tensorboard-reopen")), chromedp.WaitVisible(chromedp.ID("job-state"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tensorboard-reopen"))); err != nil {
 		t.Fatal(err)
 	}
+	testutil.Eventually(t, "the job page's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
+		return !requestedAt(t, ns, "tb").IsZero(), nil
+	})
 	if at := requestedAt(t, ns, "tb"); at.Before(before) || at.After(time.Now()) {
 		t.Errorf("after the job page's button, %s is %v, want between %v and now", tfjob.AnnotationTensorBoardRequested, at, before)
 	}
@@ -67,14 +70,17 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if err := browser.Open(ctx, base+"/workspace?namespace="+ns, `tr.tensorboard[data-job="tb"] button.reopen`); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`tr.tensorboard[data-job="tb"] button.reopen`), chromedp.WaitVisible(chromedp.ID("notebook-form"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(`tr.tensorboard[data-job="tb"] button.reopen`)); err != nil {
 		t.Fatal(err)
 	}
-	if at := requestedAt(t, ns, "tb"); at.IsZero() {
-		t.Errorf("the workspace's button did not set %s", tfjob.AnnotationTensorBoardRequested)
-	}
+	testutil.Eventually(t, "the workspace's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
+		return !requestedAt(t, ns, "tb").IsZero(), nil
+	})
 
 	// The same form, pointed at a job without a TensorBoard.
+	if err := browser.Open(ctx, base+"/workspace?namespace="+ns, `tr.tensorboard[data-job="tb"] button.reopen`); err != nil {
+		t.Fatal(err)
+	}
 	err := chromedp.Do(ctx,
 		chromedp.SetAttributeValue(`tr.tensorboard[data-job="tb"] form`, "action", "/jobs/"+ns+"/plain/tensorboard"),
 		chromedp.Click(`tr.tensorboard[data-job="tb"] button.reopen`),
