@@ -92,7 +92,8 @@ func BenchmarkPodCreation(b *testing.B) {
 		fmt.Fprintf(&table, "controller peak RSS: %.1f MiB\n", float64(rss)/(1<<20))
 		fmt.Printf("\n%s\n", table.String())
 		writeReport(b, "Pod creation", "`BenchmarkPodCreation`, "+time.Now().UTC().Format("2006-01-02")+
-			", kube-apiserver "+cp.Version.GitVersion+", on "+machine()+":\n\n```\n"+table.String()+"```")
+			", kube-apiserver "+cp.Version.GitVersion+" started by internal/controlplane (the control plane of local mode), on "+
+			machine()+":\n\n```\n"+table.String()+"```")
 		m := median(many)
 		b.ReportMetric(median(huge).ratio(), "ratio-10000-replicas")
 		b.ReportMetric(median(big).ratio(), "ratio-1000-workers")
