@@ -21,6 +21,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -217,14 +218,18 @@ func describeTFConfig(w io.Writer, pods []corev1.Pod, replica string) error {
 	}
 	value := "<not set: a job with a single replica runs without TF_CONFIG>"
 	if c := tfjob.TensorFlowContainer(pod.Spec.Containers); c != nil {
-		for _, e := range c.Env {
-			if e.Name == tfjob.EnvTFConfig {
-				var buf bytes.Buffer
-				if json.Indent(&buf, []byte(e.Value), "  ", "  ") == nil {
-					value = buf.String()
-				} else {
-					value = e.Value
-				}
+		// A large job's pods carry the cluster in place of TF_CONFIG, which the agent
+		// composes at start: show what the program reads.
+		composed, err := tfconfig.OfContainer(c)
+		if err != nil {
+			return fmt.Errorf("reading the TF_CONFIG of %s: %w", pod.Name, err)
+		}
+		if composed != "" {
+			var buf bytes.Buffer
+			if json.Indent(&buf, []byte(composed), "  ", "  ") == nil {
+				value = buf.String()
+			} else {
+				value = composed
 			}
 		}
 	}

@@ -15,6 +15,8 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfconfig"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestDescribeJob(t *testing.T) {
@@ -106,5 +108,37 @@ func TestDescribeJob(t *testing.T) {
 
 	if err := describeJob(&bytes.Buffer{}, job, pods, nil, jobAttempts{}, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
 		t.Errorf("describe --replica worker-7: error = %v", err)
+	}
+}
+
+// A large job's pods carry the cluster in place of TF_CONFIG: describe shows the
+// TF_CONFIG the agent composes from it, which is what the program reads.
+func TestDescribeComposedTFConfig(t *testing.T) {
+	cluster := tfconfig.Cluster{Job: "big", Namespace: "team", Replicas: []tfconfig.Replicas{
+		{Type: tfv1.ReplicaTypePS, Count: 1, Port: 2222},
+		{Type: tfv1.ReplicaTypeWorker, Count: 2, Port: 2222},
+	}}
+	encoded, err := cluster.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "big-worker-1", Labels: map[string]string{tfv1.LabelReplicaType: "worker", tfv1.LabelReplicaIndex: "1"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Env: []corev1.EnvVar{
+			{Name: tfconfig.EnvCluster, Value: encoded}, {Name: tfjob.EnvReplica, Value: "worker-1"},
+		}}}},
+	}
+	var out bytes.Buffer
+	if err := describeTFConfig(&out, []corev1.Pod{pod}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"big-worker-1.big.team.svc:2222"`, `"type": "worker"`, `"index": 1`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe shows:\n%s\nwant it to contain %s", out.String(), want)
+		}
+	}
+	pod.Spec.Containers[0].Env[0].Value = "{not json"
+	if err := describeTFConfig(&out, []corev1.Pod{pod}, ""); err == nil || !strings.Contains(err.Error(), "big-worker-1") {
+		t.Errorf("a cluster that does not decode: error %v, want one naming the pod", err)
 	}
 }
