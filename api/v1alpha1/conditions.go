@@ -52,6 +52,17 @@ const (
 	// ReasonDisrupted: a pod was preempted, evicted, drained or deleted before it was
 	// bound; it is re-created and not counted against runPolicy.backoffLimit.
 	ReasonDisrupted = "Disrupted"
+	// ReasonQueued: the job waits for Kueue to admit its Workload; it has no pods.
+	ReasonQueued = "Queued"
+	// ReasonPreempted: Kueue evicted the job's Workload (preempted it, most often); its
+	// pods are deleted, uncounted, and it waits to be admitted again.
+	ReasonPreempted = "Preempted"
+	// ReasonKueueUnavailable: the job names a Kueue queue on a cluster that does not
+	// serve Kueue's Workload API.
+	ReasonKueueUnavailable = "KueueUnavailable"
+	// ReasonTFConfigTooLarge: the job's TF_CONFIG would pass the size a pod without
+	// tfk8s's agent may carry inline; the job fails before any pod is created.
+	ReasonTFConfigTooLarge = "TFConfigTooLarge"
 )
 
 // Annotations tfk8s puts on pods.

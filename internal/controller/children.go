@@ -71,7 +71,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		return nil
 	}
 	if msg := opts.tfConfigs.Refusal(tfjob.UsesStorage(job)); msg != "" {
-		finish(o.status, tfv1.JobFailed, ReasonTFConfigTooLarge, msg, metav1.NewTime(r.clock.Now()))
+		finish(o.status, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, metav1.NewTime(r.clock.Now()))
 		return nil
 	}
 	if len(job.Spec.Volumes) > 0 {

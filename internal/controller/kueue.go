@@ -42,15 +42,6 @@ const (
 	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 	// KueuePriorityLabel names the WorkloadPriorityClass of a job: Kueue's own label.
 	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
-
-	// ReasonQueued: the job waits for Kueue to admit its Workload; it has no pods.
-	ReasonQueued = "Queued"
-	// ReasonPreempted: Kueue evicted the job's Workload (preempted it, most often); its
-	// pods are deleted, uncounted, and it waits to be admitted again.
-	ReasonPreempted = "Preempted"
-	// ReasonKueueUnavailable: the job names a Kueue queue on a cluster that does not
-	// serve Kueue's Workload API.
-	ReasonKueueUnavailable = "KueueUnavailable"
 )
 
 // WorkloadGVK is the Kueue API tfk8s writes: the Workload of each queued job.
@@ -81,7 +72,7 @@ func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob,
 		}
 		o := observe(job, pods, now)
 		if !jobFinished(o.status) {
-			finish(o.status, tfv1.JobFailed, ReasonKueueUnavailable, fmt.Sprintf(
+			finish(o.status, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, fmt.Sprintf(
 				"the job is labelled %s=%s but the API server does not serve Kueue's %s %s: install Kueue, or remove the label",
 				KueueQueueLabel, queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion()), now)
 		}
@@ -137,7 +128,7 @@ func kueueHold(wl string, st *workloadStatus, queue string) (reason, msg string)
 	if ev := meta.FindStatusCondition(st.Conditions, wlEvicted); ev != nil && ev.Status == metav1.ConditionTrue && st.hasQuota() {
 		// Evicted, and the quota not yet given back: the job's pods are being stopped.
 		// Once it is, the job waits in its queue like any other.
-		return ReasonPreempted, fmt.Sprintf("Kueue evicted Workload %s (%s: %s): the job's pods are deleted and it waits in LocalQueue %s to be admitted again",
+		return tfv1.ReasonPreempted, fmt.Sprintf("Kueue evicted Workload %s (%s: %s): the job's pods are deleted and it waits in LocalQueue %s to be admitted again",
 			wl, ev.Reason, ev.Message, queue)
 	}
 	if meta.IsStatusConditionTrue(st.Conditions, wlAdmitted) && st.Admission != nil {
@@ -147,7 +138,7 @@ func kueueHold(wl string, st *workloadStatus, queue string) (reason, msg string)
 	if c := meta.FindStatusCondition(st.Conditions, wlQuotaReserved); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
 		msg += ": " + c.Message
 	}
-	return ReasonQueued, msg
+	return tfv1.ReasonQueued, msg
 }
 
 // holdJob sets the job's Suspended condition to say why Kueue holds it, and takes back

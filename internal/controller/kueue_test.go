@@ -30,7 +30,7 @@ func TestKueueHold(t *testing.T) {
 	}{
 		{
 			name:       "new Workload",
-			wantReason: ReasonQueued,
+			wantReason: tfv1.ReasonQueued,
 			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q",
 		},
 		{
@@ -38,7 +38,7 @@ func TestKueueHold(t *testing.T) {
 			st: workloadStatus{Conditions: []metav1.Condition{
 				cond(wlQuotaReserved, metav1.ConditionFalse, "Pending", "insufficient unused quota for cpu in flavor f, 2 more needed"),
 			}},
-			wantReason: ReasonQueued,
+			wantReason: tfv1.ReasonQueued,
 			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q: insufficient unused quota for cpu in flavor f, 2 more needed",
 		},
 		{
@@ -55,7 +55,7 @@ func TestKueueHold(t *testing.T) {
 				cond(wlAdmitted, metav1.ConditionTrue, "Admitted", ""),
 				cond(wlEvicted, metav1.ConditionTrue, "Preempted", "Preempted to accommodate a higher priority Workload"),
 			}},
-			wantReason: ReasonPreempted,
+			wantReason: tfv1.ReasonPreempted,
 			wantMsg: "Kueue evicted Workload tfjob-a (Preempted: Preempted to accommodate a higher priority Workload): " +
 				"the job's pods are deleted and it waits in LocalQueue q to be admitted again",
 		},
@@ -66,7 +66,7 @@ func TestKueueHold(t *testing.T) {
 				cond(wlAdmitted, metav1.ConditionFalse, "NoReservation", ""),
 				cond(wlEvicted, metav1.ConditionTrue, "Preempted", "Preempted to accommodate a higher priority Workload"),
 			}},
-			wantReason: ReasonQueued,
+			wantReason: tfv1.ReasonQueued,
 			wantMsg:    "waiting for Kueue to admit Workload tfjob-a in LocalQueue q: Preempted to accommodate a higher priority Workload",
 		},
 	}
@@ -155,7 +155,7 @@ func TestKueueUnavailable(t *testing.T) {
 	}
 	failed := findCondition(o.status, tfv1.JobFailed)
 	want := "the job is labelled kueue.x-k8s.io/queue-name=q but the API server does not serve Kueue's Workload kueue.x-k8s.io/v1beta2: install Kueue, or remove the label"
-	if failed == nil || failed.Reason != ReasonKueueUnavailable || failed.Message != want {
-		t.Errorf("Failed condition = %+v, want reason %s, message %q", failed, ReasonKueueUnavailable, want)
+	if failed == nil || failed.Reason != tfv1.ReasonKueueUnavailable || failed.Message != want {
+		t.Errorf("Failed condition = %+v, want reason %s, message %q", failed, tfv1.ReasonKueueUnavailable, want)
 	}
 }

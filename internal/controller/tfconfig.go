@@ -59,10 +59,6 @@ const (
 	compactTFConfigAbove = 8 << 10
 )
 
-// ReasonTFConfigTooLarge is the reason a job fails when its TF_CONFIG would exceed
-// InlineTFConfigLimit in pods without the agent.
-const ReasonTFConfigTooLarge = "TFConfigTooLarge"
-
 // GenTFConfig returns the TF_CONFIG of one replica of job, or "" when the job has a single
 // replica in all: a single-node job runs TensorFlow locally, without a cluster.
 //

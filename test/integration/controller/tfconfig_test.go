@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -24,8 +23,8 @@ func TestTFConfigTooLargeWithoutAgentFailsJob(t *testing.T) {
 	job := waitCondition(t, ns, "huge", tfv1.JobFailed)
 	c := findCondition(job, tfv1.JobFailed)
 	t.Logf("Failed: %s: %s", c.Reason, c.Message)
-	if c.Reason != controller.ReasonTFConfigTooLarge || !strings.Contains(c.Message, "run the job under the agent (set spec.code, spec.data or spec.artifacts)") {
-		t.Errorf("Failed condition %s: %q; want reason %s and a message saying to run under the agent", c.Reason, c.Message, controller.ReasonTFConfigTooLarge)
+	if c.Reason != tfv1.ReasonTFConfigTooLarge || !strings.Contains(c.Message, "run the job under the agent (set spec.code, spec.data or spec.artifacts)") {
+		t.Errorf("Failed condition %s: %q; want reason %s and a message saying to run under the agent", c.Reason, c.Message, tfv1.ReasonTFConfigTooLarge)
 	}
 	pods, err := jobPods(context.Background(), ns, "huge")
 	if err != nil || len(pods) != 0 {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -76,7 +75,7 @@ func TestKueueQueuesAJobThatDoesNotFit(t *testing.T) {
 	}
 	// Kueue said why b waits: its message is in b's condition.
 	b := waitJob(t, ns, "b", "to be queued for want of quota", func(job *tfv1.TFJob) bool {
-		return held(controller.ReasonQueued)(job) && strings.Contains(suspendedMessage(job), "insufficient")
+		return held(tfv1.ReasonQueued)(job) && strings.Contains(suspendedMessage(job), "insufficient")
 	})
 	t.Logf("b: %s", suspendedMessage(b))
 	if pods, err := jobPods(ctx, ns, "b"); err != nil || len(pods) != 0 {
@@ -110,7 +109,7 @@ func TestKueuePreemptsALowerPriorityJob(t *testing.T) {
 	if err := k8sClient.Create(ctx, queuedJob(ns, "high", ns+"-high")); err != nil {
 		t.Fatal(err)
 	}
-	low := waitJob(t, ns, "low", "to be preempted", held(controller.ReasonPreempted))
+	low := waitJob(t, ns, "low", "to be preempted", held(tfv1.ReasonPreempted))
 	t.Logf("low preempted %s after high was created: %s", since(start), suspendedMessage(low))
 	testutil.Eventually(t, "the pods of low to be deleted", func(ctx context.Context) (bool, error) {
 		pods, err := jobPods(ctx, ns, "low")
@@ -118,7 +117,7 @@ func TestKueuePreemptsALowerPriorityJob(t *testing.T) {
 	})
 	runJob(t, ns, "high")
 	t.Logf("high running %s after it was created", since(start))
-	waitJob(t, ns, "low", "to wait in the queue again", held(controller.ReasonQueued))
+	waitJob(t, ns, "low", "to wait in the queue again", held(tfv1.ReasonQueued))
 
 	finishJob(t, ns, "high")
 	runJob(t, ns, "low")
