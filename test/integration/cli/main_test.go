@@ -65,16 +65,10 @@ func setUp(s *testutil.Suite) (func() error, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("creating controller: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	stop := testutil.StartManager(mgr)
 	return func() error {
 		defer os.RemoveAll(tmp)
-		cancel()
-		if err := <-done; err != nil {
-			return fmt.Errorf("controller: %w", err)
-		}
-		return nil
+		return stop()
 	}, nil
 }
 

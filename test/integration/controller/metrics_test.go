@@ -130,15 +130,7 @@ func startControllerServingMetrics(t *testing.T, logger logr.Logger) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	testutil.RunManager(t, mgr)
 	return "http://" + addr + "/metrics"
 }
 

@@ -46,16 +46,7 @@ func setUp(s *testutil.Suite) (func() error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating controller: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() error {
-		cancel()
-		if err := <-done; err != nil {
-			return fmt.Errorf("controller: %w", err)
-		}
-		return nil
-	}, nil
+	return testutil.StartManager(mgr), nil
 }
 
 // dashboardURL matches the line tfk8s dashboard prints once it listens.

@@ -52,15 +52,8 @@ func TestControllerRunsWithTheChartsRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	testutil.RunManager(t, mgr)
+	ctx := context.Background()
 
 	ns := testutil.Namespace(t, k8sClient)
 	job := testutil.MakeTFJob("least", ns).Workers(2).Obj()

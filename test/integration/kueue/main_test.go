@@ -89,13 +89,10 @@ func startController(s *testutil.Suite) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	stopManager := testutil.StartManager(mgr)
 	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "controller: %v\n", err)
+		if err := stopManager(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}, nil
 }
