@@ -137,13 +137,7 @@ func TestChartValues(t *testing.T) {
 	}, {
 		name:   "the Go heap kept within the memory limit",
 		values: `{}`,
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
-				ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "controller", Resource: "limits.memory"}}}}
-			if diff := cmp.Diff(want, deployment(t, objs).Spec.Template.Spec.Containers[0].Env); diff != "" {
-				t.Errorf("controller env: want GOMEMLIMIT from the memory limit (-want +got):\n%s", diff)
-			}
-		},
+		check:  checkGoMemLimit,
 	}, {
 		name:   "images from another registry",
 		values: `{image: {repository: registry.example/tfk8s-controller, tag: v9}, agentImage: {repository: registry.example/tfk8s-agent, tag: v9}}`,
@@ -186,24 +180,7 @@ func TestChartValues(t *testing.T) {
 	}, {
 		name:   "Grafana dashboard on",
 		values: `{metrics: {grafanaDashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: tfk8s}}}}`,
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			cm := find(objs, "ConfigMap", "tfk8s-grafana-dashboard")
-			if cm == nil {
-				t.Fatal("no ConfigMap tfk8s-grafana-dashboard")
-			}
-			got := []string{cm.GetNamespace(), cm.GetLabels()["grafana_dashboard"], cm.GetAnnotations()["grafana_folder"]}
-			if diff := cmp.Diff([]string{"monitoring", "1", "tfk8s"}, got); diff != "" {
-				t.Errorf("namespace, grafana_dashboard label, folder annotation (-want +got):\n%s", diff)
-			}
-			want, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "tfk8s-controller.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _, _ := unstructured.NestedString(cm.Object, "data", "tfk8s-controller.json")
-			if data != strings.TrimSuffix(string(want), "\n") || !json.Valid([]byte(data)) {
-				t.Errorf("the ConfigMap's dashboard (%d bytes) is not config/grafana/tfk8s-controller.json (%d bytes)", len(data), len(want))
-			}
-		},
+		check:  checkGrafanaConfigMap,
 	}, {
 		name:   "jobs gauge by namespace",
 		values: `{metrics: {jobsByNamespace: true}}`,
@@ -332,5 +309,35 @@ func TestVersionIsWrittenOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{version.Version, version.Version}, got); diff != "" {
 		t.Errorf("Chart.yaml appVersion and config/manager newTag, want internal/version's (-want +got):\n%s", diff)
+	}
+}
+
+// checkGoMemLimit wants the controller's Go heap limit taken from its memory limit.
+func checkGoMemLimit(t *testing.T, objs []*unstructured.Unstructured) {
+	want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+		ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "controller", Resource: "limits.memory"}}}}
+	if diff := cmp.Diff(want, deployment(t, objs).Spec.Template.Spec.Containers[0].Env); diff != "" {
+		t.Errorf("controller env: want GOMEMLIMIT from the memory limit (-want +got):\n%s", diff)
+	}
+}
+
+// checkGrafanaConfigMap wants the Grafana dashboard shipped as config/grafana has it, in
+// a ConfigMap where Grafana's sidecar finds it.
+func checkGrafanaConfigMap(t *testing.T, objs []*unstructured.Unstructured) {
+	cm := find(objs, "ConfigMap", "tfk8s-grafana-dashboard")
+	if cm == nil {
+		t.Fatal("no ConfigMap tfk8s-grafana-dashboard")
+	}
+	got := []string{cm.GetNamespace(), cm.GetLabels()["grafana_dashboard"], cm.GetAnnotations()["grafana_folder"]}
+	if diff := cmp.Diff([]string{"monitoring", "1", "tfk8s"}, got); diff != "" {
+		t.Errorf("namespace, grafana_dashboard label, folder annotation (-want +got):\n%s", diff)
+	}
+	want, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "tfk8s-controller.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "tfk8s-controller.json")
+	if data != strings.TrimSuffix(string(want), "\n") || !json.Valid([]byte(data)) {
+		t.Errorf("the ConfigMap's dashboard (%d bytes) is not config/grafana/tfk8s-controller.json (%d bytes)", len(data), len(want))
 	}
 }
