@@ -28,6 +28,29 @@ func tfJob(name, ns string, specs map[tfv1.ReplicaType]*tfv1.ReplicaSpec) *tfv1.
 	}
 }
 
+// buildCase is a manifest (or none) and flags, and the job buildJob makes of them.
+type buildCase struct {
+	name string
+	base *tfv1.TFJob
+	p    jobParams
+	want *tfv1.TFJob
+}
+
+func checkBuildJob(t *testing.T, cases []buildCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := buildJob(tc.base, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("buildJob (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestBuildJob(t *testing.T) {
 	python := []string{"python3", "train.py"}
 	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: python}
@@ -42,24 +65,7 @@ func TestBuildJob(t *testing.T) {
 		}
 		return c
 	}
-	base := tfJob("from-file", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
-		tfv1.ReplicaTypeWorker: {
-			Replicas:      ptr.To[int32](4),
-			RestartPolicy: tfv1.RestartPolicyOnFailure,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"gpu": "a100"},
-				Containers:   []corev1.Container{{Name: "sidecar", Image: "envoy"}, {Name: "tensorflow", Image: "old", Args: []string{"--old"}}},
-			}},
-		},
-	})
-	base.Spec.RunPolicy.BackoffLimit = ptr.To[int32](3)
-
-	cases := []struct {
-		name string
-		base *tfv1.TFJob
-		p    jobParams
-		want *tfv1.TFJob
-	}{{
+	checkBuildJob(t, []buildCase{{
 		name: "one worker by default",
 		p:    jobParams{Name: "mnist", Namespace: "default", Image: "tf:2.16", Command: python},
 		want: tfJob("mnist", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: replica(1, tf)}),
@@ -122,7 +128,25 @@ func TestBuildJob(t *testing.T) {
 			}
 			return j
 		}(),
-	}, {
+	}})
+}
+
+// TestBuildJobOverManifest: flags given beside a manifest (submit -f) override it.
+func TestBuildJobOverManifest(t *testing.T) {
+	python := []string{"python3", "train.py"}
+	base := tfJob("from-file", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeWorker: {
+			Replicas:      ptr.To[int32](4),
+			RestartPolicy: tfv1.RestartPolicyOnFailure,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"gpu": "a100"},
+				Containers:   []corev1.Container{{Name: "sidecar", Image: "envoy"}, {Name: "tensorflow", Image: "old", Args: []string{"--old"}}},
+			}},
+		},
+	})
+	base.Spec.RunPolicy.BackoffLimit = ptr.To[int32](3)
+
+	checkBuildJob(t, []buildCase{{
 		name: "a manifest stands where no flag is given",
 		base: base,
 		p:    jobParams{},
@@ -145,18 +169,7 @@ func TestBuildJob(t *testing.T) {
 			j.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS] = ps
 			return j
 		}(),
-	}}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := buildJob(tc.base, tc.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("buildJob (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 func TestBuildJobErrors(t *testing.T) {
