@@ -61,7 +61,8 @@ func BenchmarkControllerMemory(b *testing.B) {
 			// A 2-CPU machine shared with other tests took 7 minutes.
 			b.Fatalf("%d pods not created within 20 minutes", want)
 		}
-		fmt.Printf("memory: %d TFJobs, %d pods created in %.1fs\n", memoryJobs, want, time.Since(start).Seconds())
+		created := time.Since(start)
+		fmt.Printf("memory: %d TFJobs, %d pods created in %.1fs\n", memoryJobs, want, created.Seconds())
 		ctl.waitCaughtUp(b, memoryJobs*(i+1))
 		r.settle()
 		creating := ctl.peakRSS()
@@ -70,10 +71,15 @@ func BenchmarkControllerMemory(b *testing.B) {
 		full := restartedPeakRSS(b, cp, memoryJobs*(i+1), "--cache-full-objects")
 		stripped := restartedPeakRSS(b, cp, memoryJobs*(i+1))
 		mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-		fmt.Printf("\n%-66s %10s\n", fmt.Sprintf("controller peak RSS, %d TFJobs of %d workers (%d pods)", memoryJobs, memoryReplicas, want), "MiB")
-		fmt.Printf("%-66s %10.1f\n", "(a) creating them", mib(creating))
-		fmt.Printf("%-66s %10.1f\n", "(b) restarted, whole objects cached (--cache-full-objects)", mib(full))
-		fmt.Printf("%-66s %10.1f\n\n", "(c) restarted, cache as tfk8s keeps it", mib(stripped))
+		var table strings.Builder
+		fmt.Fprintf(&table, "%-66s %10s\n", fmt.Sprintf("controller peak RSS, %d TFJobs of %d workers (%d pods)", memoryJobs, memoryReplicas, want), "MiB")
+		fmt.Fprintf(&table, "%-66s %10.1f\n", "(a) creating them", mib(creating))
+		fmt.Fprintf(&table, "%-66s %10.1f\n", "(b) restarted, whole objects cached (--cache-full-objects)", mib(full))
+		fmt.Fprintf(&table, "%-66s %10.1f\n", "(c) restarted, cache as tfk8s keeps it", mib(stripped))
+		fmt.Printf("\n%s\n", table.String())
+		writeReport(b, "Controller memory: the last run", "`BenchmarkControllerMemory`, "+time.Now().UTC().Format("2006-01-02")+
+			", kube-apiserver "+cp.Version.GitVersion+", on "+machine()+"; the pods were created in "+
+			created.Round(time.Second).String()+":\n\n```\n"+table.String()+"```")
 		b.ReportMetric(mib(creating), "creating-peak-MiB")
 		b.ReportMetric(mib(full), "restarted-full-cache-peak-MiB")
 		b.ReportMetric(mib(stripped), "restarted-peak-MiB")
