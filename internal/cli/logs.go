@@ -93,10 +93,11 @@ type jobLogs struct {
 	errOut  io.Writer
 	job     *tfv1.TFJob // nil once the job is deleted
 
-	s3Once  sync.Once
-	s3      *storage.Client
-	stored  map[string]*storedLogs // replica → its logs in S3
-	s3Error error
+	s3Mu     sync.Mutex
+	s3Listed bool
+	s3       *storage.Client
+	stored   map[string]*storedLogs // replica → its logs in S3
+	s3Error  error
 }
 
 // print prints the logs there are now: the chosen attempt of each replica, from its
@@ -276,6 +277,11 @@ func (l *jobLogs) streamPod(ctx context.Context, pod *corev1.Pod, follow, previo
 // streamS3 copies the chosen attempt's log of a replica from S3.
 func (l *jobLogs) streamS3(ctx context.Context, replica string) error {
 	stored, c, err := l.s3Logs(ctx)
+	if err == nil && stored[replica] == nil {
+		// Listed before this replica's pod ended: its agent has stored the log since,
+		// as it does before its container exits.
+		stored, c, err = l.relistS3(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -296,22 +302,38 @@ func (l *jobLogs) streamS3(ctx context.Context, replica string) error {
 // s3Logs finds, once, the logs the agent backed up for the job (see indexLogs). A job
 // that is gone is looked for under the default destination, s3://<bucket>/runs.
 func (l *jobLogs) s3Logs(ctx context.Context) (map[string]*storedLogs, *storage.Client, error) {
-	l.s3Once.Do(func() {
-		l.stored = map[string]*storedLogs{}
-		_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
-		if err != nil {
-			l.s3Error = err
-			return
-		}
-		objs, err := c.List(ctx, base)
-		if err != nil {
-			l.s3Error = fmt.Errorf("looking for logs in S3: %w", err)
-			return
-		}
-		l.stored = indexLogs(base, objs)
-		l.s3 = c
-	})
+	l.s3Mu.Lock()
+	defer l.s3Mu.Unlock()
+	if !l.s3Listed {
+		l.s3Listed = true
+		l.listS3(ctx)
+	}
 	return l.stored, l.s3, l.s3Error
+}
+
+// relistS3 lists the job's stored logs again, for a replica whose pod ended after
+// the first listing.
+func (l *jobLogs) relistS3(ctx context.Context) (map[string]*storedLogs, *storage.Client, error) {
+	l.s3Mu.Lock()
+	l.s3Listed = false
+	l.s3Mu.Unlock()
+	return l.s3Logs(ctx)
+}
+
+func (l *jobLogs) listS3(ctx context.Context) {
+	l.stored, l.s3Error = map[string]*storedLogs{}, nil
+	_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
+	if err != nil {
+		l.s3Error = err
+		return
+	}
+	objs, err := c.List(ctx, base)
+	if err != nil {
+		l.s3Error = fmt.Errorf("looking for logs in S3: %w", err)
+		return
+	}
+	l.stored = indexLogs(base, objs)
+	l.s3 = c
 }
 
 // noLogs explains why there is nothing to print.

@@ -106,7 +106,7 @@ func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsClust
 	}
 	for _, w := range want {
 		if !strings.Contains(logs.stdout, w) {
-			t.Errorf("the job's logs lack %q:\n%s", w, logs.stdout)
+			t.Errorf("the job's logs lack %q:\n%s\ntfk8s logs said on stderr:\n%s", w, logs.stdout, logs.stderr)
 		}
 	}
 	checkFinished(t, logs.stdout, 60)
