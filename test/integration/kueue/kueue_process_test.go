@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +53,7 @@ func startKueue(ctx context.Context, cp *controlplane.ControlPlane, c client.Cli
 	if err := storeKueueCerts(ctx, c, certDir, certs); err != nil {
 		return nil, fmt.Errorf("storing Kueue's certificates: %w", err)
 	}
-	ports, err := freePorts(3)
+	ports, err := controlplane.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -231,18 +230,4 @@ func storeKueueCerts(ctx context.Context, c client.Client, certDir string, certs
 // pemKey encodes a key as Kueue's certificate rotator reads it: PKCS #1.
 func pemKey(k *rsa.PrivateKey) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-}
-
-// freePorts returns n ports free on loopback right now.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
