@@ -24,6 +24,7 @@ func main() {
 		portRange string
 		showVer   bool
 		gang      string
+		compact   int
 	)
 	flag.BoolVar(&showVer, "version", false, "print the version and the git revision, then exit")
 	flag.Float64Var(&qps, "kube-api-qps", 1000, "queries per second to the API server")
@@ -35,6 +36,7 @@ func main() {
 	flag.StringVar(&opts.TensorBoardImage, "tensorboard-image", controller.DefaultTensorBoardImage, "image running the TensorBoard of jobs that set spec.tensorboard without an image of their own")
 	flag.StringVar(&portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
 	flag.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
+	flag.IntVar(&compact, "compact-tf-config-above", controller.DefaultCompactTFConfigAbove, "size in bytes of TF_CONFIG beyond which the pods of a job run by the tfk8s agent carry the constant-size cluster (env TFK8S_CLUSTER) and the agent composes TF_CONFIG from it; 0 does so for every job with more than one replica. Lower it to keep pods small or to try large-job behaviour on a small job; the cost: a shell in the pod (kubectl exec) sees TFK8S_CLUSTER rather than TF_CONFIG, which tfk8s describe and the dashboard still show")
 	flag.StringVar(&gang, "gang-scheduler", "none", "gang scheduler of the jobs whose runPolicy.schedulingPolicy.provider is unset: none, native, volcano or scheduler-plugins")
 	flag.StringVar(&opts.Gang.SchedulerPluginsScheduler, "scheduler-plugins-scheduler-name", controller.DefaultSchedulerPluginsScheduler, "schedulerName of the pods of scheduler-plugins gangs")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
@@ -64,6 +66,11 @@ func main() {
 		log.Error(err, "Invalid flag", "flag", "--gang-scheduler")
 		os.Exit(2)
 	}
+	if compact < 0 {
+		log.Error(fmt.Errorf("%d is negative: a size in bytes, 0 or more", compact), "Invalid flag", "flag", "--compact-tf-config-above")
+		os.Exit(2)
+	}
+	opts.CompactTFConfigAbove = &compact
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

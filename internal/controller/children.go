@@ -65,7 +65,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 		}
 		opts.HostPorts = ports
 	}
-	opts.tfConfigs = NewTFConfigs(job, opts.AddressOptions)
+	opts.tfConfigs = opts.newTFConfigs(job)
 	missing := missingReplicas(job, o, taken)
 	if len(missing) == 0 {
 		return nil

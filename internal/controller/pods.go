@@ -22,6 +22,11 @@ type PodOptions struct {
 	TensorBoardImage string
 	// Gang is how pods join their job's gang scheduling group.
 	Gang GangOptions
+	// CompactTFConfigAbove is the size of TF_CONFIG beyond which the pods of a job run
+	// by the agent carry the cluster (tfconfig.EnvCluster) for the agent to compose
+	// TF_CONFIG from; 0 makes every pod of a job with more than one replica carry it.
+	// DefaultCompactTFConfigAbove when nil.
+	CompactTFConfigAbove *int
 
 	// tfConfigs, when set, is the job's TF_CONFIG builder, shared by its pods.
 	tfConfigs *TFConfigs
@@ -78,7 +83,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	}
 	tfConfigs := opts.tfConfigs
 	if tfConfigs == nil {
-		tfConfigs = NewTFConfigs(job, opts.AddressOptions)
+		tfConfigs = opts.newTFConfigs(job)
 	}
 	tfConfig, ok, err := tfConfigs.Env(rt, index, tfjob.UsesStorage(job))
 	if err != nil {

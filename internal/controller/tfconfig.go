@@ -52,11 +52,12 @@ const (
 	// namespace's names are long). A larger job without the agent fails: its pods
 	// together would hold 350 MB and more of etcd.
 	InlineTFConfigLimit = 128 << 10
-	// compactTFConfigAbove is the size of TF_CONFIG beyond which a pod run by the agent
-	// carries the constant-size tfconfig.Cluster instead (170 to 250 replicas), for the
-	// agent to compose TF_CONFIG from. Smaller jobs' pods keep TF_CONFIG itself, which
-	// kubectl, tfk8s describe and the dashboard show.
-	compactTFConfigAbove = 8 << 10
+	// DefaultCompactTFConfigAbove is the size of TF_CONFIG beyond which a pod run by the
+	// agent carries the constant-size tfconfig.Cluster instead (170 to 250 replicas),
+	// for the agent to compose TF_CONFIG from. Smaller jobs' pods keep TF_CONFIG itself,
+	// which a shell in the pod (kubectl exec) sees as well as tfk8s describe and the
+	// dashboard.
+	DefaultCompactTFConfigAbove = 8 << 10
 )
 
 // GenTFConfig returns the TF_CONFIG of one replica of job, or "" when the job has a single
@@ -65,7 +66,7 @@ const (
 // The evaluator is not part of the cluster: TensorFlow's examples leave it out (its task
 // type alone says what it is), and other tasks waiting for it would wait forever.
 func GenTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) (string, error) {
-	return NewTFConfigs(job, opts).For(rt, index)
+	return NewTFConfigs(job, opts, DefaultCompactTFConfigAbove).For(rt, index)
 }
 
 // TFConfigs builds the TF_CONFIG of every replica of one job, or the constant-size
@@ -76,21 +77,32 @@ type TFConfigs struct {
 	// tasks is the encoded "cluster" of TF_CONFIG, or "" for a single-replica job.
 	tasks string
 	// compact is cluster encoded for tfconfig.EnvCluster, when TF_CONFIG is larger
-	// than compactTFConfigAbove.
+	// than the compactAbove NewTFConfigs was given.
 	compact string
 	err     error
 }
 
-// NewTFConfigs prepares the TF_CONFIGs of job's replicas.
-func NewTFConfigs(job *tfv1.TFJob, opts AddressOptions) *TFConfigs {
+// NewTFConfigs prepares the TF_CONFIGs of job's replicas. The pods of a job run by the
+// agent carry the cluster in place of a TF_CONFIG longer than compactAbove bytes
+// (DefaultCompactTFConfigAbove; 0: every pod of a job with more than one replica).
+func NewTFConfigs(job *tfv1.TFJob, opts AddressOptions, compactAbove int) *TFConfigs {
 	t := &TFConfigs{cluster: jobCluster(job, opts)}
 	if t.cluster.Total() > 1 {
 		t.tasks, t.err = t.cluster.EncodeTasks(nil, 0)
 	}
-	if t.err == nil && len(t.tasks) > compactTFConfigAbove {
+	if t.err == nil && t.tasks != "" && len(t.tasks) > compactAbove {
 		t.compact, t.err = t.cluster.Encode()
 	}
 	return t
+}
+
+// newTFConfigs prepares the TF_CONFIGs of job's replicas as o says.
+func (o PodOptions) newTFConfigs(job *tfv1.TFJob) *TFConfigs {
+	above := DefaultCompactTFConfigAbove
+	if o.CompactTFConfigAbove != nil {
+		above = *o.CompactTFConfigAbove
+	}
+	return NewTFConfigs(job, o.AddressOptions, above)
 }
 
 // For returns the TF_CONFIG of one replica, as GenTFConfig does.
@@ -113,8 +125,9 @@ func setTFConfigEnv(c *corev1.Container, env corev1.EnvVar) {
 	tfjob.SetEnv(c, env)
 }
 
-// Env is the variable that gives one replica its TF_CONFIG: TF_CONFIG itself, or, in a
-// large job's pod run by the agent, tfconfig.EnvCluster. ok is false for a
+// Env is the variable that gives one replica its TF_CONFIG: TF_CONFIG itself, or, in the
+// pod of a job run by the agent whose TF_CONFIG is over the size NewTFConfigs was
+// given, tfconfig.EnvCluster. ok is false for a
 // single-replica job, which has no TF_CONFIG.
 func (t *TFConfigs) Env(rt tfv1.ReplicaType, index int32, agent bool) (env corev1.EnvVar, ok bool, err error) {
 	if t.err != nil || t.tasks == "" {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
@@ -64,12 +65,14 @@ type tfConfigShape struct {
 	// hostPorts, in HostNetwork mode, allocates ports from this range.
 	hostPorts *PortRange
 	domain    string
+	// compactAbove is the controller's --compact-tf-config-above, its default when nil.
+	compactAbove *int
 }
 
 // tfConfigShapes are jobs of every shape TF_CONFIG takes: each replica type, sparse,
 // HostNetwork (its ports wrapping around the end of the range), a cluster domain, a
-// port per replica type, a single replica, and jobs large enough for the agent's pods
-// to carry the cluster instead.
+// port per replica type, a single replica, jobs large enough for the agent's pods to
+// carry the cluster instead, and the size beyond which they do set to 0 and to 1 MiB.
 func tfConfigShapes() []tfConfigShape {
 	withAgent := func(w *testutil.TFJobWrapper) *tfv1.TFJob {
 		return w.Code("s3://bucket/code/sha256-abc.tar.gz").Obj()
@@ -91,13 +94,18 @@ func tfConfigShapes() []tfConfigShape {
 		{name: "agent, 300 workers", job: withAgent(testutil.MakeTFJob("big", "ml").PS(2).Workers(300))},
 		{name: "agent, 300 dynamic workers, domain", job: withAgent(testutil.MakeTFJob("dyn", "ml").Chief().PS(1).Workers(300).Evaluator().DynamicWorker()), domain: "example.org"},
 		{name: "agent, 300 host network workers", job: withAgent(testutil.MakeTFJob("hn", "ml").UID("uid-3").PS(1).Workers(300).HostNetwork()), hostPorts: &PortRange{Min: 40000, Max: 40400}},
+		{name: "agent, chief, PS and workers, compact above 0 bytes", job: withAgent(testutil.MakeTFJob("ps", "ml").Chief().PS(2).Workers(3)), compactAbove: ptr.To(0)},
+		{name: "agent, dynamic workers and evaluator, domain, compact above 0 bytes", job: withAgent(testutil.MakeTFJob("dyn", "ml").Chief().Workers(2).Evaluator().DynamicWorker()), domain: "example.org", compactAbove: ptr.To(0)},
+		{name: "PS and workers without the agent, compact above 0 bytes", job: testutil.MakeTFJob("ps", "ml").PS(2).Workers(3).Obj(), compactAbove: ptr.To(0)},
+		{name: "single replica under the agent, compact above 0 bytes", job: withAgent(testutil.MakeTFJob("one", "ml").Workers(1)), compactAbove: ptr.To(0)},
+		{name: "300 workers under the agent, compact above 1 MiB", job: withAgent(testutil.MakeTFJob("big", "ml").PS(2).Workers(300)), compactAbove: ptr.To(1 << 20)},
 	}
 }
 
 // options are the address options the controller builds the shape's pods with.
 func (s tfConfigShape) options(t *testing.T) PodOptions {
 	t.Helper()
-	opts := PodOptions{AddressOptions: AddressOptions{ClusterDomain: s.domain}}
+	opts := PodOptions{AddressOptions: AddressOptions{ClusterDomain: s.domain}, CompactTFConfigAbove: s.compactAbove}
 	if s.hostPorts != nil {
 		ports, err := allocateHostPorts(s.job, *s.hostPorts)
 		if err != nil {
@@ -214,7 +222,7 @@ func TestTFConfigBytesPerPod(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("without the agent, 5,000 workers: got error %v, want one starting %q", err, want)
 	}
-	if got := NewTFConfigs(tooLarge, AddressOptions{}).Refusal(false); !strings.HasPrefix(got, want) {
+	if got := NewTFConfigs(tooLarge, AddressOptions{}, DefaultCompactTFConfigAbove).Refusal(false); !strings.HasPrefix(got, want) {
 		t.Errorf("Refusal = %q, want %q...", got, want)
 	}
 }

@@ -320,7 +320,7 @@ func TestTFConfigsEncodeLikeTheStruct(t *testing.T) {
 	}
 	for name, tc := range jobs {
 		t.Run(name, func(t *testing.T) {
-			configs := NewTFConfigs(tc.job, tc.opts)
+			configs := NewTFConfigs(tc.job, tc.opts, DefaultCompactTFConfigAbove)
 			for _, rt := range tfv1.ReplicaTypes {
 				for i := range tfjob.Replicas(tc.job.Spec.TFReplicaSpecs[rt]) {
 					got, err := configs.For(rt, i)
