@@ -27,6 +27,7 @@ VERSITYGW_VERSION := v1.8.0
 COREDNS_VERSION := v1.14.7
 DISTRIBUTION_VERSION := v3.1.2
 KUEUE_VERSION := v0.19.2
+PROMETHEUS_OPERATOR_VERSION := v0.85.0
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -37,6 +38,7 @@ VERSITYGW_STAMP := $(STAMP)/versitygw-$(VERSITYGW_VERSION)
 COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
+PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
@@ -46,7 +48,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -111,6 +113,16 @@ $(KUEUE_STAMP): hack/tools/kueue/go.mod
 		cp "$$(cd hack/tools/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml $(BIN)/kueue-crds/ && \
 		chmod u+w $(BIN)/kueue-crds/*.yaml
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kueue-* && touch $@
+
+# The chart's ServiceMonitor is tested in test/integration/install against
+# prometheus-operator's own ServiceMonitor CRD: its module, pinned by go.sum and not
+# built, is downloaded and the CRD copied into bin/prometheus-operator-crds.
+$(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/prometheus-operator/go.sum
+	cd hack/tools/prometheus-operator && go mod download github.com/prometheus-operator/prometheus-operator
+	rm -rf $(BIN)/prometheus-operator-crds && mkdir -p $(BIN)/prometheus-operator-crds && \
+		cp "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(BIN)/prometheus-operator-crds/ && \
+		chmod u+w $(BIN)/prometheus-operator-crds/*.yaml
+	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-operator-* && touch $@
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)

@@ -3,6 +3,7 @@ package install
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -74,12 +75,21 @@ func apply(t *testing.T, owner string, objs []*unstructured.Unstructured) {
 		return cmp.Compare(applyRank(a), applyRank(b))
 	})
 	for _, o := range objs {
-		err := k8sClient.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
-			client.FieldOwner("tfk8s-test-"+sanitize(owner)), client.ForceOwnership)
-		if err != nil {
-			t.Fatalf("applying %s: %v", identity(o), err)
+		if err := applyObject(owner, o); err != nil {
+			t.Fatal(err)
 		}
 	}
+}
+
+// applyObject applies o server-side as fieldManager owner, taking the fields another
+// manager set, and returns the API server's answer.
+func applyObject(owner string, o *unstructured.Unstructured) error {
+	err := k8sClient.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+		client.FieldOwner("tfk8s-test-"+sanitize(owner)), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("applying %s: %w", identity(o), err)
+	}
+	return nil
 }
 
 // applyRank puts what other objects need first: the namespace and the CRD.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 var chartDir = filepath.Join(repoRoot, "charts", "tfk8s")
@@ -51,6 +52,16 @@ func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
 		all.WriteString("\n---\n")
 	}
 	return manifests.Decode(all.Bytes())
+}
+
+// renderChartValues renders the chart with values written as YAML, as helm install -f
+// would take them.
+func renderChartValues(values string) ([]*unstructured.Unstructured, error) {
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
+		return nil, fmt.Errorf("reading values %s: %w", values, err)
+	}
+	return renderChart(vals)
 }
 
 // renderKustomize builds config/default as kubectl apply -k would.
