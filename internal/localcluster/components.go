@@ -169,13 +169,17 @@ func s3Args(opts Options, p paths) []string {
 
 // controllerArgs are tfk8s-controller's flags.
 func controllerArgs(opts Options, p paths) []string {
-	return []string{
+	args := []string{
 		"--kubeconfig=" + p.kubeconfig,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(opts.Ports.ControllerMetrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(opts.Ports.ControllerHealth),
 		"--leader-elect=false",
 		"--cluster-domain=" + opts.ClusterDomain,
 	}
+	if n := opts.CompactTFConfigAbove; n != nil {
+		args = append(args, "--compact-tf-config-above="+strconv.Itoa(*n))
+	}
+	return args
 }
 
 // corefileTemplate is the cluster DNS configuration: the cluster domain (and reverse

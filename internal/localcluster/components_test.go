@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
@@ -173,6 +174,15 @@ func TestArgs(t *testing.T) {
 				"--kubeconfig=/state/kubeconfig", "--metrics-bind-address=127.0.0.1:10280",
 				"--health-probe-bind-address=127.0.0.1:10281", "--leader-elect=false", "--cluster-domain=cluster.local",
 			},
+		},
+		{
+			name: "tfk8s-controller composing every TF_CONFIG in the agent",
+			got: func() []string {
+				o := opts
+				o.CompactTFConfigAbove = ptr.To(0)
+				return controllerArgs(o, p)[5:]
+			}(),
+			want: []string{"--compact-tf-config-above=0"},
 		},
 		{
 			name: "kube-apiserver's kubelet flags",

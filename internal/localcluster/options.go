@@ -136,6 +136,12 @@ type Options struct {
 	// host process: the controller then runs as pods, as its ServiceAccount with the
 	// chart's RBAC only. The CRD and admission policy are then the install's too.
 	Install string
+	// CompactTFConfigAbove, when set, is the host controller's
+	// --compact-tf-config-above: the size of TF_CONFIG beyond which the pods of a job
+	// run by the agent carry the cluster (TFK8S_CLUSTER) for the agent to compose
+	// TF_CONFIG from; 0: every job with more than one replica. Default: the
+	// controller's, 8192 bytes. Not with Install, whose controller the chart configures.
+	CompactTFConfigAbove *int
 	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
 	// A cluster kept across reboots (the default) must not lose acknowledged writes.
 	UnsafeNoFsync bool
@@ -207,6 +213,9 @@ func (opts Options) withDefaults() (Options, error) {
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)
 	}
+	if err := checkCompactTFConfigAbove(opts); err != nil {
+		return opts, err
+	}
 	if _, err := bridgeIP(opts.PodCIDR); err != nil {
 		return opts, err
 	}
@@ -214,6 +223,20 @@ func (opts Options) withDefaults() (Options, error) {
 		return opts, err
 	}
 	return opts, nil
+}
+
+// checkCompactTFConfigAbove refuses a negative size, and one the controller would not
+// receive: with Install, the chart runs the controller.
+func checkCompactTFConfigAbove(opts Options) error {
+	switch n := opts.CompactTFConfigAbove; {
+	case n == nil:
+		return nil
+	case *n < 0:
+		return fmt.Errorf("--compact-tf-config-above %d is negative: a size in bytes, 0 or more", *n)
+	case opts.Install != "":
+		return fmt.Errorf("--compact-tf-config-above is the host controller's; with --install %s, set the chart's compactTFConfigAbove", opts.Install)
+	}
+	return nil
 }
 
 // defaultImageDir is $XDG_CACHE_HOME/tfk8s/images, else ~/.cache/tfk8s/images, else

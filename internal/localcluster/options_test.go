@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
@@ -60,6 +61,16 @@ func TestWithDefaults(t *testing.T) {
 			name:    "negative GPUs",
 			opts:    Options{Dir: "/state", BinDir: "/bin", GPUs: -1},
 			wantErr: "--gpus -1 is negative",
+		},
+		{
+			name:    "negative TF_CONFIG size",
+			opts:    Options{Dir: "/state", BinDir: "/bin", CompactTFConfigAbove: ptr.To(-1)},
+			wantErr: "--compact-tf-config-above -1 is negative",
+		},
+		{
+			name:    "TF_CONFIG size with an installed controller",
+			opts:    Options{Dir: "/state", BinDir: "/bin", CompactTFConfigAbove: ptr.To(0), Install: InstallHelm},
+			wantErr: "with --install helm, set the chart's compactTFConfigAbove",
 		},
 		{
 			name:    "malformed CIDR",
