@@ -40,7 +40,7 @@ func TestServiceMonitorIsAcceptedByItsCRD(t *testing.T) {
 		values       string
 		wantLabel    string // the value of the release label, if any
 		wantInterval string // "" for none: Prometheus's global scrape interval
-		wantErr      string // the field path the API server refuses
+		wantErr      string // what the API server says when it refuses the ServiceMonitor
 	}{{
 		name:         "labels and interval",
 		values:       `{metrics: {serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}}}`,
@@ -56,11 +56,11 @@ func TestServiceMonitorIsAcceptedByItsCRD(t *testing.T) {
 	}, {
 		name:    "an interval in words is refused",
 		values:  `{metrics: {serviceMonitor: {enabled: true, interval: 5 minutes}}}`,
-		wantErr: "spec.endpoints[0].interval",
+		wantErr: "spec.endpoints[0].interval in body should match",
 	}, {
 		name:    "an interval without a unit is refused",
 		values:  `{metrics: {serviceMonitor: {enabled: true, interval: 30}}}`,
-		wantErr: "spec.endpoints[0].interval",
+		wantErr: "spec.endpoints[0].interval in body should match",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestServiceMonitorIsAcceptedByItsCRD(t *testing.T) {
 			err = applyObject("chart", sm)
 			if tc.wantErr != "" {
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("applying the ServiceMonitor: %v; want it refused as invalid at %s", err, tc.wantErr)
+					t.Fatalf("applying the ServiceMonitor: %v; want it refused as invalid, saying %q", err, tc.wantErr)
 				}
 				t.Logf("refused: %v", err)
 				return
