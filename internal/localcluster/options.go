@@ -141,6 +141,8 @@ type Options struct {
 	// run by the agent carry the cluster (TFK8S_CLUSTER) for the agent to compose
 	// TF_CONFIG from; 0: every job with more than one replica. Default: the
 	// controller's, 8192 bytes. Not with Install, whose controller the chart configures.
+	// Not saved with the cluster's settings: an Up that starts the controller again
+	// without it starts it with the default.
 	CompactTFConfigAbove *int
 	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
 	// A cluster kept across reboots (the default) must not lose acknowledged writes.
