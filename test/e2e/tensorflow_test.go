@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,11 +15,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/tfconfig"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // The TensorFlow jobs' cluster has its own network, apart from the other suites'.
@@ -34,8 +41,13 @@ const (
 
 // TestTensorFlowJobs trains examples/tensorflow with real TensorFlow in the TensorFlow
 // image on a local cluster of its own: the pods pull the image from the cluster's
-// registry, TensorFlow forms its cluster from the TF_CONFIG tfk8s writes, a killed
+// registry, TensorFlow forms its cluster from the TF_CONFIG tfk8s gives it, a killed
 // worker costs the job nothing, and a killed chief resumes from its last checkpoint.
+//
+// The controller runs with --compact-tf-config-above=0: every pod of a job under the
+// agent carries the job's cluster (TFK8S_CLUSTER), as the pods of a job of thousands of
+// replicas do, and every TensorFlow program runs on the TF_CONFIG the agent composed
+// from it.
 func TestTensorFlowJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -55,6 +67,8 @@ func TestTensorFlowJobs(t *testing.T) {
 		NodeName: "e2e-tensorflow-node",
 		PodCIDR:  tfPodCIDR,
 		Bridge:   tfBridge,
+		// Every TensorFlow job here runs under the agent (--artifacts).
+		CompactTFConfigAbove: ptr.To(0),
 	}, func() {
 		if left := leftNetworkOn(tfBridge, pods); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
@@ -187,6 +201,8 @@ func testTensorFlowKilledWorker(ctx context.Context, t *testing.T, c *jobsCluste
 		c.fail(t, "%v", err)
 	}
 	waitChiefEpoch(ctx, t, c, "ps-worker", c.pod(ctx, t, "ps-worker", "chief", 0), 1)
+	// Every program is running: the chief is training, the servers serve it.
+	checkComposedTFConfig(ctx, t, c, "ps-worker", "ps_strategy.py")
 	worker := c.pod(ctx, t, "ps-worker", "worker", 1)
 	killProgram(t, worker, "ps_strategy.py")
 	job, logs := waitSucceeded(ctx, t, c, "ps-worker")
@@ -256,4 +272,91 @@ func testMultiWorkerMirrored(ctx context.Context, t *testing.T, c *jobsCluster) 
 	if !strings.Contains(logs, "[worker 0] saved the model to /workspace/checkpoints/model") {
 		t.Errorf("worker 0 did not save the model:\n%s", logs)
 	}
+}
+
+// checkComposedTFConfig checks every replica of a running job whose programs run on a
+// TF_CONFIG the agent composed: the pod carries the cluster (TFK8S_CLUSTER) and no
+// TF_CONFIG, and the TF_CONFIG in the environment of its program (script) is, byte for
+// byte, what tfk8s describe shows for the replica and what the controller gives that
+// replica when its pod carries TF_CONFIG itself.
+func checkComposedTFConfig(ctx context.Context, t *testing.T, c *jobsCluster, name, script string) {
+	t.Helper()
+	job := c.job(ctx, t, name)
+	var first string
+	for _, rt := range tfv1.ReplicaTypes {
+		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
+			replica := tfjob.ReplicaName(rt, i)
+			pod := c.pod(ctx, t, name, tfjob.TaskType(rt), int(i))
+			carried := map[string]bool{}
+			for _, e := range tfjob.TensorFlowContainer(pod.Spec.Containers).Env {
+				carried[e.Name] = true
+			}
+			if !carried[tfconfig.EnvCluster] || carried[tfjob.EnvTFConfig] {
+				t.Errorf("%s: the pod carries %s %v and TF_CONFIG %v; want the cluster alone", replica,
+					tfconfig.EnvCluster, carried[tfconfig.EnvCluster], carried[tfjob.EnvTFConfig])
+			}
+			want, err := controller.GenTFConfig(job, rt, i, controller.AddressOptions{ClusterDomain: localcluster.DefaultClusterDomain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{
+				"the program": programTFConfig(t, pod, script),
+				"describe":    describedTFConfig(ctx, t, c, name, replica),
+			}
+			for who, tfConfig := range got {
+				if tfConfig != want {
+					t.Errorf("%s: %s sees TF_CONFIG\n%s\nthe controller gives\n%s", replica, who, tfConfig, want)
+				}
+			}
+			if first == "" {
+				first = replica + "'s, " + strconv.Itoa(len(got["the program"])) + " bytes: " + got["the program"]
+			}
+		}
+	}
+	t.Logf("the programs of %s run on the TF_CONFIG the agent composed, equal to what describe shows; %s", name, first)
+}
+
+// programTFConfig is TF_CONFIG in the environment of the program script runs in pod,
+// which must not see the cluster the agent composed it from.
+func programTFConfig(t *testing.T, pod corev1.Pod, script string) string {
+	t.Helper()
+	pid, err := programPID(string(pod.UID), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tfConfig string
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case tfjob.EnvTFConfig:
+			tfConfig = value
+		case tfconfig.EnvCluster:
+			t.Errorf("the program of %s sees %s", pod.Name, tfconfig.EnvCluster)
+		}
+	}
+	return tfConfig
+}
+
+// describedTFConfig is the TF_CONFIG tfk8s describe shows for a replica, indented for
+// reading, compacted back.
+func describedTFConfig(ctx context.Context, t *testing.T, c *jobsCluster, name, replica string) string {
+	t.Helper()
+	out := c.mustTfk8s(ctx, t, "describe", name, "--replica", replica).stdout
+	_, after, ok := strings.Cut(out, "TF_CONFIG ("+replica+"):\n")
+	if !ok {
+		t.Fatalf("tfk8s describe %s --replica %s shows no TF_CONFIG:\n%s", name, replica, out)
+	}
+	var value json.RawMessage
+	if err := json.NewDecoder(strings.NewReader(after)).Decode(&value); err != nil {
+		t.Fatalf("tfk8s describe %s --replica %s: reading its TF_CONFIG: %v\n%s", name, replica, err, out)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, value); err != nil {
+		t.Fatal(err)
+	}
+	return compact.String()
 }
