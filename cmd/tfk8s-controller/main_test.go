@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// envArgs, set in the environment of this test binary, makes it run the controller's
+// main with these flags (space-separated) instead of the tests.
+const envArgs = "TFK8S_CONTROLLER_TEST_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(envArgs); ok {
+		os.Args = append(os.Args[:1], strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestFlags runs the controller with each flag it checks: a bad value exits 2 with a
+// message naming the flag, before the controller looks for its kubeconfig; a good one
+// goes on to the kubeconfig, absent here, and exits 1.
+func TestFlags(t *testing.T) {
+	absent := "--kubeconfig=" + filepath.Join(t.TempDir(), "absent")
+	tests := []struct {
+		name string
+		args string
+		code int
+		want string
+	}{
+		{name: "negative TF_CONFIG size", args: "--compact-tf-config-above=-1", code: 2,
+			want: `"flag":"--compact-tf-config-above","error":"-1 is negative: a size in bytes, 0 or more"`},
+		{name: "every TF_CONFIG composed by the agent", args: "--compact-tf-config-above=0", code: 1, want: "Reading kubeconfig"},
+		{name: "host port range backwards", args: "--host-port-range=40000-30000", code: 2, want: `"flag":"--host-port-range"`},
+		{name: "unknown gang scheduler", args: "--gang-scheduler=fifo", code: 2, want: `"flag":"--gang-scheduler"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0])
+			// Never a kubeconfig, so that a flag let through ends the run at once.
+			cmd.Env = append(os.Environ(), envArgs+"="+tc.args+" "+absent)
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Errorf("tfk8s-controller %s: exit %d, output\n%s\nwant exit %d and %s", tc.args, code, out, tc.code, tc.want)
+			}
+		})
+	}
+}
