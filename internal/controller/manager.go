@@ -51,6 +51,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  s,
 		Cache:                   CacheOptions(opts.FullCache),
+		MapperProvider:          newRESTMapper,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		Logger:                  opts.Logger,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
