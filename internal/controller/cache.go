@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"sync"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,7 +17,7 @@ import (
 // objects as the API server sends them (managed fields, admission's projected token
 // volumes and tolerations, every container's image, resources and environment) make
 // most of it. The cache keeps only what a reconcile reads; reading more means keeping
-// more here first (TestCacheKeepsWhatTheControllerReads lists it).
+// more here first (TestStrippedPodsObserveTheSame checks that reconciles decide the same on what is kept).
 
 // lastApplied is the annotation kubectl apply writes: a second copy of the object.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -52,7 +54,8 @@ func CacheOptions(full bool) cache.Options {
 }
 
 // stripMetadata drops the managed fields and kubectl's last applied configuration,
-// which tfk8s never reads, from a cached object (TFJobs, gang groups).
+// which tfk8s never reads, from a cached object, and keeps one copy of the strings
+// thousands of cached objects repeat: namespaces, owners' kinds, finalizers.
 func stripMetadata(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -63,7 +66,30 @@ func stripMetadata(obj any) (any, error) {
 		delete(a, lastApplied)
 		o.SetAnnotations(a)
 	}
+	o.SetNamespace(intern(o.GetNamespace()))
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
+	}
+	finalizers := o.GetFinalizers()
+	for i := range finalizers {
+		finalizers[i] = intern(finalizers[i])
+	}
 	return obj, nil
+}
+
+// interned holds the one copy of each string intern was given. Only strings of few
+// values are interned (namespaces, kinds, finalizers, replica types), so it stays small.
+var interned sync.Map
+
+// intern returns the one copy of s: each object decoded from the API server carries its
+// own copy of every string, and a cache of 20,000 pods held 20,000 copies of its namespace.
+func intern(s string) string {
+	if v, ok := interned.Load(s); ok {
+		return v.(string)
+	}
+	v, _ := interned.LoadOrStore(s, s)
+	return v.(string)
 }
 
 // keepMetadataOnly caches a Service as its metadata alone.
@@ -84,39 +110,5 @@ func stripDeployment(obj any) (any, error) {
 		return obj, nil
 	}
 	kept := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Status: d.Status}
-	return stripMetadata(kept)
-}
-
-// stripPod caches a pod as what tfk8s reads of it: its metadata (labels, annotations,
-// owner, finalizers, deletion), the node it is bound to, its containers' names (to
-// find the TensorFlow container), and its status without addresses and images.
-func stripPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	kept := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
-	kept.Spec.NodeName = pod.Spec.NodeName
-	kept.Spec.Containers = make([]corev1.Container, len(pod.Spec.Containers))
-	for i, c := range pod.Spec.Containers {
-		kept.Spec.Containers[i].Name = c.Name
-	}
-	kept.Status = corev1.PodStatus{
-		Phase:      pod.Status.Phase,
-		Reason:     pod.Status.Reason,
-		Message:    pod.Status.Message,
-		Conditions: pod.Status.Conditions,
-	}
-	if n := len(pod.Status.ContainerStatuses); n > 0 {
-		kept.Status.ContainerStatuses = make([]corev1.ContainerStatus, n)
-		for i, cs := range pod.Status.ContainerStatuses {
-			kept.Status.ContainerStatuses[i] = corev1.ContainerStatus{
-				Name:                 cs.Name,
-				State:                cs.State,
-				LastTerminationState: cs.LastTerminationState,
-				RestartCount:         cs.RestartCount,
-			}
-		}
-	}
 	return stripMetadata(kept)
 }

@@ -14,6 +14,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // asServed adds to a pod what the API server and the kubelet add and tfk8s never
@@ -45,33 +46,75 @@ func asServed(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// TestStripPod checks what the cache keeps of a pod: its metadata but managed fields
-// and kubectl's copy, the node, the containers' names, and the status tfk8s reads.
+// TestStripPod checks what a reconcile reads of a cached pod: its metadata but managed
+// fields and kubectl's copy, the node, the TensorFlow container's name when it is not
+// "tensorflow", and the status tfk8s reads; and that the cached form copies whole.
 func TestStripPod(t *testing.T) {
 	finished := metav1.NewTime(now.Add(-time.Second))
-	pod := worker(1).Phase(corev1.PodFailed).Reason("Evicted").ExitCode(137).RestartCount(2).
+	failed := worker(1).Phase(corev1.PodFailed).Reason("Evicted").ExitCode(137).RestartCount(2).
 		Condition(corev1.DisruptionTarget).Finalizer().Obj()
-	pod.Spec.NodeName = "node-1"
-	pod.Status.Message = "The node was low on resource: memory."
-	pod.Status.ContainerStatuses[0].State.Terminated.FinishedAt = finished
+	failed.Spec.NodeName = "node-1"
+	failed.Status.Message = "The node was low on resource: memory."
+	failed.Status.ContainerStatuses[0].State.Terminated.FinishedAt = finished
+	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: finished}}
 
-	got, err := stripPod(asServed(pod))
-	if err != nil {
-		t.Fatal(err)
+	labelled := worker(2).Finalizer().Obj()
+	labelled.Labels["team"] = "vision"
+	named := worker(3).Obj()
+	named.Spec.Containers = []corev1.Container{{Name: "trainer"}, {Name: "sidecar"}}
+	named.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", RestartCount: 1}, {Name: "trainer", RestartCount: 4}}
+
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want func(meta metav1.ObjectMeta) *corev1.Pod
+		// tensorflow is the restart count of the container TensorFlowStatus finds.
+		tensorflow int32
+	}{
+		{"failed", failed, func(meta metav1.ObjectMeta) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{
+				Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.",
+				Conditions:        []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "tensorflow", RestartCount: 2, State: terminated}},
+			}}
+		}, 2},
+		{"labels of its own", labelled, func(meta metav1.ObjectMeta) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: meta, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		}, -1},
+		{"TensorFlow in a container of another name", named, func(meta metav1.ObjectMeta) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: named.Status.ContainerStatuses}}
+		}, 4},
 	}
-	want := &corev1.Pod{
-		ObjectMeta: *pod.ObjectMeta.DeepCopy(),
-		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "tensorflow"}}},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.",
-			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "tensorflow", RestartCount: 2, State: corev1.ContainerState{
-				Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: finished}}}},
-		},
-	}
-	want.Annotations = map[string]string{}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("stripped pod (-want +got):\n%s", diff)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := stripPod(asServed(tc.pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached := got.(*cachedPod)
+			meta := *tc.pod.ObjectMeta.DeepCopy()
+			meta.Annotations = map[string]string{}
+			if diff := cmp.Diff(tc.want(meta), cached.pod()); diff != "" {
+				t.Errorf("the pod a reconcile reads (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.pod.Labels, cached.GetLabels()); diff != "" {
+				t.Errorf("labels the cache's indexers read (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(cached.pod(), cached.DeepCopyObject().(*cachedPod).pod()); diff != "" {
+				t.Errorf("a deep copy differs (-original +copy):\n%s", diff)
+			}
+			if again, _ := stripPod(cached); again != got {
+				t.Errorf("a cached pod stripped again is another object")
+			}
+			restarts := int32(-1)
+			if s := tfjob.TensorFlowStatus(cached.pod()); s != nil {
+				restarts = s.RestartCount
+			}
+			if restarts != tc.tensorflow {
+				t.Errorf("TensorFlowStatus found a container restarted %d times, want %d", restarts, tc.tensorflow)
+			}
+		})
 	}
 }
 
@@ -102,7 +145,7 @@ func TestStrippedPodsObserveTheSame(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				stripped = append(stripped, s.(*corev1.Pod))
+				stripped = append(stripped, s.(*cachedPod).pod())
 			}
 			want := summarize(observe(job.DeepCopy(), whole, now))
 			if diff := cmp.Diff(want, summarize(observe(job.DeepCopy(), stripped, now))); diff != "" {

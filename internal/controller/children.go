@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,21 +26,38 @@ import (
 // hold the names this job's pods need. The cached objects are shared, not copied: they
 // are read, never changed in place.
 func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, foreign []*corev1.Pod, err error) {
-	list := &corev1.PodList{}
-	err = r.List(ctx, list, client.InNamespace(job.Namespace),
-		client.MatchingFields{podOwnerIndex: job.Name}, client.UnsafeDisableDeepCopy)
+	pods, err := r.podsOf(ctx, job.Namespace, job.Name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, err
 	}
-	own = make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		if metav1.IsControlledBy(&list.Items[i], job) {
-			own = append(own, &list.Items[i])
+	own = make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if metav1.IsControlledBy(pod, job) {
+			own = append(own, pod)
 		} else {
-			foreign = append(foreign, &list.Items[i])
+			foreign = append(foreign, pod)
 		}
 	}
 	return own, foreign, nil
+}
+
+// podsOf returns the pods controlled by a TFJob of that name, this one or an earlier
+// one: from the pod index, else (a reconciler without a manager) through the client.
+func (r *TFJobReconciler) podsOf(ctx context.Context, namespace, name string) ([]*corev1.Pod, error) {
+	if r.pods != nil {
+		return r.pods.of(namespace, name)
+	}
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: name}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		if slices.Equal(podOwner(&list.Items[i]), []string{name}) {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return pods, nil
 }
 
 // activePods are the pods pending or running and not being deleted.
@@ -210,14 +228,9 @@ func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) e
 
 // releaseOrphanedPods releases the pods of a job that no longer exists.
 func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, name string) error {
-	list := &corev1.PodList{}
-	err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{podOwnerIndex: name}, client.UnsafeDisableDeepCopy)
+	orphans, err := r.podsOf(ctx, namespace, name)
 	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
-	orphans := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		orphans[i] = &list.Items[i]
+		return err
 	}
 	return r.releasePods(ctx, orphans)
 }

@@ -46,6 +46,10 @@ type TFJobReconciler struct {
 	Recorder  events.EventRecorder
 	Options
 
+	// pods reads the cached pods of a job; nil when the reconciler runs without a
+	// manager, and reads them through Client.
+	pods *podIndex
+
 	clock        clock.Clock
 	expectations *expectations
 	retries      retryCounts
