@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/logging"
+	uberzap "go.uber.org/zap"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -53,8 +56,14 @@ func main() {
 		fmt.Printf("tfk8s-controller %s %s\n", version.Version, version.Revision)
 		return
 	}
+	zapOpts.ZapOpts = append(zapOpts.ZapOpts, uberzap.WrapCore(logging.LazyFields))
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("tfk8s-controller")
+	goLimit, err := setMemoryLimit(os.Getenv)
+	if err != nil {
+		log.Error(err, "Invalid environment")
+		os.Exit(2)
+	}
 
 	r, err := parsePortRange(portRange)
 	if err != nil {
@@ -85,7 +94,7 @@ func main() {
 		log.Error(err, "Setting up")
 		os.Exit(1)
 	}
-	log.Info("Starting", "version", version.Version, "revision", version.Revision, "agentImage", opts.Agent.Image, "maxConcurrentReconciles", opts.MaxConcurrentReconciles, "podCreateConcurrency", opts.PodCreateConcurrency)
+	log.Info("Starting", "version", version.Version, "revision", version.Revision, "agentImage", opts.Agent.Image, "maxConcurrentReconciles", opts.MaxConcurrentReconciles, "podCreateConcurrency", opts.PodCreateConcurrency, "goMemoryLimit", goLimit)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Running")
 		os.Exit(1)
