@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,46 @@ func TestFlags(t *testing.T) {
 			}
 			if code != tc.code || !strings.Contains(string(out), tc.want) {
 				t.Errorf("tfk8s-controller %s: exit %d, output\n%s\nwant exit %d and %s", tc.args, code, out, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestSetMemoryLimit checks the Go memory limit the controller takes from its
+// container's: 70% of it, none without one, GOMEMLIMIT's own when that is set.
+func TestSetMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    int64
+		wantErr string
+	}{
+		{name: "the container's limit", env: map[string]string{"TFK8S_MEMORY_LIMIT": "100000000"}, want: 70000000},
+		{name: "no limit", env: map[string]string{}, want: 0},
+		{name: "GOMEMLIMIT wins", env: map[string]string{"TFK8S_MEMORY_LIMIT": "100000000", "GOMEMLIMIT": "50MiB"}, want: 0},
+		{name: "not bytes", env: map[string]string{"TFK8S_MEMORY_LIMIT": "512Mi"}, wantErr: `TFK8S_MEMORY_LIMIT="512Mi" is not a memory size in bytes`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(before)
+			got, err := setMemoryLimit(func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("setMemoryLimit = %d, %v; want %d", got, err, tc.want)
+			}
+			wantRuntime := before
+			if tc.want > 0 {
+				wantRuntime = tc.want
+			}
+			if runtimeLimit := debug.SetMemoryLimit(-1); runtimeLimit != wantRuntime {
+				t.Errorf("the runtime's memory limit is %d, want %d", runtimeLimit, wantRuntime)
 			}
 		})
 	}

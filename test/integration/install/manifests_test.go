@@ -69,6 +69,7 @@ func TestChartAndKustomizeInstallTheSameObjects(t *testing.T) {
 	}
 	for name, objs := range map[string][]*unstructured.Unstructured{"chart": chart, "config/default": kust} {
 		checkDeployment(t, name, objs)
+		checkGoMemLimit(t, objs)
 		if diff := cmp.Diff(find(kust, "ClusterRole", "tfk8s-controller").Object["rules"], find(objs, "ClusterRole", "tfk8s-controller").Object["rules"]); diff != "" {
 			t.Errorf("%s: ClusterRole rules differ from config/rbac/role.yaml (-want +got):\n%s", name, diff)
 		}
@@ -167,6 +168,18 @@ func TestChartValues(t *testing.T) {
 				}
 			}
 		},
+	}, {
+		name:   "TF_CONFIG composed by the agent for every multi-replica job",
+		values: `{compactTFConfigAbove: 0}`,
+		check:  checkArg("--compact-tf-config-above=0", true),
+	}, {
+		name:   "TF_CONFIG size left to the controller's default",
+		values: `{}`,
+		check:  checkArg("--compact-tf-config-above", false),
+	}, {
+		name:    "a negative TF_CONFIG size",
+		values:  `{compactTFConfigAbove: -1}`,
+		wantErr: "is not a size in bytes",
 	}, {
 		name:   "ServiceMonitor on",
 		values: `{metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}}`,
@@ -308,12 +321,24 @@ func TestVersionIsWrittenOnce(t *testing.T) {
 	}
 }
 
-// checkGoMemLimit wants the controller's Go heap limit taken from its memory limit.
+// checkArg wants the controller's arguments to hold arg (a prefix of one), or not.
+func checkArg(arg string, want bool) func(t *testing.T, objs []*unstructured.Unstructured) {
+	return func(t *testing.T, objs []*unstructured.Unstructured) {
+		args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+		has := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, arg) })
+		if has != want {
+			t.Errorf("controller args %q: holding %s is %v, want %v", args, arg, has, want)
+		}
+	}
+}
+
+// checkGoMemLimit wants the controller given its memory limit, of which it gives the
+// Go runtime a share.
 func checkGoMemLimit(t *testing.T, objs []*unstructured.Unstructured) {
-	want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+	want := []corev1.EnvVar{{Name: "TFK8S_MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{
 		ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "controller", Resource: "limits.memory"}}}}
 	if diff := cmp.Diff(want, deployment(t, objs).Spec.Template.Spec.Containers[0].Env); diff != "" {
-		t.Errorf("controller env: want GOMEMLIMIT from the memory limit (-want +got):\n%s", diff)
+		t.Errorf("controller env: want TFK8S_MEMORY_LIMIT from the memory limit (-want +got):\n%s", diff)
 	}
 }
 
