@@ -9,13 +9,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfk8s/tfk8s/internal/logging"
 	uberzap "go.uber.org/zap"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/logging"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
