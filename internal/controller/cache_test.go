@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -213,6 +214,50 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 		}
 		if wantTransformed := map[bool]int{false: 3, true: 0}[full]; transformed != wantTransformed {
 			t.Errorf("full=%v: %d kinds transformed, want %d", full, transformed, wantTransformed)
+		}
+	}
+}
+
+// TestPodIndexReadsEitherForm checks that a job's pods are read from the index whether
+// the cache holds them stripped or whole (--cache-full-objects), that pods of other
+// jobs are not, and that a reconcile changing what it read leaves the cache as it was.
+func TestPodIndexReadsEitherForm(t *testing.T) {
+	idx := podIndex{toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{podOwnerIndex: indexByOwner})}
+	owned := func(p *corev1.Pod, job string) *corev1.Pod {
+		ref := ownerRef
+		ref.Name = job
+		p.OwnerReferences = []metav1.OwnerReference{ref}
+		return p
+	}
+	stripped, err := stripPod(asServed(owned(worker(0).Phase(corev1.PodRunning).Obj(), "j")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := owned(worker(1).Phase(corev1.PodPending).Obj(), "j")
+	other := owned(worker(0).Obj(), "k")
+	other.Name = "k-worker-0"
+	for _, obj := range []any{stripped, whole, other} {
+		if err := idx.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	pods, err := idx.of("ml", "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]corev1.PodPhase{}
+	for _, p := range pods {
+		got[p.Name] = p.Status.Phase
+		p.Status.Phase = corev1.PodFailed
+	}
+	if diff := cmp.Diff(map[string]corev1.PodPhase{"j-worker-0": corev1.PodRunning, "j-worker-1": corev1.PodPending}, got); diff != "" {
+		t.Errorf("pods of job ml/j (-want +got):\n%s", diff)
+	}
+	again, _ := idx.of("ml", "j")
+	for _, p := range again {
+		if p.Status.Phase == corev1.PodFailed {
+			t.Errorf("%s: a change to a pod read from the index reached the cache", p.Name)
 		}
 	}
 }

@@ -166,18 +166,7 @@ func newPodIndex(ctx context.Context, c cache.Cache) (*podIndex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("getting the pod informer: %w", err)
 	}
-	err = inf.AddIndexers(toolscache.Indexers{podOwnerIndex: func(obj any) ([]string, error) {
-		o, ok := obj.(metav1.Object)
-		if !ok {
-			return nil, nil
-		}
-		names := podOwner(o)
-		for i, name := range names {
-			names[i] = o.GetNamespace() + "/" + name
-		}
-		return names, nil
-	}})
-	if err != nil {
+	if err := inf.AddIndexers(toolscache.Indexers{podOwnerIndex: indexByOwner}); err != nil {
 		return nil, fmt.Errorf("indexing pods by job: %w", err)
 	}
 	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
@@ -185,6 +174,19 @@ func newPodIndex(ctx context.Context, c cache.Cache) (*podIndex, error) {
 		return nil, fmt.Errorf("the pod informer (%T) has no indexer", inf)
 	}
 	return &podIndex{indexed.GetIndexer()}, nil
+}
+
+// indexByOwner keys a cached pod by the namespace and name of the TFJob controlling it.
+func indexByOwner(obj any) ([]string, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	names := podOwner(o)
+	for i, name := range names {
+		names[i] = o.GetNamespace() + "/" + name
+	}
+	return names, nil
 }
 
 // of returns the cached pods controlled by the job namespace/name, shared with the
