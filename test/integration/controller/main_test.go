@@ -75,7 +75,7 @@ func startControllerWith(t *testing.T, cfg rest.Config, opts controller.Options)
 		case <-time.After(20 * time.Second):
 			// Reconciles end when their context does: one that does not is a defect,
 			// and the stacks of tfk8s's goroutines say where it waits.
-			t.Errorf("controller still stopping after 20s; goroutines in tfk8s code:\n%s", tfk8sStacks())
+			t.Errorf("controller still stopping after 20s; goroutines in tfk8s code and controller workers, %s", tfk8sStacks())
 			if err := <-done; err != nil {
 				t.Errorf("controller: %v", err)
 			}
@@ -156,13 +156,23 @@ func replicaStatus(job *tfv1.TFJob, rt tfv1.ReplicaType) tfv1.ReplicaStatus {
 
 // tfk8sStacks are the stacks of the goroutines running tfk8s's own code.
 func tfk8sStacks() string {
-	buf := make([]byte, 1<<22)
-	buf = buf[:runtime.Stack(buf, true)]
+	// Every goroutine of the whole suite: a buffer too small would cut the dump short
+	// of the goroutines started last, a stuck reconcile's among them.
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "tfk8s/tfk8s/internal/") {
+	all := strings.Split(string(buf), "\n\n")
+	for _, g := range all {
+		if strings.Contains(g, "tfk8s/tfk8s/internal/") || strings.Contains(g, "controller-runtime/pkg/internal/controller") {
 			out = append(out, g)
 		}
 	}
-	return strings.Join(out, "\n\n")
+	return fmt.Sprintf("%d of %d goroutines:\n%s", len(out), len(all), strings.Join(out, "\n\n"))
 }
