@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -66,10 +67,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	r := NewTFJobReconciler(podTimingClient{mgr.GetClient()}, mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
 	r.APIReader = mgr.GetAPIReader()
 	jobStates.use(mgr.GetCache(), opts.JobMetricsByNamespace)
-	if err := r.SetupWithManager(mgr, controller.Options{
-		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-		SkipNameValidation:      &opts.SkipNameValidation,
-	}); err != nil {
+	if err := r.SetupWithManager(mgr, controllerOptions(opts)); err != nil {
 		return nil, fmt.Errorf("setting up the TFJob controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -79,4 +77,19 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// controllerOptions are the TFJob controller's options. Its work queue is client-go's,
+// not controller-runtime's priority queue: in controller-runtime v0.24 that queue can
+// hand an item to a worker that has just left for shutdown, and then holds its locks
+// forever, so that the controller never stops (kubernetes-sigs/controller-runtime
+// #3538, fixed in v0.25, which needs Kubernetes 1.37's libraries). A restarted
+// controller then reconciles the jobs it lists before the events that arrive
+// meanwhile, as it did before the priority queue.
+func controllerOptions(opts ManagerOptions) controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		SkipNameValidation:      &opts.SkipNameValidation,
+		UsePriorityQueue:        ptr.To(false),
+	}
 }
