@@ -14,10 +14,9 @@ import (
 func TestWithDefaults(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/cache")
 	tests := []struct {
-		name    string
-		opts    Options
-		want    Options
-		wantErr string
+		name string
+		opts Options
+		want Options
 	}{
 		{
 			name: "zero value",
@@ -52,6 +51,29 @@ func TestWithDefaults(t *testing.T) {
 				ImageDir: "/var/cache/images", HostImages: []string{"tfk8s.io/host"}, Nodes: 1,
 			},
 		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.opts.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Progress = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWithDefaultsRefuses checks that options up would fail with are refused at once,
+// naming the flag or value.
+func TestWithDefaultsRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
 		{
 			name:    "bridge name too long",
 			opts:    Options{Dir: "/state", BinDir: "/bin", Bridge: "a-very-long-bridge"},
@@ -90,19 +112,8 @@ func TestWithDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.opts.withDefaults()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.Progress = nil
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
+			if _, err := tc.opts.withDefaults(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}

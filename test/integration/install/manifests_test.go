@@ -148,34 +148,19 @@ func TestChartValues(t *testing.T) {
 	}, {
 		name:   "scheduling and replicas",
 		values: `{replicas: 3, nodeSelector: {pool: system}, tolerations: [{key: dedicated, operator: Exists}], resources: {limits: {memory: 1Gi}}}`,
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			d := deployment(t, objs)
-			s := d.Spec.Template.Spec
-			got := []any{*d.Spec.Replicas, s.NodeSelector, s.Tolerations, s.Containers[0].Resources.Limits.Memory().String()}
-			want := []any{int32(3), map[string]string{"pool": "system"}, []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}, "1Gi"}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		},
+		check:  checkScheduling,
 	}, {
 		name:   "TensorBoard image and gang scheduler",
 		values: `{tensorBoardImage: registry.example/tensorflow:2.21.0, gangScheduler: volcano}`,
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			args := strings.Join(deployment(t, objs).Spec.Template.Spec.Containers[0].Args, " ")
-			for _, want := range []string{"--tensorboard-image=registry.example/tensorflow:2.21.0", "--gang-scheduler=volcano"} {
-				if !strings.Contains(args, want) {
-					t.Errorf("controller args %q lack %s", args, want)
-				}
-			}
-		},
+		check:  checkArgs(true, "--tensorboard-image=registry.example/tensorflow:2.21.0", "--gang-scheduler=volcano"),
 	}, {
 		name:   "TF_CONFIG composed by the agent for every multi-replica job",
 		values: `{compactTFConfigAbove: 0}`,
-		check:  checkArg("--compact-tf-config-above=0", true),
+		check:  checkArgs(true, "--compact-tf-config-above=0"),
 	}, {
 		name:   "TF_CONFIG size left to the controller's default",
 		values: `{}`,
-		check:  checkArg("--compact-tf-config-above", false),
+		check:  checkArgs(false, "--compact-tf-config-above"),
 	}, {
 		name:    "a negative TF_CONFIG size",
 		values:  `{compactTFConfigAbove: -1}`,
@@ -321,14 +306,28 @@ func TestVersionIsWrittenOnce(t *testing.T) {
 	}
 }
 
-// checkArg wants the controller's arguments to hold arg (a prefix of one), or not.
-func checkArg(arg string, want bool) func(t *testing.T, objs []*unstructured.Unstructured) {
+// checkArgs wants each of args among the controller's arguments (as a prefix of one),
+// or, with want false, none of them.
+func checkArgs(want bool, args ...string) func(t *testing.T, objs []*unstructured.Unstructured) {
 	return func(t *testing.T, objs []*unstructured.Unstructured) {
-		args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
-		has := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, arg) })
-		if has != want {
-			t.Errorf("controller args %q: holding %s is %v, want %v", args, arg, has, want)
+		got := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+		for _, arg := range args {
+			if has := slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, arg) }); has != want {
+				t.Errorf("controller args %q: holding %s is %v, want %v", got, arg, has, want)
+			}
 		}
+	}
+}
+
+// checkScheduling wants the Deployment's replicas, node selector, tolerations and
+// memory limit those the values set.
+func checkScheduling(t *testing.T, objs []*unstructured.Unstructured) {
+	d := deployment(t, objs)
+	s := d.Spec.Template.Spec
+	got := []any{*d.Spec.Replicas, s.NodeSelector, s.Tolerations, s.Containers[0].Resources.Limits.Memory().String()}
+	want := []any{int32(3), map[string]string{"pool": "system"}, []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}, "1Gi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
