@@ -227,6 +227,32 @@ func Open(ctx context.Context, url, selector string) error {
 	return nil
 }
 
+// Submit clicks selector, a button that submits a form, and waits, at most 30 s, until
+// the page the form leads to has loaded. A test that went on at once could begin
+// another navigation while the browser still follows the form's redirect, and the
+// browser would abort one of them.
+func Submit(ctx context.Context, selector string) error {
+	const marker = "__tfk8sSubmitted"
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window."+marker+" = true")); err != nil {
+		return fmt.Errorf("submitting with %q: %w", selector, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(selector)); err != nil {
+		return fmt.Errorf("submitting with %q: %w", selector, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Errors are the navigation's: the page being read is going away.
+		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.`+marker+` === undefined && document.readyState === "complete"`))
+		if err == nil && loaded {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("submitting with %q: the next page did not load within 30s (last error: %v)", selector, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Text returns the visible text of the first node matching selector (CSS) on the
 // current page, or "" if none does.
 func Text(ctx context.Context, selector string) (string, error) {

@@ -52,7 +52,7 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if cmd, _ := firstAttribute(ctx, "#tensorboard button.copy", "data-copy"); cmd != "tfk8s tensorboard tb -n "+ns {
 		t.Errorf("the job page's copy button copies %q", cmd)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tensorboard-reopen"))); err != nil {
+	if err := browser.Submit(ctx, "#tensorboard-reopen"); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the job page's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
@@ -70,7 +70,7 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if err := browser.Open(ctx, base+"/workspace?namespace="+ns, `tr.tensorboard[data-job="tb"] button.reopen`); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`tr.tensorboard[data-job="tb"] button.reopen`)); err != nil {
+	if err := browser.Submit(ctx, `tr.tensorboard[data-job="tb"] button.reopen`); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the workspace's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
