@@ -17,7 +17,8 @@ import (
 // objects as the API server sends them (managed fields, admission's projected token
 // volumes and tolerations, every container's image, resources and environment) make
 // most of it. The cache keeps only what a reconcile reads; reading more means keeping
-// more here first (TestStrippedPodsObserveTheSame checks that reconciles decide the same on what is kept).
+// more here first (TestStrippedPodsObserveTheSame checks that reconciles decide the
+// same on what is kept as on whole pods).
 
 // lastApplied is the annotation kubectl apply writes: a second copy of the object.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -79,7 +80,8 @@ func stripMetadata(obj any) (any, error) {
 }
 
 // interned holds the one copy of each string intern was given. Only strings of few
-// values are interned (namespaces, kinds, finalizers, replica types), so it stays small.
+// values are interned (namespaces, kinds, finalizers, replica types): each namespace
+// that ever held a TFJob costs its name once for the controller's life.
 var interned sync.Map
 
 // intern returns the one copy of s: each object decoded from the API server carries its
