@@ -114,22 +114,23 @@ type dashboardCluster struct {
 
 // newDashboardCluster connects with cfg, which carries the user's credentials.
 func (o *rootOptions) newDashboardCluster(cfg *rest.Config, _ string) (dashboard.Cluster, error) {
-	cs, err := connect(cfg, "")
-	if err != nil {
-		return nil, err
-	}
-	return &dashboardCluster{o: o, client: cs.client, kube: cs.kube}, nil
+	return o.connectDashboard(cfg, false)
 }
 
 // newInClusterDashboardCluster is newDashboardCluster for the dashboard in the
 // cluster, which gives notebooks no S3 settings of its own.
-func (o *rootOptions) newInClusterDashboardCluster(cfg *rest.Config, namespace string) (dashboard.Cluster, error) {
-	c, err := o.newDashboardCluster(cfg, namespace)
+func (o *rootOptions) newInClusterDashboardCluster(cfg *rest.Config, _ string) (dashboard.Cluster, error) {
+	return o.connectDashboard(cfg, true)
+}
+
+// connectDashboard connects with cfg; noS3 leaves the notebooks it starts without S3
+// settings.
+func (o *rootOptions) connectDashboard(cfg *rest.Config, noS3 bool) (dashboard.Cluster, error) {
+	cs, err := connect(cfg, "")
 	if err != nil {
 		return nil, err
 	}
-	c.(*dashboardCluster).noS3 = true
-	return c, nil
+	return &dashboardCluster{o: o, client: cs.client, kube: cs.kube, noS3: noS3}, nil
 }
 
 // in is the CLI's clients, acting in namespace.

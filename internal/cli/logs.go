@@ -96,6 +96,7 @@ type jobLogs struct {
 	s3Mu     sync.Mutex
 	s3Listed bool
 	s3       *storage.Client
+	s3Base   storage.URI            // where the job's runs are stored
 	stored   map[string]*storedLogs // replica → its logs in S3
 	s3Error  error
 }
@@ -320,20 +321,23 @@ func (l *jobLogs) relistS3(ctx context.Context) (map[string]*storedLogs, *storag
 	return l.s3Logs(ctx)
 }
 
+// listS3 lists the job's stored logs, finding where they are stored the first time.
 func (l *jobLogs) listS3(ctx context.Context) {
 	l.stored, l.s3Error = map[string]*storedLogs{}, nil
-	_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
-	if err != nil {
-		l.s3Error = err
-		return
+	if l.s3 == nil {
+		_, base, c, err := l.root.jobStorage(ctx, l.cs, l.name)
+		if err != nil {
+			l.s3Error = err
+			return
+		}
+		l.s3, l.s3Base = c, base
 	}
-	objs, err := c.List(ctx, base)
+	objs, err := l.s3.List(ctx, l.s3Base)
 	if err != nil {
 		l.s3Error = fmt.Errorf("looking for logs in S3: %w", err)
 		return
 	}
-	l.stored = indexLogs(base, objs)
-	l.s3 = c
+	l.stored = indexLogs(l.s3Base, objs)
 }
 
 // noLogs explains why there is nothing to print.

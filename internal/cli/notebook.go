@@ -202,20 +202,30 @@ func newNotebookToken() (string, error) {
 // are kept (the home claim, the token), or brought up to date (the Role, the S3
 // settings); an object of a name taken by something not of this notebook is an error.
 func createNotebook(ctx context.Context, c client.Client, s notebookSpec) error {
-	sa, role, binding := constructNotebookAccount(s)
-	token, s3 := constructNotebookSecrets(s)
-	for _, step := range []struct {
-		obj    client.Object
-		update bool
-	}{
-		{constructNotebookClaim(s), false}, {sa, false}, {role, true}, {binding, false},
-		{token, false}, {s3, true}, {constructNotebookDeployment(s), false}, {constructNotebookService(s), false},
-	} {
+	for _, step := range notebookSteps(s) {
 		if err := applyNotebookObject(ctx, c, s.name, step.obj, step.update); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// notebookStep is one object of a notebook, and whether one of its name already
+// there is replaced by it (the Role and the S3 settings, which a new CLI may change)
+// rather than kept.
+type notebookStep struct {
+	obj    client.Object
+	update bool
+}
+
+// notebookSteps are a notebook's objects in the order they are created.
+func notebookSteps(s notebookSpec) []notebookStep {
+	sa, role, binding := constructNotebookAccount(s)
+	token, s3 := constructNotebookSecrets(s)
+	return []notebookStep{
+		{constructNotebookClaim(s), false}, {sa, false}, {role, true}, {binding, false},
+		{token, false}, {s3, true}, {constructNotebookDeployment(s), false}, {constructNotebookService(s), false},
+	}
 }
 
 // applyNotebookObject creates obj; if it exists and belongs to the notebook, it is

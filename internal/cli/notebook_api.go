@@ -16,12 +16,11 @@ func NotebookObjects(namespace, name, image, cpu, memory string, s3 storage.Conf
 		return nil, err
 	}
 	s.s3, s.token = s3, token
-	sa, role, binding := constructNotebookAccount(s)
-	tokenSecret, s3Secret := constructNotebookSecrets(s)
-	return []client.Object{
-		constructNotebookClaim(s), sa, role, binding, tokenSecret, s3Secret,
-		constructNotebookDeployment(s), constructNotebookService(s),
-	}, nil
+	var objs []client.Object
+	for _, step := range notebookSteps(s) {
+		objs = append(objs, step.obj)
+	}
+	return objs, nil
 }
 
 // defaultNotebookFlags are tfk8s notebook start's flags with the given --image, --cpu

@@ -433,12 +433,17 @@ func waitHTTP(ctx context.Context, p *process, url string, httpClient *http.Clie
 
 // installCRDs creates (or updates) every CRD in dir and waits until each is established.
 func (cp *ControlPlane) installCRDs(ctx context.Context, dir string) error {
-	scheme := newScheme()
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	crds, err := ReadCRDs(dir)
 	if err != nil {
 		return err
 	}
-	crds, err := ReadCRDs(dir)
+	return cp.InstallCRDs(ctx, crds...)
+}
+
+// InstallCRDs creates (or updates) each CRD and waits until each is established:
+// served, so that objects of its kind can be created.
+func (cp *ControlPlane) InstallCRDs(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
+	c, err := client.New(cp.Config, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}

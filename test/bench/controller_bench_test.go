@@ -356,7 +356,7 @@ func newRig(b *testing.B, cp *controlplane.ControlPlane) *rig {
 }
 
 func (r *rig) startController() {
-	ctl, err := startControllerProcess(r.cp)
+	ctl, err := startControllerProcess(r.cp, nil)
 	if err != nil {
 		r.b.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +51,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctl := startMeasuredController(b, cp)
+		ctl := startMeasuredController(b, cp, nil)
 		start := time.Now()
 		if err := createJobs(ctx, r.c, memoryJobsIn(ns)); err != nil {
 			b.Fatal(err)
@@ -71,12 +69,10 @@ func BenchmarkControllerMemory(b *testing.B) {
 		creating := ctl.peakRSS()
 		ctl.stop()
 
-		full := restartedPeakRSS(b, cp, memoryJobs*(i+1), "--cache-full-objects")
-		stripped := restartedPeakRSS(b, cp, memoryJobs*(i+1))
+		full := restartedPeakRSS(b, cp, memoryJobs*(i+1), nil, "--cache-full-objects")
+		stripped := restartedPeakRSS(b, cp, memoryJobs*(i+1), nil)
 		// As the chart runs it with resources.limits.memory: 100M.
-		b.Setenv("TFK8S_MEMORY_LIMIT", "100000000")
-		limited := restartedPeakRSS(b, cp, memoryJobs*(i+1))
-		os.Unsetenv("TFK8S_MEMORY_LIMIT")
+		limited := restartedPeakRSS(b, cp, memoryJobs*(i+1), []string{"TFK8S_MEMORY_LIMIT=100000000"})
 		mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 		var table strings.Builder
 		fmt.Fprintf(&table, "%-66s %10s\n", fmt.Sprintf("controller peak RSS, %d TFJobs of %d workers (%d pods)", memoryJobs, memoryReplicas, want), "MiB")
@@ -104,10 +100,11 @@ func memoryJobsIn(ns string) []*tfv1.TFJob {
 	return jobs
 }
 
-// restartedPeakRSS starts the controller with extra flags on the populated cluster and
-// returns its peak RSS once it has reconciled every one of the jobs.
-func restartedPeakRSS(b *testing.B, cp *controlplane.ControlPlane, jobs int, args ...string) int64 {
-	ctl := startMeasuredController(b, cp, args...)
+// restartedPeakRSS starts the controller with extra environment and flags on the
+// populated cluster and returns its peak RSS once it has reconciled every one of the
+// jobs.
+func restartedPeakRSS(b *testing.B, cp *controlplane.ControlPlane, jobs int, env []string, args ...string) int64 {
+	ctl := startMeasuredController(b, cp, env, args...)
 	defer ctl.stop()
 	start := time.Now()
 	ctl.waitCaughtUp(b, jobs)
@@ -122,16 +119,14 @@ type measuredController struct {
 	metricsURL string
 }
 
-func startMeasuredController(b *testing.B, cp *controlplane.ControlPlane, args ...string) *measuredController {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func startMeasuredController(b *testing.B, cp *controlplane.ControlPlane, env []string, args ...string) *measuredController {
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	// The later flag wins over startControllerProcess's --metrics-bind-address=0.
-	b.Setenv("TFK8S_BENCH_CONTROLLER_ARGS", strings.Join(append([]string{"--metrics-bind-address=" + addr}, args...), " "))
-	p, err := startControllerProcess(cp)
+	p, err := startControllerProcess(cp, env, append([]string{"--metrics-bind-address=" + addr}, args...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +22,9 @@ type controllerProcess struct {
 	pprofAddr string
 }
 
-func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, error) {
+// startControllerProcess runs bin/tfk8s-controller on cp with env added to the
+// benchmark's environment and args after the benchmark's flags (a later flag wins).
+func startControllerProcess(cp *controlplane.ControlPlane, env []string, args ...string) (*controllerProcess, error) {
 	bin, err := controlplane.DefaultBinDir()
 	if err != nil {
 		return nil, err
@@ -33,14 +34,15 @@ func startControllerProcess(cp *controlplane.ControlPlane) (*controllerProcess, 
 		fmt.Sprintf("--pod-create-concurrency=%d", creators), "--zap-log-level=error")
 	// TFK8S_BENCH_CONTROLLER_ARGS adds flags, e.g. "--zap-log-level=2" to trace reconciles.
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("TFK8S_BENCH_CONTROLLER_ARGS"))...)
+	cmd.Args = append(cmd.Args, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var pprofAddr string
 	if os.Getenv("TFK8S_BENCH_PPROF") != "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ports, err := controlplane.FreePorts(1)
 		if err != nil {
 			return nil, err
 		}
-		pprofAddr = l.Addr().String()
-		l.Close()
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 		cmd.Args = append(cmd.Args, "--pprof-bind-address="+pprofAddr)
 	}
 	cmd.Stderr = os.Stderr

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,6 +84,17 @@ func startControllerWith(t *testing.T, cfg rest.Config, opts controller.Options)
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// waitReplaced waits until the job's pod of that name is another than the one of
+// UID old, and not being deleted.
+func waitReplaced(t *testing.T, ns, job, pod string, old types.UID) {
+	t.Helper()
+	testutil.Eventually(t, pod+" to be re-created", func(ctx context.Context) (bool, error) {
+		pods, err := jobPods(ctx, ns, job)
+		p := pods[pod]
+		return p != nil && p.UID != old && p.DeletionTimestamp == nil, err
+	})
 }
 
 // getJob reads a job.

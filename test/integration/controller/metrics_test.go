@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -164,11 +162,7 @@ func TestMetricsFollowAJob(t *testing.T) {
 
 	first := waitPods(t, ns, "metered", all...)["metered-worker-1"].UID
 	kubelet.SetExited(t, ns, "metered-worker-1", 137)
-	testutil.Eventually(t, "worker 1 to be re-created", func(ctx context.Context) (bool, error) {
-		pods, err := jobPods(ctx, ns, "metered")
-		p := pods["metered-worker-1"]
-		return p != nil && p.UID != first && p.DeletionTimestamp == nil, err
-	})
+	waitReplaced(t, ns, "metered", "metered-worker-1", first)
 	runPods(t, ns, "metered-worker-1")
 	for _, name := range all {
 		kubelet.SetExited(t, ns, name, 0)
@@ -360,7 +354,7 @@ func TestPromQLMetricNames(t *testing.T) {
 // lines.
 func TestLogLinesNameTheirJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	startControllerServingMetrics(t, zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2))))
 	ctx := context.Background()
 	job := testutil.MakeTFJob("logged", ns).Workers(1).RestartPolicy(tfv1.ReplicaTypeWorker, tfv1.RestartPolicyExitCode).Obj()
@@ -370,11 +364,7 @@ func TestLogLinesNameTheirJob(t *testing.T) {
 	first := waitPods(t, ns, "logged", "logged-worker-0")["logged-worker-0"].UID
 	runPods(t, ns, "logged-worker-0")
 	kubelet.SetExited(t, ns, "logged-worker-0", 137)
-	testutil.Eventually(t, "worker 0 to be re-created", func(ctx context.Context) (bool, error) {
-		pods, err := jobPods(ctx, ns, "logged")
-		p := pods["logged-worker-0"]
-		return p != nil && p.UID != first && p.DeletionTimestamp == nil, err
-	})
+	waitReplaced(t, ns, "logged", "logged-worker-0", first)
 	runPods(t, ns, "logged-worker-0")
 	kubelet.SetExited(t, ns, "logged-worker-0", 0)
 	waitCondition(t, ns, "logged", tfv1.JobSucceeded)
@@ -409,22 +399,4 @@ func TestLogLinesNameTheirJob(t *testing.T) {
 		t.Fatal("no log line speaks of the job's namespace")
 	}
 	t.Logf("%d log lines speak of the job, each with its key", about)
-}
-
-// lockedBuffer is a log sink for several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

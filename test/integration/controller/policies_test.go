@@ -70,12 +70,7 @@ func TestExitCodeRetriesUntilBackoffLimit(t *testing.T) {
 	firstUID := pods["retry-worker-1"].UID
 
 	kubelet.SetExited(t, ns, "retry-worker-1", 137)
-	var replacement *corev1.Pod
-	testutil.Eventually(t, "worker 1 to be re-created", func(ctx context.Context) (bool, error) {
-		pods, err := jobPods(ctx, ns, "retry")
-		replacement = pods["retry-worker-1"]
-		return replacement != nil && replacement.UID != firstUID && replacement.DeletionTimestamp == nil, err
-	})
+	waitReplaced(t, ns, "retry", "retry-worker-1", firstUID)
 	got := waitCondition(t, ns, "retry", tfv1.JobRestarting)
 	if r := replicaStatus(got, tfv1.ReplicaTypeWorker).Restarts; r != 1 {
 		t.Errorf("worker restarts = %d, want 1", r)

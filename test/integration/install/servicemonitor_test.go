@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
-	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 // serviceMonitorCRDDir is where make copies prometheus-operator's ServiceMonitor CRD,
@@ -112,21 +111,9 @@ func installServiceMonitorCRD(t *testing.T) *apiextensionsv1.CustomResourceDefin
 		t.Fatalf("reading prometheus-operator's ServiceMonitor CRD (make test copies it into bin/%s): %v", serviceMonitorCRDDir, err)
 	}
 	crd := crds[0]
-	if err := k8sClient.Create(context.Background(), crd.DeepCopy()); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatalf("creating CRD %s: %v", crd.Name, err)
+	if err := cp.InstallCRDs(context.Background(), crd.DeepCopy()); err != nil {
+		t.Fatal(err)
 	}
-	testutil.Eventually(t, "the ServiceMonitor CRD to be established", func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 	t.Logf("CRD %s of prometheus-operator %s installed", crd.Name, crd.Annotations["operator.prometheus.io/version"])
 	return crd
 }
