@@ -77,8 +77,10 @@ func TestRunEndsWhatTheCommandLeftBehind(t *testing.T) {
 		},
 		{
 			name: "child ignoring SIGTERM and holding the output",
+			// The main command ends once its child is sleep: it says "child up" just
+			// before it becomes it.
 			script: `sh -c 'trap "" TERM; echo child up; exec sleep $0' $M &
-				while ! grep -q "child up" "$LOG"; do :; done; echo main done; exit 3`,
+				while [ "$(cat /proc/$!/comm)" != sleep ] || ! grep -q "child up" "$LOG"; do :; done; echo main done; exit 3`,
 			wantCode: 3,
 			wantLog:  []string{"child up", "left 1 processes running: sleep", "sending SIGTERM, SIGKILL after 1s", "killing sleep"},
 		},

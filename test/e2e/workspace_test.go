@@ -12,21 +12,23 @@ import (
 	"github.com/tfk8s/tfk8s/internal/images"
 )
 
-// volumeProgram is the program of the volumes job's two workers: worker 1 writes a
-// file into the data volume and checks that the read-only volume refuses writes;
-// worker 0 waits for the file and prints what it holds.
+// volumeProgram is the program of the volumes job's two workers: worker 1 checks that
+// the read-only volume refuses writes, then writes a file into the data volume;
+// worker 0 waits for the file and prints what it holds. The job succeeds with worker 0,
+// maybe before worker 1 has exited: its pod is kept (--clean-pod-policy None), so
+// that its log, already whole, is read.
 const volumeProgram = `
 import json, os, pathlib, sys, time
 index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
 shared = pathlib.Path("/data/hello.txt")
 if index == 1:
-    shared.write_text("written by worker 1")
     try:
         pathlib.Path("/reference/x").write_text("x")
         print("[worker 1] wrote into the read-only volume", flush=True)
         sys.exit(1)
     except OSError as e:
         print(f"[worker 1] the read-only volume refused a write: {e.strerror}", flush=True)
+    shared.write_text("written by worker 1")
     sys.exit(0)
 for _ in range(600):
     if shared.exists():
@@ -39,7 +41,7 @@ print(f"[worker 0] read: {shared.read_text()}", flush=True)
 // its replicas (one writes, the other reads); a read-only volume refuses writes; the
 // claim goes with the job; bad volumes are refused before anything is created.
 func testVolumes(ctx context.Context, t *testing.T, c *jobsCluster) {
-	c.mustTfk8s(ctx, t, "submit", "--name", "vol", "--image", images.Python, "--workers", "2",
+	c.mustTfk8s(ctx, t, "submit", "--name", "vol", "--image", images.Python, "--workers", "2", "--clean-pod-policy", "None",
 		"--volume", "name=data,size=1Gi,mount=/data",
 		"--volume", "name=reference,size=1Gi,mount=/reference,readOnly",
 		"--", "python3", "-c", volumeProgram)
