@@ -96,12 +96,15 @@ print("mesh done", flush=True)
 `
 
 // schedManifest keeps a job's pods when it finishes, so that where they ran stays to
-// be seen, and asks for the native gang scheduler when gang is set.
+// be seen, and asks for the native gang scheduler when gang is set. The job succeeds
+// once every worker has, not worker 0 alone: a mesh has succeeded when each worker
+// has reached every other, and the test reads each one's log after that.
 const schedManifest = `apiVersion: tfk8s.io/v1alpha1
 kind: TFJob
 metadata:
   name: %s
 spec:
+  successPolicy: AllWorkers
   runPolicy:
     cleanPodPolicy: None
 %s  tfReplicaSpecs:
