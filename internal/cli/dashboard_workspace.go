@@ -130,7 +130,7 @@ func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.Note
 
 // StopNotebook stops a notebook as tfk8s notebook stop does.
 func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
-	deleted, err := stopNotebook(ctx, d.client, namespace, name, deleteHome)
+	deleted, _, err := stopNotebook(ctx, d.client, namespace, name, deleteHome)
 	if err != nil {
 		return err
 	}

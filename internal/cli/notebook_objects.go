@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,13 +63,13 @@ func notebookMeta(s notebookSpec, name string) metav1.ObjectMeta {
 
 // notebookRules are what the tfk8s CLI in a notebook needs in its namespace for submit,
 // list, get, describe, logs, wait, suspend, resume and delete, and nothing more:
-// TFJobs; the Secrets submit makes for a job's storage (RBAC cannot tell them from the
-// namespace's other Secrets by name, so get is on all of them, but list and watch are
-// not); the pods and their logs; the events describe shows.
+// TFJobs; the pods and their logs; the events describe shows. No Secret: the CLI reads
+// the S3 settings from its environment, and the jobs it submits read them from the
+// notebook's S3 Secret ($TFK8S_STORAGE_SECRET), so that code in a notebook can read
+// none of the namespace's Secrets.
 func notebookRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{tfv1.GroupVersion.Group}, Resources: []string{"tfjobs"}, Verbs: []string{"create", "get", "list", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "update", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"list"}},
@@ -104,30 +105,31 @@ func constructNotebookClaim(s notebookSpec) *corev1.PersistentVolumeClaim {
 }
 
 // constructNotebookSecrets builds the Secret of JupyterLab's token and the Secret of
-// the S3 settings, keyed by the environment variables the CLI reads them from.
+// the S3 settings, keyed by the environment variables the CLI reads them from, and
+// again by the keys of a job's storage Secret, since the jobs submitted from the
+// notebook read it.
 func constructNotebookSecrets(s notebookSpec) (token, s3 *corev1.Secret) {
 	token = &corev1.Secret{
 		ObjectMeta: notebookMeta(s, notebookTokenSecret(s.name)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{notebookTokenKey: []byte(s.token)},
 	}
-	s3 = &corev1.Secret{
-		ObjectMeta: notebookMeta(s, notebookS3Secret(s.name)),
-		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			tfjob.EnvS3Endpoint:      []byte(s.s3.Endpoint),
-			tfjob.EnvS3Bucket:        []byte(s.s3.Bucket),
-			tfjob.EnvAccessKeyID:     []byte(s.s3.AccessKeyID),
-			tfjob.EnvSecretAccessKey: []byte(s.s3.SecretAccessKey),
-			tfjob.EnvRegion:          []byte(s.s3.Region),
-			tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.s3.Insecure)),
-		},
-	}
+	data := storageSecretData(s.s3.Endpoint, s.s3.Insecure, s.s3)
+	maps.Copy(data, map[string][]byte{
+		tfjob.EnvS3Endpoint:      []byte(s.s3.Endpoint),
+		tfjob.EnvS3Bucket:        []byte(s.s3.Bucket),
+		tfjob.EnvAccessKeyID:     []byte(s.s3.AccessKeyID),
+		tfjob.EnvSecretAccessKey: []byte(s.s3.SecretAccessKey),
+		tfjob.EnvRegion:          []byte(s.s3.Region),
+		tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.s3.Insecure)),
+	})
+	s3 = &corev1.Secret{ObjectMeta: notebookMeta(s, notebookS3Secret(s.name)), Type: corev1.SecretTypeOpaque, Data: data}
 	return token, s3
 }
 
 // notebookEnv is the environment of JupyterLab: its token and the S3 settings, each
-// by reference to its Secret, so that no value shows in the Deployment.
+// by reference to its Secret, so that no value shows in the Deployment, and the name
+// of the S3 Secret, which the jobs submitted from the notebook read.
 func notebookEnv(s notebookSpec) []corev1.EnvVar {
 	ref := func(env, secret, key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -138,7 +140,7 @@ func notebookEnv(s notebookSpec) []corev1.EnvVar {
 	for _, k := range []string{tfjob.EnvS3Endpoint, tfjob.EnvS3Bucket, tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, tfjob.EnvRegion, tfjob.EnvS3Insecure} {
 		env = append(env, ref(k, notebookS3Secret(s.name), k))
 	}
-	return env
+	return append(env, corev1.EnvVar{Name: envStorageSecret, Value: notebookS3Secret(s.name)})
 }
 
 // constructNotebookDeployment builds JupyterLab's Deployment: one pod at a time

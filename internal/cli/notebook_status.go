@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -168,7 +169,7 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 				return err
 			}
 			name := notebookName(args)
-			deleted, err := stopNotebook(cmd.Context(), cs.client, cs.namespace, name, deleteHome)
+			deleted, readers, err := stopNotebook(cmd.Context(), cs.client, cs.namespace, name, deleteHome)
 			if err != nil {
 				return err
 			}
@@ -179,6 +180,10 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 			if deleteHome {
 				kept = "its home claim deleted"
 			}
+			if len(readers) > 0 {
+				kept += fmt.Sprintf("; its S3 Secret %s is kept while the jobs submitted from it exist, whose pods read it (%s): stop the notebook again once they are deleted",
+					notebookS3Secret(name), strings.Join(readers, ", "))
+			}
 			fmt.Fprintf(o.env.Out, "notebook %s/%s stopped; %s\n", cs.namespace, name, kept)
 			return nil
 		},
@@ -188,19 +193,25 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 }
 
 // stopNotebook deletes the notebook's objects (those labelled as its, no other of the
-// same name) and returns how many it deleted.
-func stopNotebook(ctx context.Context, c client.Client, namespace, name string, deleteHome bool) (int, error) {
+// same name) and returns how many it deleted. Its S3 Secret is kept while jobs
+// submitted from it exist, since their pods read it (a replica restarted, a TensorBoard
+// opened again); readers names them.
+func stopNotebook(ctx context.Context, c client.Client, namespace, name string, deleteHome bool) (deleted int, readers []string, err error) {
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: n} }
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: meta(name)}, &corev1.Service{ObjectMeta: meta(name)},
 		&rbacv1.RoleBinding{ObjectMeta: meta(name)}, &rbacv1.Role{ObjectMeta: meta(name)},
-		&corev1.ServiceAccount{ObjectMeta: meta(name)},
-		&corev1.Secret{ObjectMeta: meta(notebookTokenSecret(name))}, &corev1.Secret{ObjectMeta: meta(notebookS3Secret(name))},
+		&corev1.ServiceAccount{ObjectMeta: meta(name)}, &corev1.Secret{ObjectMeta: meta(notebookTokenSecret(name))},
+	}
+	if readers, err = jobsReadingSecret(ctx, c, namespace, notebookS3Secret(name)); err != nil {
+		return 0, nil, err
+	}
+	if len(readers) == 0 {
+		objs = append(objs, &corev1.Secret{ObjectMeta: meta(notebookS3Secret(name))})
 	}
 	if deleteHome {
 		objs = append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: meta(notebookHomeClaim(name))})
 	}
-	deleted := 0
 	var errs []error
 	for _, obj := range objs {
 		kind := notebookKind(c, obj)
@@ -217,5 +228,21 @@ func stopNotebook(ctx context.Context, c client.Client, namespace, name string, 
 		}
 		deleted++
 	}
-	return deleted, errors.Join(errs...)
+	return deleted, readers, errors.Join(errs...)
+}
+
+// jobsReadingSecret names the namespace's jobs whose pods read their S3 settings from
+// the Secret.
+func jobsReadingSecret(ctx context.Context, c client.Client, namespace, secret string) ([]string, error) {
+	list := &tfv1.TFJobList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the tfjobs that may read secret %s: %w", secret, err)
+	}
+	var names []string
+	for _, job := range list.Items {
+		if s := job.Spec.Storage; s != nil && s.SecretRef.Name == secret && job.DeletionTimestamp == nil {
+			names = append(names, job.Name)
+		}
+	}
+	return names, nil
 }

@@ -75,9 +75,13 @@ func TestNotebookDeployment(t *testing.T) {
 	if diff := cmp.Diff(wantCommand, c.Command); diff != "" {
 		t.Errorf("command (-want +got):\n%s", diff)
 	}
-	// Every value comes from a Secret: none is written in the Deployment.
+	// Every value comes from a Secret: none is written in the Deployment, but the name
+	// of the S3 Secret, which the jobs submitted from the notebook read.
 	var got []string
 	for _, e := range c.Env {
+		if e.Name == "TFK8S_STORAGE_SECRET" && e.Value == "nb-s3" {
+			continue
+		}
 		if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 			t.Errorf("env %s is not a secretKeyRef: %+v", e.Name, e)
 			continue
@@ -89,6 +93,9 @@ func TestNotebookDeployment(t *testing.T) {
 		"TFK8S_S3_INSECURE=nb-s3/TFK8S_S3_INSECURE"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	if len(c.Env) != len(want)+1 {
+		t.Errorf("env %+v: want TFK8S_STORAGE_SECRET=nb-s3 besides the Secrets' values", c.Env)
 	}
 	if p := c.ReadinessProbe.HTTPGet; p == nil || p.Path != "/api" || p.Port.IntValue() != 8888 {
 		t.Errorf("readiness probe %+v: want GET /api on 8888", c.ReadinessProbe)
@@ -110,7 +117,8 @@ func TestNotebookSecretsAndClaim(t *testing.T) {
 		gotS3[k] = string(v)
 	}
 	wantS3 := map[string]string{"TFK8S_S3_ENDPOINT": "10.0.0.1:9000", "TFK8S_S3_BUCKET": "b", "AWS_ACCESS_KEY_ID": "AK",
-		"AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "r", "TFK8S_S3_INSECURE": "true"}
+		"AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "r", "TFK8S_S3_INSECURE": "true",
+		"endpoint": "10.0.0.1:9000", "accessKeyID": "AK", "secretAccessKey": "SK", "region": "r", "insecure": "true"}
 	if diff := cmp.Diff(wantS3, gotS3); diff != "" {
 		t.Errorf("S3 secret (-want +got):\n%s", diff)
 	}

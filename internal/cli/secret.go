@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,14 +46,48 @@ func constructStorageSecret(namespace, job string, cfg storage.Config, clusterEn
 			Labels:    map[string]string{labelManagedBy: managedByCLI, tfv1.LabelJobName: job},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			tfjob.SecretKeyEndpoint:        []byte(endpoint),
-			tfjob.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
-			tfjob.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
-			tfjob.SecretKeyRegion:          []byte(cfg.Region),
-			tfjob.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
-		},
+		Data: storageSecretData(endpoint, insecure, cfg),
 	}
+}
+
+// storageSecretData is the S3 settings as a job's pods read them from the Secret
+// spec.storage.secretRef names: the endpoint as pods reach it, and cfg's credentials.
+func storageSecretData(endpoint string, insecure bool, cfg storage.Config) map[string][]byte {
+	return map[string][]byte{
+		tfjob.SecretKeyEndpoint:        []byte(endpoint),
+		tfjob.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
+		tfjob.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
+		tfjob.SecretKeyRegion:          []byte(cfg.Region),
+		tfjob.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
+	}
+}
+
+// checkStorageSecret checks the Secret of --storage-secret: it exists and holds the
+// keys the job's pods cannot start without. A user who may not read Secrets (a
+// notebook's account) cannot check it, and the job's pods are left to read it.
+func checkStorageSecret(ctx context.Context, c client.Client, namespace, name string) error {
+	got := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, got)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("--storage-secret %s: no such Secret in namespace %s", name, namespace)
+	case err != nil:
+		return fmt.Errorf("--storage-secret %s: reading it: %w", name, err)
+	}
+	var missing []string
+	for _, key := range []string{tfjob.SecretKeyEndpoint, tfjob.SecretKeyAccessKeyID, tfjob.SecretKeySecretAccessKey} {
+		if len(got.Data[key]) == 0 {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--storage-secret %s: the Secret has no %s, which the job's pods read their S3 settings from (keys %s, %s, %s, and optionally %s, %s)",
+			name, strings.Join(missing, ", "), tfjob.SecretKeyEndpoint, tfjob.SecretKeyAccessKeyID, tfjob.SecretKeySecretAccessKey,
+			tfjob.SecretKeyRegion, tfjob.SecretKeyInsecure)
+	}
+	return nil
 }
 
 // createStorageSecret creates a job's Secret. One of the name already there is
@@ -63,6 +98,9 @@ func createStorageSecret(ctx context.Context, c client.Client, want *corev1.Secr
 	created := want.DeepCopy()
 	err := c.Create(ctx, created)
 	if !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("creating secret %s for the job's S3 settings: %w (--storage-secret names a Secret of them you have instead)", want.Name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("creating secret %s: %w", want.Name, err)
 		}

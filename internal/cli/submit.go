@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -113,6 +115,9 @@ type submission struct {
 	cfg         storage.Config
 	usesStorage bool
 	s3          *storage.Client
+	// userSecret is the Secret of --storage-secret, the user's own: checked, and
+	// neither made by submit nor owned by the job.
+	userSecret string
 	// dir is the code directory, "" for none; archive its archive.
 	dir     string
 	archive codeArchive
@@ -161,6 +166,9 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			return nil, err
 		}
 	}
+	if err := o.resolveStorageSecret(cmd, f); err != nil {
+		return nil, err
+	}
 	s.usesStorage = a.dir != "" || f.data != "" || len(f.artifacts) > 0 ||
 		(base != nil && base.Spec.Storage == nil && (base.Spec.Code != nil || len(base.Spec.Data) > 0 || base.Spec.Artifacts != nil))
 	if s.usesStorage {
@@ -171,9 +179,15 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			return nil, err
 		}
 		s.p.SecretName = storageSecretName(cmp.Or(s.p.Name, baseName(base)))
+		if s.userSecret = f.storageSecret; s.userSecret != "" {
+			s.p.SecretName = s.userSecret
+		}
 		if base == nil || base.Spec.Artifacts == nil {
 			s.p.ArtifactsDestination = storage.URI{Bucket: s.cfg.Bucket, Key: defaultArtifactsPrefix}.String()
 		}
+	}
+	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
+		return nil, fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret)
 	}
 	if err := s.scanTrees(f.data); err != nil {
 		return nil, err
@@ -223,6 +237,11 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 			return err
 		}
 		if err := s.s3.CheckBucket(ctx, s.cfg.Bucket); err != nil {
+			return err
+		}
+	}
+	if s.userSecret != "" {
+		if err := checkStorageSecret(ctx, cs.client, s.job.Namespace, s.userSecret); err != nil {
 			return err
 		}
 	}
@@ -282,12 +301,12 @@ func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob
 	return nil
 }
 
-// createJob creates the job's storage Secret, if it uses one, then the job, then makes
-// the job the Secret's owner, so that the Secret goes with the job. The Secret is
-// deleted again if the job cannot be created.
+// createJob creates the job's storage Secret, if it uses one and --storage-secret names
+// none, then the job, then makes the job the Secret's owner, so that the Secret goes
+// with the job. The Secret is deleted again if the job cannot be created.
 func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, cfg storage.Config, f *submitFlags) error {
 	var secret *corev1.Secret
-	if job.Spec.Storage != nil && cfg.Endpoint != "" && job.Spec.Storage.SecretRef.Name == storageSecretName(job.Name) {
+	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == storageSecretName(job.Name) {
 		var err error
 		if secret, err = createStorageSecret(ctx, cs.client, constructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
 			return err
@@ -338,4 +357,30 @@ func baseName(base *tfv1.TFJob) string {
 		return ""
 	}
 	return base.Name
+}
+
+// envStorageSecret names the default of --storage-secret. A notebook sets it to its S3
+// Secret, so that the jobs submitted from it read that Secret and the notebook's
+// account needs no access to Secrets.
+const envStorageSecret = "TFK8S_STORAGE_SECRET"
+
+// resolveStorageSecret sets f.storageSecret from the environment when the flag is not
+// given, and checks it: a Secret's name, and no --s3-cluster-endpoint beside it (the
+// Secret holds the endpoint pods reach).
+func (o *rootOptions) resolveStorageSecret(cmd *cobra.Command, f *submitFlags) error {
+	what := "--storage-secret"
+	if !cmd.Flags().Changed("storage-secret") {
+		f.storageSecret, what = o.env.Getenv(envStorageSecret), envStorageSecret
+	}
+	if f.storageSecret == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(f.storageSecret); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a Secret's name: %s", what, f.storageSecret, strings.Join(errs, "; "))
+	}
+	if f.clusterEndpoint != "" {
+		return fmt.Errorf("--s3-cluster-endpoint %s: the job's pods reach S3 at the endpoint in the Secret %s (%s), which this does not change: leave one out",
+			f.clusterEndpoint, f.storageSecret, what)
+	}
+	return nil
 }

@@ -34,6 +34,7 @@ type submitFlags struct {
 	dryRun          bool
 	output          string
 	clusterEndpoint string
+	storageSecret   string
 	policy          policyFlags
 	resumeFrom      string
 	tensorboard     bool
@@ -64,6 +65,9 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
 	fs.StringVarP(&f.output, "output", "o", "", "print the job as yaml or json (default with --dry-run: yaml)")
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
+	fs.StringVar(&f.storageSecret, "storage-secret", "", "existing Secret of the job's namespace that its pods read the S3 settings from (keys "+
+		tfjob.SecretKeyEndpoint+", "+tfjob.SecretKeyAccessKeyID+", "+tfjob.SecretKeySecretAccessKey+", optionally "+tfjob.SecretKeyRegion+" and "+tfjob.SecretKeyInsecure+
+		"), instead of a Secret submit makes for the job from the local S3 settings (default $"+envStorageSecret+", which a notebook sets to its own)")
 	fs.DurationVar(&f.artifactsEvery, "artifacts-interval", 60*time.Second, "time between two uploads of the --artifacts paths while the job runs (0s: only when each replica stops)")
 	fs.BoolVar(&f.tensorboard, "tensorboard", false, "run a TensorBoard beside the job, reading the summaries under its --artifacts paths (or its volume named logs); open it with `tfk8s tensorboard JOB`")
 	fs.StringArrayVar(&f.volumes, "volume", nil, volumeFlagHelp)

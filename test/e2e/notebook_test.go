@@ -96,6 +96,10 @@ d = pathlib.Path("hello"); d.mkdir(exist_ok=True)
 	if job.Status.State != tfv1.JobSucceeded || !strings.Contains(logs.stdout, "hello from a notebook job") {
 		c.fail(t, "fromnb %s, want Succeeded with its greeting; logs: %s", job.Status.State, logs)
 	}
+	// Its pods read the notebook's S3 Secret: the notebook's account may touch none.
+	if s := job.Spec.Storage; s == nil || s.SecretRef.Name != "notebook-s3" {
+		t.Errorf("fromnb reads its S3 settings from %+v, want the notebook's Secret notebook-s3", s)
+	}
 
 	// Stopped and started again, the notebook has the files of its home claim.
 	closeNotebook()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,10 @@ func TestNotebookStartStop(t *testing.T) {
 	}
 	s3 := secretData(t, f.ns, "nb-s3")
 	want := map[string]string{"TFK8S_S3_ENDPOINT": "10.1.2.3:9000", "TFK8S_S3_INSECURE": "true", "TFK8S_S3_BUCKET": f.env["TFK8S_S3_BUCKET"],
-		"AWS_ACCESS_KEY_ID": f.env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": f.env["AWS_SECRET_ACCESS_KEY"], "AWS_REGION": s3["AWS_REGION"]}
+		"AWS_ACCESS_KEY_ID": f.env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": f.env["AWS_SECRET_ACCESS_KEY"], "AWS_REGION": s3["AWS_REGION"],
+		// As a job's storage Secret has them, for the jobs submitted from the notebook.
+		"endpoint": "10.1.2.3:9000", "insecure": "true", "accessKeyID": f.env["AWS_ACCESS_KEY_ID"],
+		"secretAccessKey": f.env["AWS_SECRET_ACCESS_KEY"], "region": s3["AWS_REGION"]}
 	if diff := cmp.Diff(want, s3); diff != "" {
 		t.Errorf("S3 secret (-want +got):\n%s", diff)
 	}
@@ -137,18 +141,37 @@ func TestNotebookRefused(t *testing.T) {
 }
 
 // TestNotebookAccount: the notebook's ServiceAccount runs the CLI's job commands in its
-// namespace, as the notebook's cells do, and nothing beyond them nor elsewhere.
+// namespace, as the notebook's cells do, and nothing beyond them nor elsewhere: no
+// Secret at all. A job submitted from the notebook reads the notebook's S3 Secret, as
+// the notebook's environment says, and stop keeps that Secret while the job exists.
 func TestNotebookAccount(t *testing.T) {
 	f := newFixture(t)
 	other := testutil.Namespace(t, k8sClient)
 	f.mustSucceed("notebook", "start", "nb")
 	as := "system:serviceaccount:" + f.ns + ":nb"
 
-	// The CLI itself, impersonating the account.
-	f.mustSucceed("--as", as, "submit", "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py")
+	// The CLI itself, impersonating the account, in the notebook's environment.
+	f.env["TFK8S_STORAGE_SECRET"] = deploymentEnv(t, f.ns, "nb")["TFK8S_STORAGE_SECRET"]
+	f.mustSucceed("--as", as, "submit", writeTree(t, map[string]string{"x.py": "print(1)\n"}), "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py")
+	if s := f.getJob("fromnb").Spec.Storage; s == nil || s.SecretRef.Name != "nb-s3" {
+		t.Errorf("the job submitted from the notebook reads its S3 settings from %+v, want the notebook's Secret nb-s3", s)
+	}
+	if got := f.secrets(); !slices.Equal(got, []string{"nb-s3", "nb-token"}) {
+		t.Errorf("secrets after a submit from the notebook: %v, want only the notebook's", got)
+	}
+	nbS3 := &corev1.Secret{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "nb-s3"}, nbS3); err != nil || len(nbS3.OwnerReferences) > 0 {
+		t.Errorf("the notebook's S3 Secret after a submit from the notebook: owners %v, %v; want none", nbS3.OwnerReferences, err)
+	}
 	f.mustSucceed("--as", as, "list")
 	f.mustSucceed("--as", as, "describe", "fromnb")
 	f.mustSucceed("--as", as, "suspend", "fromnb")
+	r := f.mustSucceed("notebook", "stop", "nb")
+	if !strings.Contains(r.stdout, "its S3 Secret nb-s3 is kept while the jobs submitted from it exist, whose pods read it (fromnb)") {
+		t.Errorf("stop with a job reading the notebook's Secret said: %s", r)
+	}
+	secretData(t, f.ns, "nb-s3")
+	f.mustSucceed("notebook", "start", "nb")
 	f.mustSucceed("--as", as, "delete", "fromnb")
 	if r := f.tfk8s("--as", as, "-n", other, "submit", "--name", "elsewhere", "--image", "tf:2.16", "--", "python3", "x.py"); r.code == 0 ||
 		!strings.Contains(r.stderr, "forbidden") {
@@ -161,8 +184,10 @@ func TestNotebookAccount(t *testing.T) {
 	}{
 		{f.ns, "create", "tfk8s.io", "tfjobs", "", true},
 		{f.ns, "get", "", "pods", "log", true},
-		{f.ns, "create", "", "secrets", "", true},
 		{other, "create", "tfk8s.io", "tfjobs", "", false},
+		{f.ns, "get", "", "secrets", "", false},
+		{f.ns, "create", "", "secrets", "", false},
+		{f.ns, "delete", "", "secrets", "", false},
 		{other, "get", "", "secrets", "", false},
 		{f.ns, "list", "", "secrets", "", false},
 		{f.ns, "watch", "", "secrets", "", false},
@@ -204,4 +229,19 @@ func secretData(t *testing.T, ns, name string) map[string]string {
 		data[k] = string(v)
 	}
 	return data
+}
+
+// deploymentEnv reads the plain values of the environment of a Deployment's first
+// container.
+func deploymentEnv(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatalf("reading deployment %s: %v", name, err)
+	}
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	return env
 }

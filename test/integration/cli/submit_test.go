@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -319,6 +320,10 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 	file := filepath.Join(code, "train.py")
 	closed := closedPort(t)
 	f.mustSucceed("submit", "--name", "taken", "--image", "tf", "--", "python3", "x.py") // no S3 involved
+	partial := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "partial"}, Data: map[string][]byte{"endpoint": []byte("s3:9000")}}
+	if err := k8sClient.Create(context.Background(), partial); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		env  map[string]string // replaces the environment's S3 settings when set
@@ -339,6 +344,11 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 		{"no image", nil, []string{"submit", code, "--name", "a", "--", "python3", "t.py"}, "--image is required"},
 		{"no command", nil, []string{"submit", code, "--name", "a", "--image", "tf"}, "a command is required after --"},
 		{"name taken", nil, []string{"submit", code, "--name", "taken", "--image", "tf", "--", "python3", "t.py"}, `tfjobs.tfk8s.io "taken" already exists`},
+		{"--storage-secret missing", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "no-such", "--", "python3", "t.py"}, "--storage-secret no-such: no such Secret in namespace " + f.ns},
+		{"--storage-secret lacking keys", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "partial", "--", "python3", "t.py"}, "--storage-secret partial: the Secret has no accessKeyID, secretAccessKey, which the job's pods read"},
+		{"--storage-secret for no storage", nil, []string{"submit", "--name", "a", "--image", "tf", "--storage-secret", "partial", "--", "python3", "t.py"}, "--storage-secret partial: the job keeps nothing in S3"},
+		{"--storage-secret and --s3-cluster-endpoint", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "partial", "--s3-cluster-endpoint", "s3:9000", "--", "python3", "t.py"}, "--s3-cluster-endpoint s3:9000: the job's pods reach S3 at the endpoint in the Secret partial (--storage-secret)"},
+		{"TFK8S_STORAGE_SECRET not a name", map[string]string{"TFK8S_STORAGE_SECRET": "Not_A_Name"}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, `TFK8S_STORAGE_SECRET "Not_A_Name": not a Secret's name`},
 		{"name too long for its pods", nil, []string{"submit", code, "--name", strings.Repeat("n", 55), "--image", "tf", "--", "python3", "t.py"}, "metadata.name is too long"},
 	}
 	for _, tc := range cases {
