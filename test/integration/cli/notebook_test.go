@@ -150,9 +150,19 @@ func TestNotebookAccount(t *testing.T) {
 	f.mustSucceed("notebook", "start", "nb")
 	as := "system:serviceaccount:" + f.ns + ":nb"
 
-	// The CLI itself, impersonating the account, in the notebook's environment.
+	// The CLI itself, impersonating the account: without the notebook's environment it
+	// may not make a job's Secret, and says what to do; in it, the job reads the
+	// notebook's Secret.
+	code := writeTree(t, map[string]string{"x.py": "print(1)\n"})
+	if r := f.tfk8s("--as", as, "submit", code, "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py"); r.code == 0 ||
+		!strings.Contains(r.stderr, "creating secret fromnb-storage for the job's S3 settings") || !strings.Contains(r.stderr, "--storage-secret names a Secret") {
+		t.Errorf("submit as the notebook's account without TFK8S_STORAGE_SECRET: %s", r)
+	}
+	if jobs := f.jobs(); len(jobs) > 0 {
+		t.Errorf("tfjobs after a refused submit: %v", jobs)
+	}
 	f.env["TFK8S_STORAGE_SECRET"] = deploymentEnv(t, f.ns, "nb")["TFK8S_STORAGE_SECRET"]
-	f.mustSucceed("--as", as, "submit", writeTree(t, map[string]string{"x.py": "print(1)\n"}), "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py")
+	f.mustSucceed("--as", as, "submit", code, "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py")
 	if s := f.getJob("fromnb").Spec.Storage; s == nil || s.SecretRef.Name != "nb-s3" {
 		t.Errorf("the job submitted from the notebook reads its S3 settings from %+v, want the notebook's Secret nb-s3", s)
 	}
