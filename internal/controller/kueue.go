@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
@@ -77,6 +80,9 @@ func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob,
 				KueueQueueLabel, queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion()), now)
 		}
 		return o, nil
+	}
+	if err := r.workloads.ensure(); err != nil {
+		return nil, err
 	}
 	wl, err := r.getWorkload(ctx, job)
 	if err != nil {
@@ -203,19 +209,51 @@ func (r *TFJobReconciler) getResourceFlavor(ctx context.Context, name string) (*
 	return spec, fromUnstructured(u.Object["spec"], spec, "ResourceFlavor "+name)
 }
 
-// watchWorkloads makes the controller follow the Workloads of its jobs (their metadata
-// only: a change of status is a new resourceVersion), when the API server serves
-// Kueue's Workload API. Discovery is done once, at start: a controller started before
-// Kueue was installed is restarted to follow admissions.
-func watchWorkloads(mgr ctrl.Manager, b *builder.Builder) error {
-	if _, err := mgr.GetRESTMapper().RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version); err != nil {
+// workloadWatch makes the controller follow the Workloads of its jobs (their metadata
+// only: a change of status is a new resourceVersion) from when the API server serves
+// Kueue's Workload API: at the controller's start, or, for Kueue installed later, at
+// the first reconcile of a queued job that finds the API served. No restart is needed.
+type workloadWatch struct {
+	mu      sync.Mutex
+	started bool
+	start   func() error
+}
+
+// newWorkloadWatch returns the watch of Workloads for the controller c, not started.
+func newWorkloadWatch(mgr ctrl.Manager, c controller.Controller) *workloadWatch {
+	return &workloadWatch{start: func() error {
+		wl := &metav1.PartialObjectMetadata{}
+		wl.SetGroupVersionKind(WorkloadGVK)
+		owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tfv1.TFJob{}, handler.OnlyControllerOwner())
+		return c.Watch(source.Kind[client.Object](mgr.GetCache(), wl, owner))
+	}}
+}
+
+// startIfServed starts the watch if the API server serves Workloads.
+func (w *workloadWatch) startIfServed(mapper meta.RESTMapper) error {
+	if _, err := mapper.RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil
 		}
 		return fmt.Errorf("discovering Kueue's Workload API: %w", err)
 	}
-	wl := &metav1.PartialObjectMetadata{}
-	wl.SetGroupVersionKind(WorkloadGVK)
-	b.Owns(wl, builder.OnlyMetadata)
+	return w.ensure()
+}
+
+// ensure starts the watch unless it has been; Workloads are served. A reconciler
+// without a manager has no watch to start.
+func (w *workloadWatch) ensure() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return nil
+	}
+	if err := w.start(); err != nil {
+		return fmt.Errorf("watching Kueue's Workloads: %w", err)
+	}
+	w.started = true
 	return nil
 }

@@ -20,17 +20,18 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		return err
 	}
 	r.pods = pods
-	b := ctrl.NewControllerManagedBy(mgr)
-	if err := watchWorkloads(mgr, b); err != nil {
-		return err
-	}
-	return b.
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
 		WithOptions(opts).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.workloads = newWorkloadWatch(mgr, c)
+	return r.workloads.startIfServed(mgr.GetRESTMapper())
 }
 
 // podOwner is the name of the TFJob controlling obj, if one does.

@@ -49,6 +49,9 @@ type TFJobReconciler struct {
 	// pods reads the cached pods of a job; nil when the reconciler runs without a
 	// manager, and reads them through Client.
 	pods *podIndex
+	// workloads starts the watch of Kueue's Workloads once they are served; nil when
+	// the reconciler runs without a manager.
+	workloads *workloadWatch
 
 	clock        clock.Clock
 	expectations *expectations

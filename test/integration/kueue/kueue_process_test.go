@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/testing/procstop"
@@ -120,18 +119,13 @@ func (p *kueueProcess) logTail(lines int) string {
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
-// writeCRDs writes into dir the CRDs the control plane installs: tfk8s's, and
-// Kueue's (from bin/kueue-crds, copied from its module) with the conversion webhook its
-// install configures, never called: every client, Kueue and tfk8s, uses the storage
-// version.
-func writeCRDs(dir, binDir string, caPEM []byte) error {
-	tfk8s, err := controlplane.ReadCRDs(filepath.Join("..", "..", "..", "config", "crd", "bases"))
-	if err != nil {
-		return err
-	}
+// kueueCRDs reads Kueue's CRDs (from bin/kueue-crds, copied from its module) with the
+// conversion webhook its install configures, never called: every client, Kueue and
+// tfk8s, uses the storage version.
+func kueueCRDs(binDir string, caPEM []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	kueue, err := controlplane.ReadCRDs(filepath.Join(binDir, "kueue-crds"))
 	if err != nil {
-		return fmt.Errorf("reading Kueue's CRDs (make tools copies them into bin/kueue-crds): %w", err)
+		return nil, fmt.Errorf("reading Kueue's CRDs (make tools copies them into bin/kueue-crds): %w", err)
 	}
 	for _, crd := range kueue {
 		if len(crd.Spec.Versions) > 1 {
@@ -147,19 +141,7 @@ func writeCRDs(dir, binDir string, caPEM []byte) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, crd := range append(tfk8s, kueue...) {
-		data, err := yaml.Marshal(crd)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, crd.Name+".yaml"), data, 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("writing CRD %s: %w", crd.Name, err)
-		}
-	}
-	return nil
+	return kueue, nil
 }
 
 // newKueueCerts makes a CA and a serving certificate for Kueue's webhook Service, as

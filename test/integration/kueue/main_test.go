@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,8 +38,10 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-// run makes Kueue's certificates and the CRDs of tfk8s and Kueue, then runs the suite
-// on a control plane that installs them, with Kueue and the tfk8s controller running.
+// run makes Kueue's certificates, then runs the suite on a control plane with tfk8s's
+// CRDs and the tfk8s controller running, and Kueue installed after the controller
+// started (its CRDs, then Kueue itself), as on a cluster that gains Kueue: every test
+// shows that the running controller follows Kueue's admissions without a restart.
 func run(m *testing.M) int {
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -52,24 +55,28 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	certs, err := newKueueCerts()
+	var crds []*apiextensionsv1.CustomResourceDefinition
 	if err == nil {
-		err = writeCRDs(filepath.Join(dir, "crds"), binDir, certs["ca.crt"])
+		crds, err = kueueCRDs(binDir, certs["ca.crt"])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "preparing Kueue: %v\n", err)
 		return 1
 	}
-	return testutil.RunSuite(m, controlplane.Options{CRDDir: filepath.Join(dir, "crds")}, func(s *testutil.Suite) (func() error, error) {
+	tfk8sCRDs := filepath.Join("..", "..", "..", "config", "crd", "bases")
+	return testutil.RunSuite(m, controlplane.Options{CRDDir: tfk8sCRDs}, func(s *testutil.Suite) (func() error, error) {
 		k8sClient = s.Client
 		kubelet = testutil.Kubelet{Client: k8sClient}
-		if kueue, err = startKueue(context.Background(), s.ControlPlane, k8sClient, binDir, dir, certs); err != nil {
-			return nil, err
-		}
-		// The controller starts once Kueue's CRDs are served: it watches Workloads
-		// only if they are.
 		stopController, err := startController(s)
 		if err != nil {
-			kueue.stop()
+			return nil, err
+		}
+		if err := s.ControlPlane.InstallCRDs(context.Background(), crds...); err != nil {
+			stopController()
+			return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
+		}
+		if kueue, err = startKueue(context.Background(), s.ControlPlane, k8sClient, binDir, dir, certs); err != nil {
+			stopController()
 			return nil, err
 		}
 		return func() error {
