@@ -240,7 +240,7 @@ func (w *workloadWatch) startIfServed(mapper meta.RESTMapper) error {
 	return w.ensure()
 }
 
-// ensure starts the watch unless it has been; Workloads are served. A reconciler
+// ensure starts the watch, once; the caller has found Workloads served. A reconciler
 // without a manager has no watch to start.
 func (w *workloadWatch) ensure() error {
 	if w == nil {
