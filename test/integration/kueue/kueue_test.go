@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testutil"
@@ -137,4 +140,62 @@ func suspendedMessage(job *tfv1.TFJob) string {
 		}
 	}
 	return ""
+}
+
+// A job Kueue admitted whose pods find no node within scheduleTimeoutSeconds, under
+// onScheduleTimeout: Suspend, is suspended: its pods are deleted and its quota given
+// back, which admits the job queued behind it; resumed, it waits in its queue again and
+// runs once the quota is free.
+func TestKueueJobSuspendedOnScheduleTimeout(t *testing.T) {
+	printKueueLogOnFailure(t)
+	ns := testutil.Namespace(t, k8sClient)
+	setupQueue(t, ns, 4)
+	ctx := context.Background()
+	stuck := queuedJob(ns, "stuck", "")
+	stuck.Spec.RunPolicy.SchedulingPolicy = &tfv1.SchedulingPolicy{
+		ScheduleTimeoutSeconds: ptr.To[int32](2), OnScheduleTimeout: tfv1.ScheduleTimeoutSuspend,
+	}
+	if err := k8sClient.Create(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the 3 pods of stuck, bound to no node", func(ctx context.Context) (bool, error) {
+		pods, err := jobPods(ctx, ns, "stuck")
+		return len(pods) == 3, err
+	})
+	if err := k8sClient.Create(ctx, queuedJob(ns, "next", "")); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	s := waitJob(t, ns, "stuck", "to be suspended for its schedule timeout", held(tfv1.ReasonGangScheduleTimeout))
+	t.Logf("stuck suspended %s after next was created: %s", since(start), suspendedMessage(s))
+	runJob(t, ns, "next")
+	t.Logf("next running %s after it was created", since(start))
+	if pods, err := jobPods(ctx, ns, "stuck"); err != nil || len(pods) != 0 {
+		t.Errorf("suspended job stuck has %d pods (err %v), want none", len(pods), err)
+	}
+	if wl, err := getWorkload(ctx, ns, "stuck"); err != nil || conditionTrue(wl, "QuotaReserved") {
+		t.Errorf("the Workload of the suspended job stuck still holds quota (err %v)", err)
+	}
+
+	// Resumed, with time enough for this test to play the scheduler, it waits for next's
+	// quota, then runs.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		job := &tfv1.TFJob{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck"}, job); err != nil {
+			return err
+		}
+		job.Spec.RunPolicy.Suspend = nil
+		job.Spec.RunPolicy.SchedulingPolicy.ScheduleTimeoutSeconds = ptr.To[int32](600)
+		return k8sClient.Update(ctx, job)
+	})
+	if err != nil {
+		t.Fatalf("resuming stuck: %v", err)
+	}
+	waitJob(t, ns, "stuck", "to wait in the queue again", func(job *tfv1.TFJob) bool {
+		return held(tfv1.ReasonQueued)(job) && strings.Contains(suspendedMessage(job), "insufficient")
+	})
+	finishJob(t, ns, "next")
+	runJob(t, ns, "stuck")
+	finishJob(t, ns, "stuck")
 }
