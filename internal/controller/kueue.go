@@ -69,10 +69,11 @@ func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob,
 	if queue == "" {
 		return observe(job, pods, now), nil
 	}
-	if _, err := r.RESTMapper().RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version); err != nil {
-		if !meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("discovering Kueue's Workload API: %w", err)
-		}
+	served, err := workloadsServed(r.RESTMapper())
+	if err != nil {
+		return nil, err
+	}
+	if !served {
 		o := observe(job, pods, now)
 		if !jobFinished(o.status) {
 			finish(o.status, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, fmt.Sprintf(
@@ -231,13 +232,23 @@ func newWorkloadWatch(mgr ctrl.Manager, c controller.Controller) *workloadWatch 
 
 // startIfServed starts the watch if the API server serves Workloads.
 func (w *workloadWatch) startIfServed(mapper meta.RESTMapper) error {
-	if _, err := mapper.RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil
-		}
-		return fmt.Errorf("discovering Kueue's Workload API: %w", err)
+	served, err := workloadsServed(mapper)
+	if err != nil || !served {
+		return err
 	}
 	return w.ensure()
+}
+
+// workloadsServed reports whether the API server serves Kueue's Workload API.
+func workloadsServed(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering Kueue's Workload API: %w", err)
+	}
+	return true, nil
 }
 
 // ensure starts the watch, once; the caller has found Workloads served. A reconciler
