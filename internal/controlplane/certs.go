@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -26,27 +27,28 @@ const (
 // credentials are the files a control plane needs to serve TLS, sign service-account
 // tokens and authenticate its admin.
 type credentials struct {
-	caCert        string // PEM CA certificate: signs the serving certificate
-	caKey         string
-	servingCert   string // kube-apiserver's serving certificate, for 127.0.0.1 and localhost
-	servingKey    string
-	saKey         string // RSA key signing service-account tokens
-	saPub         string
-	tokenFile     string // static token file: the admin token, in group system:masters
-	adminToken    string
-	caCertPEM     []byte
-	servingHostIP net.IP
+	caCert      string // PEM CA certificate: signs the serving certificate
+	caKey       string
+	servingCert string // kube-apiserver's serving certificate, for servingIPs and localhost
+	servingKey  string
+	saKey       string // RSA key signing service-account tokens
+	saPub       string
+	tokenFile   string // static token file: the admin token, in group system:masters
+	adminToken  string
+	caCertPEM   []byte
+	servingIPs  []net.IP // 127.0.0.1, and Options.Address if set
 }
 
-// writeCredentials generates a fresh CA, serving certificate, service-account key pair
-// and admin token under dir, the certificates valid for a day: a test's lifetime.
-func writeCredentials(dir string) (*credentials, error) {
-	return writeCredentialsValidFor(dir, 24*time.Hour)
+// writeCredentials generates a fresh CA, serving certificate (for address too, when
+// set), service-account key pair and admin token under dir, the certificates valid
+// for a day: a test's lifetime.
+func writeCredentials(dir, address string) (*credentials, error) {
+	return writeCredentialsValidFor(dir, address, 24*time.Hour)
 }
 
 // writeCredentialsValidFor is writeCredentials with certificates valid for validity.
-func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials, error) {
-	c := credentialPaths(dir)
+func writeCredentialsValidFor(dir, address string, validity time.Duration) (*credentials, error) {
+	c := credentialPaths(dir, address)
 	now := time.Now()
 	caCert, caKey, err := newCA("tfk8s-test-ca", now, validity)
 	if err != nil {
@@ -54,7 +56,7 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 	}
 	c.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw})
 
-	srvCertPEM, srvKeyPEM, err := servingCertificate(c.servingHostIP, caCert, caKey, now, validity)
+	srvCertPEM, srvKeyPEM, err := servingCertificate(c.servingIPs, caCert, caKey, now, validity)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +97,8 @@ func writeCredentialsValidFor(dir string, validity time.Duration) (*credentials,
 }
 
 // servingCertificate issues kube-apiserver's serving certificate and key, PEM, for
-// hostIP and the names clients reach it by.
-func servingCertificate(hostIP net.IP, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+// hostIPs and the names clients reach it by.
+func servingCertificate(hostIPs []net.IP, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -109,10 +111,9 @@ func servingCertificate(hostIP net.IP, caCert *x509.Certificate, caKey *ecdsa.Pr
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		// Pods reach the API server at the kubernetes Service's ClusterIP (tfk8s-node
-		// relays it), and check that the certificate names it, as client-go's
-		// in-cluster configuration does.
-		IPAddresses: []net.IP{hostIP, net.IPv6loopback, net.ParseIP(KubernetesServiceIP)},
+		// Pods reach the API server at the kubernetes Service's ClusterIP, and check
+		// that the certificate names it, as client-go's in-cluster configuration does.
+		IPAddresses: append(slices.Clone(hostIPs), net.IPv6loopback, net.ParseIP(KubernetesServiceIP)),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {
@@ -145,7 +146,7 @@ func reissueServingCert(c *credentials, validity time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("reissuing the serving certificate: parsing %s: %w", c.caKey, err)
 	}
-	certOut, keyOut, err := servingCertificate(c.servingHostIP, caCert, caKey, time.Now(), validity)
+	certOut, keyOut, err := servingCertificate(c.servingIPs, caCert, caKey, time.Now(), validity)
 	if err != nil {
 		return err
 	}
@@ -183,17 +184,22 @@ func newCA(commonName string, now time.Time, validity time.Duration) (*x509.Cert
 	return cert, key, nil
 }
 
-// credentialPaths names the credential files under dir.
-func credentialPaths(dir string) *credentials {
+// credentialPaths names the credential files under dir, of a kube-apiserver that also
+// serves on address when it is set.
+func credentialPaths(dir, address string) *credentials {
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
+	if ip := net.ParseIP(address); ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
 	return &credentials{
-		caCert:        filepath.Join(dir, "ca.crt"),
-		caKey:         filepath.Join(dir, "ca.key"),
-		servingCert:   filepath.Join(dir, "apiserver.crt"),
-		servingKey:    filepath.Join(dir, "apiserver.key"),
-		saKey:         filepath.Join(dir, "sa.key"),
-		saPub:         filepath.Join(dir, "sa.pub"),
-		tokenFile:     filepath.Join(dir, "tokens.csv"),
-		servingHostIP: net.ParseIP("127.0.0.1"),
+		caCert:      filepath.Join(dir, "ca.crt"),
+		caKey:       filepath.Join(dir, "ca.key"),
+		servingCert: filepath.Join(dir, "apiserver.crt"),
+		servingKey:  filepath.Join(dir, "apiserver.key"),
+		saKey:       filepath.Join(dir, "sa.key"),
+		saPub:       filepath.Join(dir, "sa.pub"),
+		tokenFile:   filepath.Join(dir, "tokens.csv"),
+		servingIPs:  ips,
 	}
 }
 

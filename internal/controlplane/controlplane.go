@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,8 +46,12 @@ type Options struct {
 	// NoManifests installs neither CRDs nor admission policies: something else
 	// installs tfk8s (a local cluster's Helm or kustomize install), and must own them.
 	NoManifests bool
-	// APIServerPort is kube-apiserver's port on 127.0.0.1; 0 picks a free one.
+	// APIServerPort is kube-apiserver's port; 0 picks a free one.
 	APIServerPort int
+	// Address is where kube-apiserver listens and what it advertises, for clients
+	// outside the host's network namespace (a local cluster's nodes: the host
+	// bridge's address). Default: 127.0.0.1, where only the host reaches it.
+	Address string
 	// Scheduler also starts kube-scheduler.
 	Scheduler bool
 	// GangScheduling serves the scheduling.k8s.io/v1alpha2 API with the GenericWorkload
@@ -189,10 +194,10 @@ func newControlPlane(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	if opts.Detach {
-		if cp.creds, err = loadOrWriteCredentials(cp.Dir); err != nil {
+		if cp.creds, err = loadOrWriteCredentials(cp.Dir, opts.Address); err != nil {
 			return cp, fmt.Errorf("loading credentials: %w", err)
 		}
-	} else if cp.creds, err = writeCredentials(cp.Dir); err != nil {
+	} else if cp.creds, err = writeCredentials(cp.Dir, opts.Address); err != nil {
 		return cp, fmt.Errorf("writing credentials: %w", err)
 	}
 	return cp, nil
@@ -226,7 +231,7 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	host := fmt.Sprintf("https://127.0.0.1:%d", s.apiPort)
+	host := "https://" + net.JoinHostPort(apiServerAddress(s.opts), strconv.Itoa(s.apiPort))
 	cp.Config = &rest.Config{
 		Host:            host,
 		BearerToken:     cp.creds.adminToken,
@@ -315,8 +320,8 @@ func (s *starter) installManifests(ctx context.Context) error {
 // the admin's token, service-account keys, and the Pod Security level if any.
 func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]string, error) {
 	apiArgs := append(cp.etcd.apiServerArgs(etcdPort),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address="+apiServerAddress(opts),
+		"--advertise-address="+apiServerAddress(opts),
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
 		"--tls-cert-file="+cp.creds.servingCert,
@@ -328,7 +333,9 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 		"--service-account-signing-key-file="+cp.creds.saKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range="+serviceCIDR,
-		"--endpoint-reconciler-type=none",
+		// The kubernetes Service's endpoint is the advertised address, which pods
+		// can reach unless it is the host's loopback.
+		"--endpoint-reconciler-type="+endpointReconciler(opts),
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--max-requests-inflight=800",
@@ -347,6 +354,18 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 			gangSchedulingGates)
 	}
 	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
+}
+
+// apiServerAddress is where kube-apiserver listens: Options.Address, else 127.0.0.1.
+func apiServerAddress(opts Options) string { return cmp.Or(opts.Address, "127.0.0.1") }
+
+// endpointReconciler keeps the kubernetes Service's endpoint when pods can reach the
+// API server's address; a loopback address is no endpoint at all.
+func endpointReconciler(opts Options) string {
+	if opts.Address == "" {
+		return "none"
+	}
+	return "lease"
 }
 
 // Kubeconfig is the path of a kubeconfig file for the cluster administrator.

@@ -230,11 +230,11 @@ const detachedCertValidity = 10 * 365 * 24 * time.Hour
 
 // loadOrWriteCredentials reuses the credentials in dir when they are all there and the
 // serving certificate is still valid for a day, else writes fresh ones.
-func loadOrWriteCredentials(dir string) (*credentials, error) {
-	c := credentialPaths(dir)
+func loadOrWriteCredentials(dir, address string) (*credentials, error) {
+	c := credentialPaths(dir, address)
 	for _, path := range []string{c.caCert, c.caKey, c.servingCert, c.servingKey, c.saKey, c.saPub, c.tokenFile} {
 		if _, err := os.Stat(path); err != nil {
-			return writeCredentialsValidFor(dir, detachedCertValidity)
+			return writeCredentialsValidFor(dir, address, detachedCertValidity)
 		}
 	}
 	serving, err := os.ReadFile(c.servingCert)
@@ -246,10 +246,11 @@ func loadOrWriteCredentials(dir string) (*credentials, error) {
 	} else if cert, err := x509.ParseCertificate(block.Bytes); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", c.servingCert, err)
 	} else if time.Until(cert.NotAfter) < 24*time.Hour {
-		return writeCredentialsValidFor(dir, detachedCertValidity)
-	} else if !slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == KubernetesServiceIP }) {
-		// Made before pods reached the API server through the kubernetes Service:
-		// a new one from the same CA, which a running kube-apiserver reloads.
+		return writeCredentialsValidFor(dir, address, detachedCertValidity)
+	} else if !namesEvery(cert, append(slices.Clone(c.servingIPs), net.ParseIP(KubernetesServiceIP))) {
+		// Made before pods reached the API server through the kubernetes Service, or
+		// for another address: a new one from the same CA, which a running
+		// kube-apiserver reloads.
 		if err := reissueServingCert(c, detachedCertValidity); err != nil {
 			return nil, err
 		}
@@ -267,6 +268,16 @@ func loadOrWriteCredentials(dir string) (*credentials, error) {
 	}
 	c.adminToken = token
 	return c, nil
+}
+
+// namesEvery reports whether cert names every one of ips.
+func namesEvery(cert *x509.Certificate, ips []net.IP) bool {
+	for _, ip := range ips {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }
 
 // startDetached adopts the component name if its pid file names a live process, else

@@ -108,11 +108,11 @@ func TestFindDetachedIgnoresRecycledPids(t *testing.T) {
 
 func TestLoadOrWriteCredentialsReuses(t *testing.T) {
 	dir := t.TempDir()
-	first, err := loadOrWriteCredentials(dir)
+	first, err := loadOrWriteCredentials(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := loadOrWriteCredentials(dir)
+	second, err := loadOrWriteCredentials(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestLoadOrWriteCredentialsReuses(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "sa.key")); err != nil {
 		t.Fatal(err)
 	}
-	third, err := loadOrWriteCredentials(dir)
+	third, err := loadOrWriteCredentials(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestLoadOrWriteCredentialsReuses(t *testing.T) {
 // replaced by one from the same CA that does, the other credentials kept.
 func TestLoadOrWriteCredentialsNamesTheKubernetesService(t *testing.T) {
 	dir := t.TempDir()
-	first, err := loadOrWriteCredentials(dir)
+	first, err := loadOrWriteCredentials(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestLoadOrWriteCredentialsNamesTheKubernetesService(t *testing.T) {
 	if err := os.WriteFile(first.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	second, err := loadOrWriteCredentials(dir)
+	second, err := loadOrWriteCredentials(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
