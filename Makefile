@@ -1,6 +1,8 @@
 # tfk8s — TensorFlow on Kubernetes.
 #
 # make tools      builds the upstream binaries tests and local mode run, into bin/
+# make node-tools builds local mode's node into bin/ and _out/images/: kubelet,
+#                 kube-proxy, containerd, CNI plugins, the pause image; installs runc, nft
 # make generate   regenerates deepcopy code, the CRD and RBAC
 # make build      builds tfk8s's own commands into bin/
 # make verify     gofmt, go vet, staticcheck, and generated files up to date
@@ -28,6 +30,8 @@ COREDNS_VERSION := v1.14.7
 DISTRIBUTION_VERSION := v3.1.2
 KUEUE_VERSION := v0.19.2
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
+CONTAINERD_VERSION := v2.4.2
+CNI_PLUGINS_VERSION := v1.10.0
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -40,6 +44,9 @@ DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP)
+KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
+CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
+CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
 TOOL_LDFLAGS := -s -w
@@ -49,6 +56,10 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
+
+# The node of local mode. The kubelet comes last, so that it compiles once the cluster's
+# build has cached the packages they share.
+NODE_TOOLS := $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP) pause-image runc nftables $(KUBELET_STAMP)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -62,15 +73,21 @@ parallel = $(MAKE) --no-print-directory -j2 prerequisites PREREQUISITES="$(1)"
 prerequisites: $(PREREQUISITES)
 	@:
 
-.PHONY: tools versitygw coredns runc
+.PHONY: tools node-tools versitygw coredns runc nftables
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) runc)
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(NODE_TOOLS))
+node-tools:
+	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP)
 coredns: $(COREDNS_STAMP)
 
-# runc sandboxes the pods of tfk8s-node (local mode); Debian packages it.
+# runc runs the containers of local mode's pods, under containerd's shim; Debian packages it.
 runc:
 	@command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq runc; }
+
+# nft: kube-proxy's nftables mode writes the node's Service rules with it; Debian packages it.
+nftables:
+	@command -v nft >/dev/null || { apt-get update -qq && apt-get install -y -qq nftables; }
 
 # Debian's Chromium, which the dashboard's and TensorBoard's browser tests drive headless.
 .PHONY: chromium
@@ -86,6 +103,39 @@ $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go h
 		k8s.io/kubernetes/cmd/kube-scheduler \
 		./etcd ./coredns
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
+
+# The kubelet and kube-proxy of local mode's nodes, from the cluster's module so that they
+# share its versions; a stamp of their own, so that make node-tools builds no control plane.
+$(KUBELET_STAMP): hack/tools/cluster/go.mod
+	cd hack/tools/cluster && go build -ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS)" -o $(BIN)/ \
+		k8s.io/kubernetes/cmd/kubelet \
+		k8s.io/kubernetes/cmd/kube-proxy
+	mkdir -p $(STAMP) && rm -f $(STAMP)/kubelet-* && touch $@
+
+# containerd and its runc shim run the pods of local mode's nodes; static, as containerd's
+# releases are. Without the btrfs (cgo only anyway), devmapper and ZFS snapshotters, which
+# local mode does not use; the shim without gRPC, as containerd's Makefile builds it: it
+# speaks ttrpc.
+CONTAINERD_LDFLAGS := -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+$(CONTAINERD_STAMP): hack/tools/containerd/go.mod
+	cd hack/tools/containerd && CGO_ENABLED=0 go build -tags no_btrfs,no_devmapper,no_zfs \
+		-ldflags "$(TOOL_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/containerd github.com/containerd/containerd/v2/cmd/containerd
+	cd hack/tools/containerd && CGO_ENABLED=0 go build -tags no_grpc \
+		-ldflags "$(TOOL_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	mkdir -p $(STAMP) && rm -f $(STAMP)/containerd-* && touch $@
+
+# The CNI plugins that containerd's CRI plugin wires pods' networks with, into bin/cni,
+# its bin_dir: a bridge per node, host-local addresses, loopback, and portmap for
+# hostPorts. Static, as the plugins' releases are.
+$(CNI_PLUGINS_STAMP): hack/tools/cni/go.mod
+	cd hack/tools/cni && CGO_ENABLED=0 go build \
+		-ldflags "$(TOOL_LDFLAGS) -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)" \
+		-o $(BIN)/cni/ \
+		github.com/containernetworking/plugins/plugins/main/bridge \
+		github.com/containernetworking/plugins/plugins/ipam/host-local \
+		github.com/containernetworking/plugins/plugins/main/loopback \
+		github.com/containernetworking/plugins/plugins/meta/portmap
+	mkdir -p $(STAMP) && rm -f $(STAMP)/cni-plugins-* && touch $@
 
 $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -135,7 +185,7 @@ generate: $(CONTROLLER_GEN_STAMP)
 # The agent runs in every pod, on whatever the image holds: static, without cgo.
 .PHONY: build
 build:
-	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-node
+	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-node ./cmd/tfk8s-nodeinit
 	CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/tfk8s-agent
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
@@ -154,7 +204,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) runc chromium build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images tensorflow-image $(NODE_TOOLS))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
@@ -166,13 +216,13 @@ test-unit:
 # runs a short one (8 jobs, 20 s, 10 s).
 .PHONY: chaos
 chaos:
-	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
 	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
 		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
 bench:
-	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
 	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
 # The main job: a local cluster (a real control plane, a registry holding the images and a
@@ -186,7 +236,7 @@ DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
 demo:
-	@+$(call parallel,$(TEST_TOOLS) runc build images tensorflow-image)
+	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
 	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
@@ -267,6 +317,22 @@ images:
 	done
 	go run ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
 		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) $(IMAGES)
+
+# The pause image, PID 1 of every pod's sandbox: hack/pause as an OCI layout named
+# registry.k8s.io/pause:3.10.2, containerd v2.4.2's default sandbox image, which tfk8s
+# local up pushes to its registry; so no node pulls it from the internet. It runs as
+# 65535:65535, as the upstream image does.
+PAUSE_VERSION := 3.10.2
+PAUSE_LAYOUT := $(OUT)/images/pause/index.json
+.PHONY: pause-image
+pause-image: $(PAUSE_LAYOUT)
+$(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ociimage/*.go)
+	for arch in $(IMAGE_ARCHES); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "-s -w" -o $(OUT)/bin/linux_$$arch/ ./hack/pause; \
+	done
+	go run ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
+		--version $(PAUSE_VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) \
+		--repository registry.k8s.io --user 65535:65535 pause
 
 push:
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }

@@ -1,11 +1,13 @@
 // Command images builds the tfk8s images as OCI layouts and pushes them, with no Docker
 // daemon and no base image: see package ociimage. make images and make push run it.
 //
-//	images build --bin DIR --out DIR --arch "amd64 arm64" --version V --revision R --source URL NAME...
+//	images build --bin DIR --out DIR --arch "amd64 arm64" --version V --revision R --source URL
+//		[--user UID:GID] [--repository REPO] NAME...
 //	images push --out DIR --registry HOST[:PORT][/PATH] --version V NAME...
 //
-// build reads DIR/linux_<arch>/<NAME> and writes OUT/<NAME>/; push sends OUT/<NAME>/ to
-// REGISTRY/<NAME>:<V>.
+// build reads DIR/linux_<arch>/<NAME> and writes OUT/<NAME>/, named V, or REPO/<NAME>:V
+// with --repository (make pause-image's registry.k8s.io/pause); push sends OUT/<NAME>/
+// to REGISTRY/<NAME>:<V>.
 package main
 
 import (
@@ -51,6 +53,8 @@ func build(args []string) error {
 	fs.StringVar(&spec.Version, "version", "", "version: the org.opencontainers.image.version label")
 	fs.StringVar(&spec.Revision, "revision", "", "git commit: the org.opencontainers.image.revision label")
 	fs.StringVar(&spec.Source, "source", "", "source repository URL: the org.opencontainers.image.source label")
+	fs.StringVar(&spec.User, "user", ociimage.User, "uid:gid the images run as")
+	repository := fs.String("repository", "", "names each layout REPOSITORY/NAME:VERSION; empty: VERSION, which tfk8s local up reads as ghcr.io/tfk8s/NAME:VERSION")
 	_ = fs.Parse(args)
 	if spec.Version == "" {
 		return fmt.Errorf("flag --version is required")
@@ -66,8 +70,12 @@ func build(args []string) error {
 		if err != nil {
 			return err
 		}
+		ref := s.Version
+		if *repository != "" {
+			ref = *repository + "/" + name + ":" + s.Version
+		}
 		dir := filepath.Join(*out, name)
-		if err := ociimage.WriteLayout(dir, idx, s.Version); err != nil {
+		if err := ociimage.WriteLayout(dir, idx, ref); err != nil {
 			return err
 		}
 		sizes, err := ociimage.CompressedSizes(idx)
@@ -78,7 +86,7 @@ func build(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s:%s %s in %s, compressed %s\n", name, s.Version, digest, dir, sizes)
+		fmt.Printf("%s %s in %s, compressed %s\n", ref, digest, dir, sizes)
 	}
 	return nil
 }

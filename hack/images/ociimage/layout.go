@@ -13,16 +13,16 @@ import (
 )
 
 // WriteLayout writes idx as an OCI layout in dir, replacing what dir held: the
-// layout's index.json names the one image index, tagged (org.opencontainers.image.ref.name)
-// with tag, as ko and crane write a multi-platform image, so that make push or any OCI
-// tool (crane, skopeo, oras) takes the directory as one image.
-func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
+// layout's index.json names the one image index ref (org.opencontainers.image.ref.name),
+// a tag or a full reference, as ko and crane write a multi-platform image, so that make
+// push or any OCI tool (crane, skopeo, oras) takes the directory as one image.
+func WriteLayout(dir string, idx v1.ImageIndex, ref string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clearing %s: %w", dir, err)
 	}
 	p, err := layout.Write(dir, empty.Index)
 	if err == nil {
-		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag}))
+		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref}))
 	}
 	if err != nil {
 		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)

@@ -7,6 +7,7 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -19,8 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// User is the uid:gid every tfk8s image runs as: the "nonroot" user of distroless
-// images, so that a restricted Pod Security level admits the pods.
+// User is the uid:gid a tfk8s image runs as unless its Spec says otherwise: the
+// "nonroot" user of distroless images, so that a restricted Pod Security level admits
+// the pods.
 const User = "65532:65532"
 
 // BinDir is where an image keeps its binary; PATH names it, so that a pod's command
@@ -36,6 +38,8 @@ type Spec struct {
 	Binaries map[string]string
 	// Version, Revision and Source become the image's OCI labels.
 	Version, Revision, Source string
+	// User is the uid:gid the image runs as; empty means User.
+	User string
 }
 
 // Labels are the OCI annotations every image and the index carry.
@@ -97,7 +101,7 @@ func platformImage(spec Spec, arch, binary string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Config.User = User
+	cfg.Config.User = cmp.Or(spec.User, User)
 	cfg.Config.Entrypoint = []string{BinDir + "/" + spec.Name}
 	cfg.Config.Env = []string{"PATH=" + BinDir + ":/usr/bin:/bin"}
 	cfg.Config.Labels = spec.Labels()
