@@ -1,0 +1,253 @@
+package localnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tfk8s/tfk8s/internal/localnode/gpus"
+	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
+)
+
+// Timeouts of the inner half.
+const (
+	// socketTimeout bounds the wait for containerd's socket.
+	socketTimeout = time.Minute
+	// programStopGrace is how long each program has after SIGTERM.
+	programStopGrace = 15 * time.Second
+)
+
+// program is one process the inner half supervises.
+type program struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// RunInner is the node's inner half, in its own namespaces. It waits until the outer
+// half has connected its network (a byte on release), lays out its mounts and
+// configuration, and runs containerd, the kubelet and kube-proxy until ctx ends or one
+// of them exits. Then it stops them, kubelet first, and kills what runs in the pods'
+// cgroups, so that the outer half finds only the shims left.
+func RunInner(ctx context.Context, c Config, release *os.File) error {
+	if _, err := release.Read(make([]byte, 1)); err != nil {
+		return fmt.Errorf("waiting for the node's network: %w", err)
+	}
+	release.Close()
+	if err := unix.Sethostname([]byte(c.Name)); err != nil {
+		return fmt.Errorf("setting the node's hostname: %w", err)
+	}
+	if err := setUpMounts(c); err != nil {
+		return err
+	}
+	if err := setForwarding(); err != nil {
+		return err
+	}
+	if err := writeConfigs(c); err != nil {
+		return err
+	}
+	var running []*program
+	defer func() { stopPrograms(c, running) }()
+	p := pathsOf(c)
+	containerd, err := startProgram(c, "containerd", "--config", p.containerdConfig)
+	if err != nil {
+		return err
+	}
+	running = append(running, containerd)
+	if err := waitForSocket(ctx, containerd, p.containerdSocket); err != nil {
+		return err
+	}
+	for _, start := range []struct {
+		name string
+		args []string
+	}{
+		{"kubelet", kubeletArgs(c)},
+		{"kube-proxy", []string{"--config=" + p.proxyConfig}},
+	} {
+		prog, err := startProgram(c, start.name, start.args...)
+		if err != nil {
+			return err
+		}
+		running = append(running, prog)
+	}
+	return runUntilStopped(ctx, c, running)
+}
+
+// runUntilStopped serves the node's fake GPUs to its kubelet and provisions the
+// claims scheduled to it while the programs run, and returns when ctx ends or a
+// program exits.
+func runUntilStopped(ctx context.Context, c Config, running []*program) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("reading the node's kubeconfig: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the node's API client: %w", err)
+	}
+	// New first, before any other use of client-go in this process (its doc).
+	volumes, err := provisioner.New(ctx, cs, c.Name, pathsOf(c).volumes)
+	if err != nil {
+		return err
+	}
+	plugin := &gpus.Plugin{Count: c.GPUs, PluginDir: filepath.Join(kubeletRootDir, "device-plugins")}
+	var wg sync.WaitGroup
+	var pluginErr error
+	wg.Go(func() { pluginErr = plugin.Run(ctx) })
+	wg.Go(func() { volumes.Run(ctx) })
+	err = waitPrograms(ctx, running)
+	cancel()
+	wg.Wait()
+	return errors.Join(err, pluginErr)
+}
+
+// writeConfigs writes each program's configuration into the state directory.
+func writeConfigs(c Config) error {
+	p := pathsOf(c)
+	containerd, err := renderContainerdConfig(c)
+	if err != nil {
+		return err
+	}
+	cni, err := renderCNIConfig(c)
+	if err != nil {
+		return err
+	}
+	kubelet, err := renderKubeletConfig(c)
+	if err != nil {
+		return err
+	}
+	proxy, err := renderProxyConfig(c)
+	if err != nil {
+		return err
+	}
+	files := []struct {
+		path string
+		data []byte
+	}{
+		{p.containerdConfig, containerd},
+		{filepath.Join(p.certsDir, "_default", "hosts.toml"), renderMirrorHosts(c.RegistryMirror)},
+		{filepath.Join(p.cniConfDir, "10-tfk8s.conflist"), cni},
+		{p.kubeletConfig, kubelet},
+		{p.proxyConfig, proxy},
+		{p.resolvConf, renderResolvConf(c.Resolvers)},
+	}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(f.path), err)
+		}
+		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	return nil
+}
+
+// startProgram starts bin/name with args, its output appended to name.log in the
+// state directory.
+func startProgram(c Config, name string, args ...string) (*program, error) {
+	log, err := os.OpenFile(filepath.Join(c.StateDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s's log: %w", name, err)
+	}
+	defer log.Close()
+	cmd := exec.Command(filepath.Join(c.BinDir, name), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":/usr/sbin:/usr/bin:/sbin:/bin")
+	// Pdeathsig: a program outlives no inner half that was killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &program{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitForSocket waits until the program listens on the unix socket.
+func waitForSocket(ctx context.Context, p *program, socket string) error {
+	ctx, cancel := context.WithTimeout(ctx, socketTimeout)
+	defer cancel()
+	for {
+		if conn, err := net.Dial("unix", socket); err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it listened on %s: %v", p.name, socket, p.err)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to listen on %s: %w", p.name, socket, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitPrograms returns nil when ctx ends, or an error when a program exits first.
+func waitPrograms(ctx context.Context, programs []*program) error {
+	exited := make(chan *program, len(programs))
+	for _, p := range programs {
+		go func() {
+			<-p.done
+			exited <- p
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-exited:
+		return fmt.Errorf("%s exited: %v", p.name, p.err)
+	}
+}
+
+// stopPrograms stops the programs newest first (kube-proxy, the kubelet, then
+// containerd). Once the kubelet is gone, so that it starts nothing again, the pods'
+// containers are stopped within their grace periods and whatever is left in the pods'
+// cgroups is killed.
+func stopPrograms(c Config, programs []*program) {
+	for i := len(programs) - 1; i >= 0; i-- {
+		p := programs[i]
+		if p.name == "containerd" {
+			if err := stopContainers(pathsOf(c).containerdSocket); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the pods of node %s: %v\n", c.Name, err)
+			}
+			killPods(c)
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(programStopGrace):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// killPods SIGKILLs every process in the pods' cgroups.
+func killPods(c Config) {
+	hierarchies, err := cgroupHierarchies(cgroupMount)
+	if err != nil {
+		return
+	}
+	err = killCgroups(hierarchies, path.Join(c.CgroupRoot, "kubepods"), os.Getpid(), killTimeout)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "killing the pods of node %s: %v\n", c.Name, err)
+	}
+}
