@@ -83,6 +83,7 @@ reach. A running cluster keeps its number of nodes: to change it, local down fir
 	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu each node advertises")
+	f.BoolVar(&opts.UpstreamNode, "upstream-node", false, "run each node on the upstream kubelet, containerd and kube-proxy, in a network and mount namespace of its own (preview)")
 	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each its own tfk8s-node, bridge and pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on 127.0.0.1 (default 5000)")

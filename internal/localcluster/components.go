@@ -73,9 +73,14 @@ func components(opts Options) []component {
 		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}, compAPIServer},
 		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}, compControllerManager},
 		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}, compScheduler},
-		{compRegistry, []endpoint{tcp(lo, p.Registry)}, compRegistry},
+		{compRegistry, []endpoint{tcp(registryHost(opts), p.Registry)}, compRegistry},
 	}
-	if !opts.WithoutNode {
+	if opts.UpstreamNode {
+		// Each node's kubelet API listens in its own network namespace.
+		for _, n := range clusterNodes(opts) {
+			cs = append(cs, component{n.component, nil, compNodeInit})
+		}
+	} else if !opts.WithoutNode {
 		// Each node's kubelet API listens on its own bridge's address, all on one port.
 		for _, n := range clusterNodes(opts) {
 			nbr, _ := bridgeIP(n.podCIDR)

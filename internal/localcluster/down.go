@@ -147,6 +147,9 @@ func stopComponent(opts Options, p paths, name string, grace time.Duration) erro
 // cleanly leaves: runc containers, mounts, network namespaces, veths, cgroups and the
 // bridge. It does nothing when neither the node's state nor its bridge is there.
 func cleanUpNode(ctx context.Context, opts Options, n clusterNode) error {
+	if opts.UpstreamNode {
+		return cleanUpUpstreamNode(ctx, opts, n)
+	}
 	bin := filepath.Join(opts.BinDir, compNode)
 	if _, err := os.Stat(bin); err != nil || opts.BinDir == "" || opts.WithoutNode {
 		return nil // no node ran from here; the bridge goes with deleteBridge
@@ -181,7 +184,14 @@ func podUIDs(nodeState string) []string {
 
 // leftovers lists what remains of the cluster on the host.
 func leftovers(opts Options, p paths, pods []string) []string {
-	left := leftoverProcesses("/proc", p.dir, pods, os.Getpid())
+	cgroups := slices.Clone(pods)
+	if opts.UpstreamNode {
+		cgroups = nil
+		for _, c := range upstreamNodeConfigs(opts, p) {
+			cgroups = append(cgroups, strings.TrimPrefix(c.CgroupRoot, "/tfk8s/"))
+		}
+	}
+	left := leftoverProcesses("/proc", p.dir, cgroups, os.Getpid())
 	for _, uid := range pods {
 		if ns := filepath.Join("/var/run/netns", netnsName(uid)); exists(ns) {
 			left = append(left, "network namespace "+netnsName(uid))
@@ -218,7 +228,8 @@ func shortUID(uid string, n int) string {
 
 // clusterBinaries are the programs whose processes belong to a cluster when they name
 // its state directory in their arguments: every component, and runc for the pods.
-var clusterBinaries = append(slices.Clone(allComponents), "runc")
+var clusterBinaries = append(slices.Clone(allComponents), "runc",
+	compNodeInit, "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2")
 
 // leftoverProcesses lists, from the proc file system at procDir, the processes of the
 // cluster in stateDir (a cluster binary with stateDir in its arguments) and the

@@ -43,6 +43,11 @@ func nodeSuffix(i int) string {
 func clusterNodes(opts Options) []clusterNode {
 	count := max(opts.Nodes, 1)
 	cidrs, err := nodePodCIDRs(opts.PodCIDR, count) // checked by withDefaults
+	bridge := func(i int) string { return opts.Bridge + nodeSuffix(i) }
+	if opts.UpstreamNode { // one host bridge, and the nodes' own network first
+		_, cidrs = upstreamNetworks(opts)
+		bridge = func(int) string { return opts.Bridge }
+	}
 	p := pathsIn(opts.Dir)
 	nodes := make([]clusterNode, count)
 	for i := range nodes {
@@ -53,7 +58,7 @@ func clusterNodes(opts Options) []clusterNode {
 		nodes[i] = clusterNode{
 			component: compNode + nodeSuffix(i),
 			name:      opts.NodeName + nodeSuffix(i),
-			bridge:    opts.Bridge + nodeSuffix(i),
+			bridge:    bridge(i),
 			podCIDR:   cidr,
 			stateDir:  p.nodeState + nodeSuffix(i),
 			first:     i == 0,
@@ -102,7 +107,11 @@ func checkNodes(opts Options) error {
 	if opts.WithoutNode && opts.Nodes > 1 {
 		return fmt.Errorf("--nodes %d: a cluster without a node has none", opts.Nodes)
 	}
-	if _, err := nodePodCIDRs(opts.PodCIDR, opts.Nodes); err != nil {
+	networks := opts.Nodes
+	if opts.UpstreamNode {
+		networks++ // the nodes' own
+	}
+	if _, err := nodePodCIDRs(opts.PodCIDR, networks); err != nil {
 		return err
 	}
 	for i := range opts.Nodes {

@@ -150,6 +150,11 @@ type Options struct {
 	// WithoutNode runs no tfk8s-node: Up creates the bridge itself and the cluster
 	// runs no pods. It lets the rest be tested before tfk8s-node exists.
 	WithoutNode bool
+	// UpstreamNode runs each node on the upstream Kubernetes node (kubelet,
+	// containerd, kube-proxy, CNI) in a network and mount namespace of its own,
+	// joined to the host bridge (package localnode), instead of tfk8s-node. The API
+	// server and the registry then listen on the bridge's address too.
+	UpstreamNode bool
 	// Timeout bounds each wait for a component to become ready. Default: 2 minutes.
 	Timeout time.Duration
 	// Progress receives a line per step; nil discards them.

@@ -15,7 +15,17 @@ var registryEnv = []string{"OTEL_TRACES_EXPORTER=none"}
 // registryAddr is where the registry listens: host:port on 127.0.0.1, reached by the
 // node (on the host) and the user, not by pods.
 func registryAddr(opts Options) string {
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(opts.Ports.Registry)).String()
+	return netip.AddrPortFrom(registryHost(opts), uint16(opts.Ports.Registry)).String()
+}
+
+// registryHost is the registry's address: 127.0.0.1, or the bridge's for upstream
+// nodes, whose containerd pulls from their own network namespaces.
+func registryHost(opts Options) netip.Addr {
+	if opts.UpstreamNode {
+		br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
+		return br
+	}
+	return netip.MustParseAddr("127.0.0.1")
 }
 
 // registryURL is the registry's URL, plain HTTP: what the node mirrors every registry to.

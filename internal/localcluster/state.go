@@ -30,6 +30,7 @@ type settings struct {
 	GPUs          int    `json:"gpus,omitempty"`
 	Nodes         int    `json:"nodes,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
+	UpstreamNode  bool   `json:"upstreamNode,omitempty"`
 	Ports         Ports  `json:"ports"`
 	// ImageDir and HostImages are the node's: kept, so that a node restarted by a
 	// later up pulls into the same cache and runs the same images on the host.
@@ -50,6 +51,7 @@ func settingsOf(opts Options) settings {
 		GPUs:          opts.GPUs,
 		Nodes:         opts.Nodes,
 		WithoutNode:   opts.WithoutNode,
+		UpstreamNode:  opts.UpstreamNode,
 		Ports:         opts.Ports,
 		ImageDir:      opts.ImageDir,
 		HostImages:    opts.HostImages,
@@ -98,6 +100,7 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	// the scheduler may have bound pods to the nodes that would go.
 	opts.Nodes = pick(&errs, "--nodes", opts.Nodes, cmp.Or(saved.Nodes, 1), running)
 	opts.WithoutNode = pick(&errs, "without a node", opts.WithoutNode, saved.WithoutNode, running)
+	opts.UpstreamNode = pick(&errs, "--upstream-node", opts.UpstreamNode, saved.UpstreamNode, running)
 	opts.ImageDir = pick(&errs, "--image-dir", opts.ImageDir, saved.ImageDir, running)
 	opts.Install = pick(&errs, "--install", opts.Install, saved.Install, running)
 	opts.HostImages = pickList(&errs, "--host-image", opts.HostImages, saved.HostImages, running)

@@ -92,8 +92,12 @@ func statusOf(opts Options) *Status {
 	if cfg, err := readS3Config(p.s3Config); err == nil {
 		s.S3, s.S3ConfigFile = cfg, p.s3Config
 	}
+	kubelets := upstreamKubeletAddrs(opts)
 	for _, c := range components(opts) {
-		cs := ComponentStatus{Name: c.name, Address: c.endpoints[0].addr.String(), Log: filepath.Join(p.run, c.name+".log")}
+		cs := ComponentStatus{Name: c.name, Address: kubelets[c.name], Log: filepath.Join(p.run, c.name+".log")}
+		if len(c.endpoints) > 0 {
+			cs.Address = c.endpoints[0].addr.String()
+		}
 		if proc := controlplane.FindDetached(p.run, c.name); proc != nil {
 			cs.PID = proc.Pid()
 		}

@@ -71,7 +71,7 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 		}
 	}()
 	for _, step := range []func(context.Context) error{
-		u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
+		u.startNodeNetwork, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -139,6 +139,7 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 		GangScheduling:        true,
 		Durable:               !u.opts.UnsafeNoFsync,
 		PodSecurity:           PodSecurityLevel,
+		Address:               apiServerAddress(u.opts),
 		ExtraAPIServerArgs:    apiServerArgs(u.pki),
 		NoManifests:           u.opts.Install != "", // the install's own
 		Logf:                  u.logf,
@@ -172,6 +173,13 @@ func (u *starter) startNodes(ctx context.Context) error {
 	if err := checkPodCIDRsFree(nodes, routes); err != nil {
 		return err
 	}
+	c, err := client.New(u.cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	if u.opts.UpstreamNode {
+		return u.startUpstreamNodes(ctx, c, nodes)
+	}
 	if u.opts.WithoutNode {
 		created, err := ensureBridge(u.opts.Bridge, u.opts.PodCIDR)
 		if created {
@@ -179,10 +187,6 @@ func (u *starter) startNodes(ctx context.Context) error {
 		}
 		u.networkReset, u.createdBridge = created, created
 		return err
-	}
-	c, err := client.New(u.cfg, client.Options{})
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
 	}
 	// All start at once; then each is waited for.
 	procs := make([]*controlplane.Process, len(nodes))
@@ -241,10 +245,18 @@ func (u *starter) startDNS(ctx context.Context) error {
 	br, _ := bridgeIP(u.opts.PodCIDR)
 	server := netip.AddrPortFrom(br, uint16(u.opts.Ports.DNS)).String()
 	name := "kubernetes.default.svc." + u.opts.ClusterDomain + "."
-	return u.waitReady(ctx, proc, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
+	err = u.waitReady(ctx, proc, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
 		_, err := LookupHost(ctx, server, name)
 		return err
 	})
+	if err != nil || !u.opts.UpstreamNode {
+		return err
+	}
+	c, err := client.New(u.cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	return ensureDNSService(ctx, c, br, u.opts.Ports.DNS)
 }
 
 // LookupHost resolves name through the DNS server at server (host:port) alone.
@@ -454,6 +466,9 @@ func checkBinaries(opts Options) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing from %s: %s (run make build tools)", opts.BinDir, strings.Join(missing, ", "))
+	}
+	if opts.UpstreamNode {
+		return checkUpstreamNodeBinaries(opts.BinDir)
 	}
 	if !opts.WithoutNode {
 		if _, err := exec.LookPath("runc"); err != nil {

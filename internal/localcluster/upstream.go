@@ -1,0 +1,291 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/localnode"
+)
+
+// A cluster on the upstream node (Options.UpstreamNode) lays out its networks so:
+// PodCIDR's network is the nodes' own, on the host bridge (Options.Bridge): the host
+// takes its first address, where the API server, the registry, DNS and S3 listen, and
+// node i the address after the host's plus i. Each node's pods take the network of
+// PodCIDR's size after the one before, node 1's right after the nodes' network.
+
+// compNodeInit is the binary of an upstream node's init.
+const compNodeInit = "tfk8s-nodeinit"
+
+// Addresses of the cluster's Services that are not the API server's.
+const (
+	// ClusterDNSIP is the kube-dns Service's ClusterIP, the pods' name server.
+	ClusterDNSIP = "10.96.0.10"
+	// sandboxImage is containerd's default pause image, pushed into the registry by
+	// make images.
+	sandboxImage = "registry.k8s.io/pause:3.10.2"
+)
+
+// upstreamNodeBinaries are the programs an upstream node runs, in bin/.
+var upstreamNodeBinaries = []string{compNodeInit, "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap"}
+
+// upstreamNetworks returns the nodes' network (the host bridge's) and each node's pod
+// network, split off opts.PodCIDR; checkNodes made sure they fit.
+func upstreamNetworks(opts Options) (netip.Prefix, []netip.Prefix) {
+	cidrs, _ := nodePodCIDRs(opts.PodCIDR, max(opts.Nodes, 1)+1)
+	return cidrs[0], cidrs[1:]
+}
+
+// clusterCIDR is the smallest network that holds every node's pod network.
+func clusterCIDR(pods []netip.Prefix) netip.Prefix {
+	first, last := pods[0], pods[len(pods)-1]
+	for bits := first.Bits(); bits >= 0; bits-- {
+		p, _ := first.Addr().Prefix(bits)
+		if p.Contains(last.Addr()) {
+			return p
+		}
+	}
+	return netip.MustParsePrefix("0.0.0.0/0")
+}
+
+// upstreamNodeConfigs returns the localnode.Config of every node of the cluster.
+func upstreamNodeConfigs(opts Options, p paths) []localnode.Config {
+	network, pods := upstreamNetworks(opts)
+	host := network.Masked().Addr().Next()
+	addrs := make([]netip.Addr, len(pods))
+	for i, a := 0, host.Next(); i < len(pods); i, a = i+1, a.Next() {
+		addrs[i] = a
+	}
+	nodes := clusterNodes(opts)
+	configs := make([]localnode.Config, len(nodes))
+	for i, n := range nodes {
+		var peers []localnode.Peer
+		for j := range nodes {
+			if j != i {
+				peers = append(peers, localnode.Peer{Address: addrs[j], PodCIDR: pods[j]})
+			}
+		}
+		configs[i] = localnode.Config{
+			Name:           n.name,
+			StateDir:       n.stateDir,
+			BinDir:         opts.BinDir,
+			Kubeconfig:     filepath.Join(n.stateDir, "kubeconfig"),
+			ClientCAFile:   filepath.Join(n.stateDir, "kubelet-client-ca.crt"),
+			Bridge:         opts.Bridge,
+			HostAddress:    netip.PrefixFrom(host, network.Bits()),
+			Address:        addrs[i],
+			PodCIDR:        pods[i],
+			Peers:          peers,
+			ClusterCIDR:    clusterCIDR(pods),
+			ClusterDNS:     netip.MustParseAddr(ClusterDNSIP),
+			ClusterDomain:  opts.ClusterDomain,
+			RegistryMirror: registryURL(opts),
+			SandboxImage:   sandboxImage,
+			GPUs:           opts.GPUs,
+			CgroupRoot:     "/tfk8s/" + n.name + "-" + shortHash(opts.Dir),
+			KubeletPort:    opts.Ports.Kubelet,
+			Resolvers:      []netip.Addr{host},
+		}
+	}
+	return configs
+}
+
+// shortHash tells clusters apart in names the host shares: cgroups.
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+// writeNodeFiles writes a node's Config and the credentials it reads from its own
+// state directory: the administrator's kubeconfig and the CA of the API server's
+// kubelet client certificate.
+func writeNodeFiles(c localnode.Config, kubeconfig, clientCA string) error {
+	if err := c.Save(); err != nil {
+		return err
+	}
+	for _, f := range []struct{ from, to string }{{kubeconfig, c.Kubeconfig}, {clientCA, c.ClientCAFile}} {
+		data, err := os.ReadFile(f.from)
+		if err != nil {
+			return fmt.Errorf("reading %s for node %s: %w", f.from, c.Name, err)
+		}
+		if err := writeFileAtomic(f.to, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureDNSService creates the kube-dns Service and its endpoints: CoreDNS on the
+// host bridge, reached by the pods through the Service's ClusterIP.
+func ensureDNSService(ctx context.Context, c client.Client, host netip.Addr, port int) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": "kube-dns"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: ClusterDNSIP,
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt(port)},
+				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt(port)},
+			},
+		},
+	}
+	// Looked up first: a Service whose ClusterIP is taken is refused for its IP
+	// before its name.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
+		err = c.Create(ctx, svc)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Service kube-system/kube-dns: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("looking up Service kube-system/kube-dns: %w", err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "kube-dns-host", Namespace: metav1.NamespaceSystem,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kube-dns", discoveryv1.LabelManagedBy: "tfk8s-local"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(port))},
+			{Name: ptr.To("dns-tcp"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(port))},
+		},
+	}
+	if err := c.Create(ctx, slice); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the endpoints of Service kube-system/kube-dns: %w", err)
+	}
+	return nil
+}
+
+// apiServerAddress is where kube-apiserver listens: on the bridge for upstream nodes,
+// whose kubelets reach it from their own network namespaces; else on loopback ("").
+func apiServerAddress(opts Options) string {
+	if !opts.UpstreamNode {
+		return ""
+	}
+	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
+	return br.String()
+}
+
+// startNodeNetwork creates the host bridge of upstream nodes, with the host's address
+// on it, before the components that listen there start.
+func (u *starter) startNodeNetwork(context.Context) error {
+	if !u.opts.UpstreamNode {
+		return nil
+	}
+	network, _ := upstreamNetworks(u.opts)
+	created, err := ensureBridge(u.opts.Bridge, network.String())
+	if created {
+		u.logf("bridge %s created for the nodes' network %s", u.opts.Bridge, network)
+	}
+	u.networkReset, u.createdBridge = created, created
+	return err
+}
+
+// startUpstreamNodes starts every node's tfk8s-nodeinit, all at once, and waits until
+// each Node is Ready.
+func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes []clusterNode) error {
+	configs := upstreamNodeConfigs(u.opts, u.paths)
+	procs := make([]*controlplane.Process, len(nodes))
+	since := make([]time.Time, len(nodes))
+	for i, n := range nodes {
+		if err := writeNodeFiles(configs[i], u.paths.kubeconfig, u.pki.CACert); err != nil {
+			return err
+		}
+		proc, started, err := u.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)
+		if err != nil {
+			return err
+		}
+		if started {
+			since[i] = time.Now().Truncate(time.Second)
+		}
+		procs[i] = proc
+	}
+	for i, n := range nodes {
+		err := u.waitReady(ctx, procs[i], "node "+n.name+" to be Ready", func(ctx context.Context) error {
+			node := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
+				return err
+			}
+			if !nodeReady(node, since[i]) {
+				return errors.New("not Ready")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return deleteStaleNodes(ctx, c, u.opts)
+}
+
+// checkUpstreamNodeBinaries wants what an upstream node runs: its programs in binDir,
+// runc and nft on the host.
+func checkUpstreamNodeBinaries(binDir string) error {
+	var missing []string
+	for _, name := range upstreamNodeBinaries {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing from %s: %s (run make build tools)", binDir, strings.Join(missing, ", "))
+	}
+	for _, tool := range []string{runcPathOnHost, "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: the upstream node runs containers with runc and kube-proxy programs nftables (apt-get install -y runc nftables)", tool)
+		}
+	}
+	return nil
+}
+
+// runcPathOnHost is the runc containerd's shim runs (Debian's).
+const runcPathOnHost = "/usr/sbin/runc"
+
+// cleanUpUpstreamNode runs `tfk8s-nodeinit cleanup`, which removes what a node that
+// did not stop cleanly leaves: processes and cgroups, the host's route to its pods and
+// its veth. It does nothing for a node that never ran from here.
+func cleanUpUpstreamNode(ctx context.Context, opts Options, n clusterNode) error {
+	config := localnode.ConfigPath(n.stateDir)
+	if _, err := os.Stat(config); err != nil || opts.BinDir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(opts.BinDir, compNodeInit), "cleanup", config).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cleaning up node %s: %w: %s", n.name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// upstreamKubeletAddrs are where the kubelet API of each upstream node listens, in
+// the node's network namespace, by the node's component name.
+func upstreamKubeletAddrs(opts Options) map[string]string {
+	addrs := map[string]string{}
+	if !opts.UpstreamNode {
+		return addrs
+	}
+	nodes := clusterNodes(opts)
+	for i, c := range upstreamNodeConfigs(opts, pathsIn(opts.Dir)) {
+		addrs[nodes[i].component] = netip.AddrPortFrom(c.Address, uint16(c.KubeletPort)).String()
+	}
+	return addrs
+}
