@@ -60,6 +60,9 @@ TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE
 # The node of local mode. The kubelet comes last, so that it compiles once the cluster's
 # build has cached the packages they share.
 NODE_TOOLS := $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP) pause-image runc nftables $(KUBELET_STAMP)
+# What a local cluster runs, and no more: make demo builds these (not Kueue, nor the
+# Prometheus CRDs, which only the tests use).
+LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE_TOOLS)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -236,7 +239,7 @@ DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
 demo:
-	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
+	@+$(call parallel,$(LOCAL_TOOLS) build images tensorflow-image)
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
 	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
