@@ -202,6 +202,9 @@ func (u *starter) startNodeNetwork(context.Context) error {
 // startUpstreamNodes starts every node's tfk8s-nodeinit, all at once, and waits until
 // each Node is Ready.
 func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes []clusterNode) error {
+	if err := ensureHostPathPolicy(ctx, c, u.opts.AllowedHostPaths); err != nil {
+		return err
+	}
 	configs := upstreamNodeConfigs(u.opts, u.paths)
 	procs := make([]*controlplane.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
