@@ -125,26 +125,9 @@ func servingCertificate(hostIPs []net.IP, caCert *x509.Certificate, caKey *ecdsa
 // reissueServingCert replaces the serving certificate and key in c's files with new
 // ones from the CA there.
 func reissueServingCert(c *credentials, validity time.Duration) error {
-	caPEM, err := os.ReadFile(c.caCert)
+	caCert, caKey, err := loadCA(c)
 	if err != nil {
-		return err
-	}
-	keyPEM, err := os.ReadFile(c.caKey)
-	if err != nil {
-		return err
-	}
-	certBlock, _ := pem.Decode(caPEM)
-	keyBlock, _ := pem.Decode(keyPEM)
-	if certBlock == nil || keyBlock == nil {
-		return fmt.Errorf("reissuing the serving certificate: no PEM in %s or %s", c.caCert, c.caKey)
-	}
-	caCert, err := x509.ParseCertificate(certBlock.Bytes)
-	if err != nil {
-		return fmt.Errorf("reissuing the serving certificate: parsing %s: %w", c.caCert, err)
-	}
-	caKey, err := x509.ParseECPrivateKey(keyBlock.Bytes)
-	if err != nil {
-		return fmt.Errorf("reissuing the serving certificate: parsing %s: %w", c.caKey, err)
+		return fmt.Errorf("reissuing the serving certificate: %w", err)
 	}
 	certOut, keyOut, err := servingCertificate(c.servingIPs, caCert, caKey, time.Now(), validity)
 	if err != nil {
@@ -156,6 +139,32 @@ func reissueServingCert(c *credentials, validity time.Duration) error {
 		return err
 	}
 	return os.WriteFile(c.servingCert, certOut, 0o600)
+}
+
+// loadCA reads the cluster's CA certificate and key.
+func loadCA(c *credentials) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	caPEM, err := os.ReadFile(c.caCert)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(c.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	certBlock, _ := pem.Decode(caPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return nil, nil, fmt.Errorf("no PEM in %s or %s", c.caCert, c.caKey)
+	}
+	caCert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing %s: %w", c.caCert, err)
+	}
+	caKey, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing %s: %w", c.caKey, err)
+	}
+	return caCert, caKey, nil
 }
 
 // newCA generates a self-signed CA, valid from an hour before now for validity.

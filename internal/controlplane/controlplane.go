@@ -328,7 +328,10 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 		"--tls-private-key-file="+cp.creds.servingKey,
 		"--client-ca-file="+cp.creds.caCert,
 		"--token-auth-file="+cp.creds.tokenFile,
-		"--authorization-mode=RBAC",
+		// Node: kubelets that present a system:node:NAME certificate may touch their
+		// own node's objects only, with NodeRestriction.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-key-file="+cp.creds.saPub,
 		"--service-account-signing-key-file="+cp.creds.saKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
