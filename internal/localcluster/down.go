@@ -104,7 +104,8 @@ func Down(ctx context.Context, opts Options) error {
 	for _, n := range nodes {
 		errs = append(errs, cleanUpNode(ctx, opts, n), deleteBridge(n.bridge))
 	}
-	if left := leftovers(opts, p, pods); len(left) > 0 {
+	errs = append(errs, tearDownHostNetwork(ctx, opts, p))
+	if left := leftovers(ctx, opts, p, pods); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -183,7 +184,7 @@ func podUIDs(nodeState string) []string {
 }
 
 // leftovers lists what remains of the cluster on the host.
-func leftovers(opts Options, p paths, pods []string) []string {
+func leftovers(ctx context.Context, opts Options, p paths, pods []string) []string {
 	cgroups := slices.Clone(pods)
 	if opts.UpstreamNode {
 		cgroups = nil
@@ -212,6 +213,7 @@ func leftovers(opts Options, p paths, pods []string) []string {
 	for _, m := range mounts {
 		left = append(left, "mount "+m)
 	}
+	left = append(left, hostNetLeftovers(ctx, opts, p)...)
 	return left
 }
 

@@ -403,6 +403,8 @@ func (u *starter) stopStarted() {
 	u.started = nil
 	if u.createdBridge {
 		_ = deleteBridge(u.opts.Bridge)
+		// Up's context may be over: the host's network is undone regardless.
+		_ = tearDownHostNetwork(context.Background(), u.opts, u.paths)
 	}
 }
 

@@ -98,6 +98,7 @@ func upstreamNodeConfigs(opts Options, p paths) []localnode.Config {
 			ClusterDNS:     netip.MustParseAddr(ClusterDNSIP),
 			ClusterDomain:  opts.ClusterDomain,
 			RegistryMirror: registryURL(opts),
+			HostPorts:      localnode.HostPorts{APIServer: opts.Ports.APIServer, DNS: opts.Ports.DNS, S3: opts.Ports.S3},
 			SandboxImage:   sandboxImage,
 			GPUs:           opts.GPUs,
 			CgroupRoot:     "/tfk8s/" + n.name + "-" + shortHash(opts.Dir),
@@ -185,8 +186,9 @@ func apiServerAddress(opts Options) string {
 }
 
 // startNodeNetwork creates the host bridge of upstream nodes, with the host's address
-// on it, before the components that listen there start.
-func (u *starter) startNodeNetwork(context.Context) error {
+// on it, before the components that listen there start, and the host's side of the
+// nodes' network.
+func (u *starter) startNodeNetwork(ctx context.Context) error {
 	if !u.opts.UpstreamNode {
 		return nil
 	}
@@ -196,7 +198,10 @@ func (u *starter) startNodeNetwork(context.Context) error {
 		u.logf("bridge %s created for the nodes' network %s", u.opts.Bridge, network)
 	}
 	u.networkReset, u.createdBridge = created, created
-	return err
+	if err != nil {
+		return err
+	}
+	return setUpHostNetwork(ctx, u.opts, u.paths, u.logf)
 }
 
 // startUpstreamNodes starts every node's tfk8s-nodeinit, all at once, and waits until

@@ -46,6 +46,9 @@ type Config struct {
 	// RegistryMirror is the URL of the registry containerd looks in first for every
 	// image, under the image's own repository path.
 	RegistryMirror string `json:"registryMirror"`
+	// HostPorts are the only ports of HostAddress the node's pods may reach; the node
+	// drops what else they send there, so that only containerd pulls from the registry.
+	HostPorts HostPorts `json:"hostPorts"`
 	// SandboxImage is the pause image of every pod.
 	SandboxImage string `json:"sandboxImage"`
 	// GPUs is how many fake nvidia.com/gpu the node advertises.
@@ -98,6 +101,7 @@ func (c Config) Check() error {
 	need(c.GPUs >= 0, "gpus %d: want 0 or more", c.GPUs)
 	need(filepath.IsAbs(c.CgroupRoot), "cgroupRoot %q is not an absolute cgroup path", c.CgroupRoot)
 	need(c.KubeletPort > 0 && c.KubeletPort < 65536, "kubeletPort %d: want a TCP port", c.KubeletPort)
+	errs = append(errs, c.checkHostPorts())
 	return errors.Join(errs...)
 }
 

@@ -56,6 +56,9 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 	if err := setForwarding(); err != nil {
 		return err
 	}
+	if err := applyFirewall(ctx, c); err != nil {
+		return err
+	}
 	if err := writeConfigs(c); err != nil {
 		return err
 	}

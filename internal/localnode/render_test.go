@@ -29,6 +29,7 @@ func testConfig() Config {
 		ClusterDNS:     netip.MustParseAddr("10.96.0.10"),
 		ClusterDomain:  "cluster.local",
 		RegistryMirror: "http://10.244.0.1:5000",
+		HostPorts:      HostPorts{APIServer: 6443, DNS: 53, S3: 7070},
 		SandboxImage:   "registry.k8s.io/pause:3.10.2",
 		GPUs:           2,
 		CgroupRoot:     "/tfk8s/tfk8s-local-0123abcd",

@@ -3,9 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,6 +60,8 @@ func TestUpstreamNode(t *testing.T) {
 	t.Run("exec and logs reach the container", c.testExecAndLogs)
 	t.Run("a pod reaches no service on the host's loopback", c.testHostLoopbackHidden)
 	t.Run("each container gets GPUs of its own", c.testDistinctGPUs)
+	t.Run("a pod reaches a server outside the cluster through the host's NAT", c.testOutboundNAT)
+	t.Run("a pod reaches the host address only on the API server, DNS and S3", c.testHostPortsFiltered)
 }
 
 // podOn is a pod of the Python image on the named node running command.
@@ -313,5 +322,133 @@ func (c *upstreamCluster) testDistinctGPUs(t *testing.T) {
 	}
 	if logs["main"] == logs["second"] {
 		t.Errorf("both containers see GPU %q", logs["main"])
+	}
+}
+
+// testOutboundNAT: a pod fetches from a server beyond the host (a namespace of the
+// test's own, on a new uplink that the next up takes), and the server sees the host's
+// address, not the pod's. A further up changes nothing, and the host still forwards
+// nothing of its own accord (net.ipv4.ip_forward stays 0).
+func (c *upstreamCluster) testOutboundNAT(t *testing.T) {
+	ctx := t.Context()
+	inet := newInternet(t)
+	opts := c.opts
+	opts.Progress = testWriter{t}
+	if _, err := localcluster.Up(ctx, opts); err != nil {
+		t.Fatalf("up again, with a new uplink: %v", err)
+	}
+	sum := sha256.Sum256([]byte(c.opts.Dir))
+	table := "tfk8s-" + hex.EncodeToString(sum[:])[:8]
+	before := hostState(t, table, inet.hostVeth)
+	if _, err := localcluster.Up(ctx, opts); err != nil {
+		t.Fatalf("up a third time: %v", err)
+	}
+	if after := hostState(t, table, inet.hostVeth); after != before {
+		t.Errorf("a further up changed the host:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if !strings.Contains(before, "ip_forward 0\n") || !strings.Contains(before, inet.hostVeth+".forwarding 1\n") {
+		t.Errorf("want ip_forward 0 and forwarding on for the uplink %s:\n%s", inet.hostVeth, before)
+	}
+	host, port, _ := net.SplitHostPort(inet.server)
+	script := fmt.Sprintf(`import socket
+s = socket.create_connection((%q, %s), timeout=5)
+print("server says", s.makefile().readline().strip(), flush=True)
+s.close()
+`, host, port)
+	phase, log := c.run(ctx, t, podOn("outbound", c.nodes[1], "python3", "-c", script))
+	t.Logf("outbound (%s):\n%s", phase, log)
+	if want := "server says peer " + inet.hostAddr + "\n"; !strings.Contains(log, want) {
+		t.Errorf("the pod's log lacks %q", want)
+	}
+	select {
+	case peer := <-inet.peers:
+		if peer != inet.hostAddr {
+			t.Errorf("the server saw %s, want the host's %s", peer, inet.hostAddr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the server saw no connection")
+	}
+}
+
+// hostState is the cluster's nftables table with its rule handles and counters, the
+// host's ip_forward and the uplink's forwarding flag.
+func hostState(t *testing.T, table, uplink string) string {
+	t.Helper()
+	out, err := exec.Command("nft", "-a", "list", "table", "ip", table).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list table ip %s: %v: %s", table, err, out)
+	}
+	state := string(out)
+	for _, sysctl := range []struct{ name, path string }{
+		{"ip_forward", "/proc/sys/net/ipv4/ip_forward"},
+		{uplink + ".forwarding", "/proc/sys/net/ipv4/conf/" + uplink + "/forwarding"},
+	} {
+		v, err := os.ReadFile(sysctl.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state += sysctl.name + " " + string(v)
+	}
+	return state
+}
+
+// testHostPortsFiltered: of the host address, a pod and a hostNetwork pod reach the
+// API server, DNS and S3 only: neither the registry, which the host reaches and the
+// nodes' containerd pulls from, nor a server the host runs on every address.
+func (c *upstreamCluster) testHostPortsFiltered(t *testing.T) {
+	ctx := t.Context()
+	bridge := netip.MustParsePrefix(localcluster.DefaultPodCIDR).Addr().Next().String()
+	registry := net.JoinHostPort(bridge, fmt.Sprint(c.opts.Ports.Registry))
+	if conn, err := net.DialTimeout("tcp", registry, 2*time.Second); err != nil {
+		t.Fatalf("the host does not reach its registry at %s: %v", registry, err)
+	} else {
+		conn.Close()
+	}
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := c.opts.Ports
+	script := fmt.Sprintf(`import socket
+for name, port in [("registry", %d), ("apiserver", %d), ("dns", %d), ("s3", %d), ("hostsvc", %d)]:
+    try:
+        socket.create_connection((%q, port), timeout=2).close()
+        print(name, "connected", flush=True)
+    except OSError as e:
+        print(name, "unreachable:", e, flush=True)
+`, p.Registry, p.APIServer, p.DNS, p.S3, ln.Addr().(*net.TCPAddr).Port, bridge)
+	want := "registry unreachable: timed out\napiserver connected\ndns connected\ns3 connected\nhostsvc unreachable: timed out\n"
+	hostNet := podOn("probe-hostnet", c.nodes[0], "python3", "-c", script)
+	hostNet.Spec.HostNetwork = true
+	// Pod Security's baseline refuses hostNetwork pods; the test lifts it for one.
+	c.labelDefaultNamespace(ctx, t, `"privileged"`)
+	defer c.labelDefaultNamespace(context.Background(), t, "null")
+	for _, pod := range []*corev1.Pod{podOn("probe", c.nodes[0], "python3", "-c", script), hostNet} {
+		phase, log := c.run(ctx, t, pod)
+		t.Logf("%s (%s):\n%s", pod.Name, phase, log)
+		if log != want {
+			t.Errorf("pod %s printed:\n%swant:\n%s", pod.Name, log, want)
+		}
+	}
+	logs, err := os.ReadFile(filepath.Join(c.opts.Dir, "cluster", "registry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := slices.ContainsFunc(strings.Split(string(logs), "\n"), func(line string) bool {
+		return strings.HasPrefix(line, "10.244.0.2 - - ") && strings.Contains(line, "/v2/tfk8s/python/")
+	})
+	if !pulled {
+		t.Errorf("the registry's log shows no request for the python image from the first node's containerd (10.244.0.2)")
+	}
+}
+
+// labelDefaultNamespace sets the default namespace's Pod Security enforce label to
+// value, a JSON string, or removes it (null).
+func (c *upstreamCluster) labelDefaultNamespace(ctx context.Context, t *testing.T, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":%s}}}`, value)
+	if _, err := c.cs.CoreV1().Namespaces().Patch(ctx, "default", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling namespace default: %v", err)
 	}
 }
