@@ -92,6 +92,8 @@ type starter struct {
 	pki   controlplane.KubeletClientPKI
 	// cfg reaches the API server as the administrator.
 	cfg *rest.Config
+	// cp is the control plane, which signs the nodes' client certificates.
+	cp *controlplane.ControlPlane
 	// s3 are the S3 server's settings.
 	s3 storage.Config
 	// started are the components this call started, in order.
@@ -157,7 +159,7 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), proc.Pid())
 		}
 	}
-	u.cfg = cp.Config
+	u.cfg, u.cp = cp.Config, cp
 	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
 }
 

@@ -16,11 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode"
@@ -84,26 +86,28 @@ func upstreamNodeConfigs(opts Options, p paths) []localnode.Config {
 			}
 		}
 		configs[i] = localnode.Config{
-			Name:           n.name,
-			StateDir:       n.stateDir,
-			BinDir:         opts.BinDir,
-			Kubeconfig:     filepath.Join(n.stateDir, "kubeconfig"),
-			ClientCAFile:   filepath.Join(n.stateDir, "kubelet-client-ca.crt"),
-			Bridge:         opts.Bridge,
-			HostAddress:    netip.PrefixFrom(host, network.Bits()),
-			Address:        addrs[i],
-			PodCIDR:        pods[i],
-			Peers:          peers,
-			ClusterCIDR:    clusterCIDR(pods),
-			ClusterDNS:     netip.MustParseAddr(ClusterDNSIP),
-			ClusterDomain:  opts.ClusterDomain,
-			RegistryMirror: registryURL(opts),
-			HostPorts:      localnode.HostPorts{APIServer: opts.Ports.APIServer, DNS: opts.Ports.DNS, S3: opts.Ports.S3},
-			SandboxImage:   sandboxImage,
-			GPUs:           opts.GPUs,
-			CgroupRoot:     "/tfk8s/" + n.name + "-" + shortHash(opts.Dir),
-			KubeletPort:    opts.Ports.Kubelet,
-			Resolvers:      []netip.Addr{host},
+			Name:                  n.name,
+			StateDir:              n.stateDir,
+			BinDir:                opts.BinDir,
+			Kubeconfig:            filepath.Join(n.stateDir, "kubelet.kubeconfig"),
+			ProxyKubeconfig:       filepath.Join(n.stateDir, "kube-proxy.kubeconfig"),
+			ProvisionerKubeconfig: filepath.Join(n.stateDir, "provisioner.kubeconfig"),
+			ClientCAFile:          filepath.Join(n.stateDir, "kubelet-client-ca.crt"),
+			Bridge:                opts.Bridge,
+			HostAddress:           netip.PrefixFrom(host, network.Bits()),
+			Address:               addrs[i],
+			PodCIDR:               pods[i],
+			Peers:                 peers,
+			ClusterCIDR:           clusterCIDR(pods),
+			ClusterDNS:            netip.MustParseAddr(ClusterDNSIP),
+			ClusterDomain:         opts.ClusterDomain,
+			RegistryMirror:        registryURL(opts),
+			HostPorts:             localnode.HostPorts{APIServer: opts.Ports.APIServer, DNS: opts.Ports.DNS, S3: opts.Ports.S3},
+			SandboxImage:          sandboxImage,
+			GPUs:                  opts.GPUs,
+			CgroupRoot:            "/tfk8s/" + n.name + "-" + shortHash(opts.Dir),
+			KubeletPort:           opts.Ports.Kubelet,
+			Resolvers:             []netip.Addr{host},
 		}
 	}
 	return configs
@@ -115,21 +119,64 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:8]
 }
 
+// provisionerUser is the identity of the nodes' claim provisioners, bound to
+// provisionerRole.
+const provisionerUser = "tfk8s:local-provisioner"
+
 // writeNodeFiles writes a node's Config and the credentials it reads from its own
-// state directory: the administrator's kubeconfig and the CA of the API server's
-// kubelet client certificate.
-func writeNodeFiles(c localnode.Config, kubeconfig, clientCA string) error {
+// state directory: a kubeconfig each for the kubelet (system:node:NAME, which the Node
+// authorizer confines to its node's objects), kube-proxy (system:kube-proxy, bound to
+// system:node-proxier by default) and the provisioner, and the CA of the API server's
+// kubelet client certificate. None holds the administrator's token.
+func writeNodeFiles(cp *controlplane.ControlPlane, c localnode.Config, clientCA string) error {
 	if err := c.Save(); err != nil {
 		return err
 	}
-	for _, f := range []struct{ from, to string }{{kubeconfig, c.Kubeconfig}, {clientCA, c.ClientCAFile}} {
-		data, err := os.ReadFile(f.from)
-		if err != nil {
-			return fmt.Errorf("reading %s for node %s: %w", f.from, c.Name, err)
-		}
-		if err := writeFileAtomic(f.to, data, 0o600); err != nil {
+	identities := []struct {
+		path, user string
+		groups     []string
+	}{
+		{c.Kubeconfig, "system:node:" + c.Name, []string{"system:nodes"}},
+		{c.ProxyKubeconfig, "system:kube-proxy", nil},
+		{c.ProvisionerKubeconfig, provisionerUser, nil},
+	}
+	for _, id := range identities {
+		if err := cp.WriteClientKubeconfig(id.path, id.user, id.groups, certValidity); err != nil {
 			return err
 		}
+	}
+	data, err := os.ReadFile(clientCA)
+	if err != nil {
+		return fmt.Errorf("reading %s for node %s: %w", clientCA, c.Name, err)
+	}
+	return writeFileAtomic(c.ClientCAFile, data, 0o600)
+}
+
+// ensureProvisionerRole lets the nodes' provisioners do what provisioning takes:
+// volumes, claims, the StorageClass, events, and reading nodes.
+func ensureProvisionerRole(ctx context.Context, c client.Client) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tfk8s:local-provisioner"}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Rules = []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "delete", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}}
+	_, err = controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
+		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: provisionerUser}}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing ClusterRoleBinding %s: %w", binding.Name, err)
 	}
 	return nil
 }
@@ -210,11 +257,14 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 	if err := ensureHostPathPolicy(ctx, c, u.opts.AllowedHostPaths); err != nil {
 		return err
 	}
+	if err := ensureProvisionerRole(ctx, c); err != nil {
+		return err
+	}
 	configs := upstreamNodeConfigs(u.opts, u.paths)
 	procs := make([]*controlplane.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {
-		if err := writeNodeFiles(configs[i], u.paths.kubeconfig, u.pki.CACert); err != nil {
+		if err := writeNodeFiles(u.cp, configs[i], u.pki.CACert); err != nil {
 			return err
 		}
 		proc, started, err := u.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)

@@ -18,13 +18,15 @@ type Config struct {
 	StateDir string `json:"stateDir"`
 	// BinDir holds kubelet, kube-proxy, containerd, its shim and cni/.
 	BinDir string `json:"binDir"`
-	// Kubeconfig is how the kubelet and kube-proxy reach the API server.
-	// ClientCAFile is the CA whose client certificates the kubelet API trusts: the
-	// API server's, for logs and exec. Both lie in StateDir, since the node sees
-	// /var/lib and /var/log of its own (BinDir is read where it is, if not under
-	// those).
-	Kubeconfig   string `json:"kubeconfig"`
-	ClientCAFile string `json:"clientCAFile"`
+	// Kubeconfig, ProxyKubeconfig and ProvisionerKubeconfig are how the kubelet,
+	// kube-proxy and the claim provisioner reach the API server, each as an identity
+	// of its own. ClientCAFile is the CA whose client certificates the kubelet API
+	// trusts: the API server's, for logs and exec. All lie in StateDir, since the
+	// node sees /var/lib and /var/log of its own (BinDir is read where it is).
+	Kubeconfig            string `json:"kubeconfig"`
+	ProxyKubeconfig       string `json:"proxyKubeconfig"`
+	ProvisionerKubeconfig string `json:"provisionerKubeconfig"`
+	ClientCAFile          string `json:"clientCAFile"`
 
 	// Bridge is the host's bridge the node's veth joins; HostAddress is the host's
 	// address on it, with the nodes' network. The API server, S3, DNS and the
@@ -88,6 +90,8 @@ func (c Config) Check() error {
 	errs = append(errs, checkOutsideRun("binDir", filepath.Clean(c.BinDir)))
 	need(filepath.IsAbs(c.BinDir), "binDir %q is not an absolute path", c.BinDir)
 	need(underAny(c.Kubeconfig, []string{c.StateDir}), "kubeconfig %q is not in stateDir", c.Kubeconfig)
+	need(underAny(c.ProxyKubeconfig, []string{c.StateDir}), "proxyKubeconfig %q is not in stateDir", c.ProxyKubeconfig)
+	need(underAny(c.ProvisionerKubeconfig, []string{c.StateDir}), "provisionerKubeconfig %q is not in stateDir", c.ProvisionerKubeconfig)
 	need(underAny(c.ClientCAFile, []string{c.StateDir}), "clientCAFile %q is not in stateDir", c.ClientCAFile)
 	need(c.Bridge != "" && len(c.Bridge) <= 15, "bridge %q: want a name of 1 to 15 characters", c.Bridge)
 	need(c.HostAddress.IsValid() && c.HostAddress.Addr().Is4(), "hostAddress %v: want an IPv4 address with its prefix", c.HostAddress)

@@ -95,7 +95,7 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 func runUntilStopped(ctx context.Context, c Config, running []*program) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.ProvisionerKubeconfig)
 	if err != nil {
 		return fmt.Errorf("reading the node's kubeconfig: %w", err)
 	}

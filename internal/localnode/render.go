@@ -239,7 +239,7 @@ conntrack:
 // renderProxyConfig returns kube-proxy's configuration file.
 func renderProxyConfig(c Config) ([]byte, error) {
 	return execute(proxyTemplate, map[string]string{
-		"Kubeconfig":  c.Kubeconfig,
+		"Kubeconfig":  c.ProxyKubeconfig,
 		"Name":        c.Name,
 		"ClusterCIDR": c.ClusterCIDR.String(),
 		"Address":     c.Address.String(),
