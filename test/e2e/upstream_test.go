@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,6 +63,7 @@ func TestUpstreamNode(t *testing.T) {
 	t.Run("each container gets GPUs of its own", c.testDistinctGPUs)
 	t.Run("a pod reaches a server outside the cluster through the host's NAT", c.testOutboundNAT)
 	t.Run("a pod reaches the host address only on the API server, DNS and S3", c.testHostPortsFiltered)
+	t.Run("a hostPath outside the allowed ones is refused", c.testHostPathRefused)
 }
 
 // podOn is a pod of the Python image on the named node running command.
@@ -322,6 +324,34 @@ func (c *upstreamCluster) testDistinctGPUs(t *testing.T) {
 	}
 	if logs["main"] == logs["second"] {
 		t.Errorf("both containers see GPU %q", logs["main"])
+	}
+}
+
+// testHostPathRefused: even in a namespace whose Pod Security level allows hostPath, a
+// pod mounting the host's /etc is refused at admission, naming the path.
+func (c *upstreamCluster) testHostPathRefused(t *testing.T) {
+	ctx := t.Context()
+	const ns = "e2e-privileged"
+	_, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	pod := podOn("hostetc", c.nodes[0], "cat", "/host/shadow")
+	pod.Namespace = ns
+	pod.Spec.Volumes = []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "etc", MountPath: "/host"}}
+	for range 150 { // until the namespace's default ServiceAccount exists
+		_, err = c.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "service account") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "hostPath /etc is not allowed") {
+		t.Errorf("creating a pod mounting the host's /etc: %v, want Forbidden naming hostPath /etc", err)
 	}
 }
 
