@@ -224,6 +224,11 @@ func upForTest(ctx context.Context, t *testing.T, opts localcluster.Options, aft
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	opts.Dir = dir
+	// TFK8S_E2E_NODE=upstream runs the suite on upstream nodes, which have no host
+	// images: how the suites are tried there before the upstream node is the default.
+	if os.Getenv("TFK8S_E2E_NODE") == "upstream" {
+		opts.UpstreamNode, opts.HostImages = true, nil
+	}
 	opts.UserConfigFile = filepath.Join(t.TempDir(), "config")
 	opts.Ports = freePorts(t)
 	opts.Timeout = 3 * time.Minute
