@@ -9,8 +9,8 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
-// newLocalCommand returns `tfk8s local` and its subcommands up, down, status and
-// kubeconfig. Progress goes to stderr, results to stdout, as for every tfk8s command;
+// newLocalCommand returns `tfk8s local` and its subcommands up, down, delete, status,
+// kubeconfig and load. Progress goes to stderr, results to stdout, as for every tfk8s command;
 // the S3 settings up writes go to tfk8s's own config file.
 func newLocalCommand(o *rootOptions) *cobra.Command {
 	opts := &localcluster.Options{UserConfigFile: o.env.ConfigFile}
@@ -23,10 +23,10 @@ runc containers on this machine, each on the image it names, pulled through the
 cluster's own image registry (which mirrors every registry), with cluster DNS, an S3
 server and the tfk8s controller. It all comes from bin/ (make build tools) and keeps
 running after the command returns. State, logs and pid files are kept in
-~/.tfk8s/local (--dir to change).`,
+~/.tfk8s/local (--dir to change) until local delete removes them.`,
 	}
 	cmd.PersistentFlags().StringVar(&opts.Dir, "dir", "", "state directory of the cluster (default ~/.tfk8s/local)")
-	cmd.AddCommand(newUpCommand(opts, streams), newDownCommand(opts, streams),
+	cmd.AddCommand(newUpCommand(opts, streams), newDownCommand(opts, streams), newLocalDeleteCommand(opts, streams),
 		newStatusCommand(opts, streams), newKubeconfigCommand(opts, streams), newLoadCommand(opts, streams))
 	return cmd
 }
@@ -107,6 +107,31 @@ up starts the same cluster again.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
 			return localcluster.Down(cmd.Context(), *opts)
+		},
+	}
+}
+
+// newLocalDeleteCommand returns `tfk8s local delete`.
+func newLocalDeleteCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete",
+		Short: "Stop the local cluster and remove its state directory",
+		Long: `Stops the local cluster as local down does, then removes its state directory:
+etcd's data, the certificates, the S3 data, the registry's images and the logs. The
+next local up makes a new cluster: a new CA, new S3 keys, an empty etcd. The node's
+image cache (--image-dir) is shared by every local cluster and stays.
+
+A directory without the cluster.yaml that up writes is refused, as are / and the
+home directory; a missing one is nothing to delete. If down fails, the directory stays.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Progress = streams.ErrOut
+			d, err := localcluster.Delete(cmd.Context(), *opts)
+			if err != nil {
+				return err
+			}
+			d.Print(streams.Out)
+			return nil
 		},
 	}
 }
