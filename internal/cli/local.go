@@ -40,7 +40,9 @@ func newUpCommand(opts *localcluster.Options, streams genericiooptions.IOStreams
 registry, tfk8s-node, CoreDNS, versitygw (S3, bucket tfk8s) and tfk8s-controller, each
 once the one before is ready, and writes the kubeconfig and the S3 settings. What
 already runs is kept, so up on a running cluster only prints its status. The S3
-settings are also written to ~/.tfk8s/config if that file does not exist.
+settings are also written to ~/.tfk8s/config ($TFK8S_CONFIG) if that file does not
+exist or names the cluster's S3 endpoint with other keys (a deleted cluster's); a
+file naming another endpoint is left alone.
 
 The registry (127.0.0.1:5000, --registry-port) gets every OCI image layout of the
 source tree's _out/images (make images, make tensorflow-image) and of --images, under

@@ -93,7 +93,8 @@ type Options struct {
 	// the tfk8s source tree around the working directory.
 	BinDir string
 	// UserConfigFile is written with the cluster's S3 settings if it does not exist
-	// yet. Default: ~/.tfk8s/config.
+	// or names the cluster's S3 endpoint (see decideUserConfig). Default:
+	// ~/.tfk8s/config.
 	UserConfigFile string
 	// NodeName is the name of the Node. Default: DefaultNodeName.
 	NodeName string

@@ -31,11 +31,13 @@ type Status struct {
 	// Install is the controller installed into the cluster (up --install), read from
 	// the API server while it runs; nil when tfk8s-controller is a host process.
 	Install *InstallStatus
-	// UserConfig is the user's tfk8s config file, and UserConfigWritten says whether
-	// Up wrote the S3 settings there (it never replaces an existing file). Only Up
-	// sets them.
-	UserConfig        string
-	UserConfigWritten bool
+	// UserConfig is the user's tfk8s config file, UserConfigOutcome what Up did with
+	// it, UserConfigEndpoint the S3 endpoint it names after, and UserConfigWritten
+	// whether Up wrote it (Created or Updated). Only Up sets them.
+	UserConfig         string
+	UserConfigOutcome  UserConfigOutcome
+	UserConfigEndpoint string
+	UserConfigWritten  bool
 }
 
 // ComponentStatus is one process of the cluster.
@@ -171,14 +173,7 @@ func (s *Status) PrintUsage(w io.Writer) {
 	fmt.Fprintf(w, "  tfk8s submit examples/trainer --name demo --image "+images.Python+" \\\n"+
 		"      --ps 2 --workers 3 --chief --artifacts checkpoints --follow \\\n"+
 		"      -- python3 trainer.py --steps 1000 --model-dir /workspace/checkpoints\n")
-	switch {
-	case s.UserConfigWritten:
-		fmt.Fprintf(w, "The S3 settings were written to %s: tfk8s uses the cluster's S3 server.\n", s.UserConfig)
-	case s.UserConfig != "":
-		fmt.Fprintf(w, "%s exists and was left as it is; to use the cluster's S3 server, copy %s over it\n"+
-			"or export its settings (TFK8S_S3_ENDPOINT, TFK8S_S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, TFK8S_S3_INSECURE=true).\n",
-			s.UserConfig, s.S3ConfigFile)
-	}
+	s.printUserConfig(w)
 	fmt.Fprintf(w, "Images: pods pull through the cluster's registry (http://%s), which holds the images of _out/images;\n"+
 		"  tfk8s local load%s IMAGE.tar pushes one more (OCI layout or archive, docker save tarball).\n", s.Registry, dirFlag(s.Dir))
 	fmt.Fprintf(w, "Stop it:\n  tfk8s local down%s\n", dirFlag(s.Dir))

@@ -40,7 +40,7 @@ const certValidity = 10 * 365 * 24 * time.Hour
 // the images of the source tree and of Options.Images, every node is Ready, DNS resolves
 // the kubernetes Service, the S3 bucket exists and the controller is ready. Components
 // found running are kept. It writes the kubeconfig and the S3 settings, and the user's
-// ~/.tfk8s/config if there is none. On error, the processes this call started are
+// ~/.tfk8s/config if there is none or it holds other keys for the cluster's endpoint. On error, the processes this call started are
 // stopped again and those it found running are left alone.
 func Up(ctx context.Context, opts Options) (st *Status, err error) {
 	if err := checkHost(); err != nil {
@@ -78,8 +78,7 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 		}
 	}
 	st = statusOf(opts)
-	st.UserConfig = opts.UserConfigFile
-	if st.UserConfigWritten, err = u.writeUserConfig(); err != nil {
+	if err := u.recordUserConfig(st); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -332,15 +331,6 @@ func (u *starter) startController(ctx context.Context) error {
 	return u.waitReady(ctx, proc, "tfk8s-controller to be ready", func(ctx context.Context) error {
 		return httpOK(ctx, url)
 	})
-}
-
-// writeUserConfig writes the S3 settings to the user's config file unless it exists.
-func (u *starter) writeUserConfig() (bool, error) {
-	data, err := encodeS3Config(u.s3)
-	if err != nil {
-		return false, err
-	}
-	return writeUserConfig(u.opts.UserConfigFile, data)
 }
 
 // ensureRunning adopts the component if it runs, unless restart asks to restart it;

@@ -25,6 +25,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
@@ -36,7 +37,8 @@ const (
 
 // TestDeleteMakesTheNextUpNew brings a cluster up, stores an object in its etcd, runs
 // `tfk8s local delete --dir` as a user does, and checks that the state directory is
-// gone and the next up makes a new cluster: another CA, other S3 keys, an empty etcd.
+// gone and the next up makes a new cluster: another CA, other S3 keys, an empty etcd,
+// and the user's config file following it.
 func TestDeleteMakesTheNextUpNew(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -73,6 +75,31 @@ func TestDeleteMakesTheNextUpNew(t *testing.T) {
 	_, err := clientsetFor(t, second.Kubeconfig).CoreV1().ConfigMaps("default").Get(ctx, marker.Name, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("after delete, ConfigMap %s: %v; want it not found in the new etcd", marker.Name, err)
+	}
+	checkUserConfigFollows(ctx, t, opts.UserConfigFile, first, second)
+}
+
+// checkUserConfigFollows: the user's config, which the first up wrote, holds the
+// second cluster's keys after the second up, and they reach its bucket.
+func checkUserConfigFollows(ctx context.Context, t *testing.T, path string, first, second *localcluster.Status) {
+	t.Helper()
+	if first.UserConfigOutcome != localcluster.UserConfigCreated || second.UserConfigOutcome != localcluster.UserConfigUpdated {
+		t.Errorf("user config: %s by the first up, %s by the second; want %s, then %s", first.UserConfigOutcome,
+			second.UserConfigOutcome, localcluster.UserConfigCreated, localcluster.UserConfigUpdated)
+	}
+	cfg, err := storage.LoadConfig(storage.Config{}, func(string) string { return "" }, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg != second.S3 {
+		t.Errorf("user config after the second up: key %s at %s; want the new cluster's %s", cfg.AccessKeyID, cfg.Endpoint, second.S3.AccessKeyID)
+	}
+	c, err := storage.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckBucket(ctx, cfg.Bucket); err != nil {
+		t.Errorf("the user config's keys: %v", err)
 	}
 }
 
