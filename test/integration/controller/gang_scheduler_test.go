@@ -374,9 +374,12 @@ func testPreemptionIsADisruption(t *testing.T, sc *schedCluster) {
 			Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
 				Limits: corev1.ResourceList{tfjob.GPUResource: resource.MustParse("2")}}}}},
 	}
-	if err := sc.c.Create(ctx, preemptor); err != nil {
-		t.Fatal(err)
-	}
+	// The Priority admission plugin reads PriorityClasses from its informer, which may
+	// not have seen the new one yet (TestGangWithScheduler failed so in CI).
+	testutil.Eventually(t, "the preemptor created", func(ctx context.Context) (bool, error) {
+		err := sc.c.Create(ctx, preemptor)
+		return err == nil, err
+	})
 	// The scheduler marks the victim and deletes it gracefully; the kubelet would then
 	// stop its container and confirm.
 	finishTermination(t, sc.c, ns, victim.Name)
