@@ -236,6 +236,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 		if s.s3, err = storage.New(s.cfg); err != nil {
 			return err
 		}
+		s.s3 = s.s3.WithKeysFrom(storage.KeysSource(o.env.Getenv, o.env.ConfigFile))
 		if err := s.s3.CheckBucket(ctx, s.cfg.Bucket); err != nil {
 			return err
 		}

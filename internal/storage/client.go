@@ -19,6 +19,10 @@ type Client struct {
 	mc       *minio.Client
 	endpoint string
 	backoff  Backoff
+	// accessKeyID and keysFrom (where it came from, if known) name the keys in
+	// errors.
+	accessKeyID string
+	keysFrom    string
 }
 
 // New returns a client for the storage described by cfg, which should come from
@@ -49,7 +53,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Insecure {
 		scheme = "http"
 	}
-	return &Client{mc: mc, endpoint: scheme + "://" + cfg.Endpoint, backoff: DefaultBackoff}, nil
+	return &Client{mc: mc, endpoint: scheme + "://" + cfg.Endpoint, backoff: DefaultBackoff, accessKeyID: cfg.AccessKeyID}, nil
 }
 
 // Endpoint returns the endpoint as a URL, e.g. http://127.0.0.1:9000.
@@ -65,8 +69,8 @@ func (c *Client) WithBackoff(b Backoff) *Client {
 // checkBackoff is short: a bucket check answers a user who is waiting.
 var checkBackoff = Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 3}
 
-// CheckBucket verifies that the endpoint answers and that bucket exists, telling the
-// two failures apart.
+// CheckBucket verifies that the endpoint answers, that it accepts the keys and that
+// bucket exists, telling the three failures apart.
 func (c *Client) CheckBucket(ctx context.Context, bucket string) error {
 	var exists bool
 	err := Retry(ctx, checkBackoff, func(ctx context.Context) error {
@@ -74,9 +78,16 @@ func (c *Client) CheckBucket(ctx context.Context, bucket string) error {
 		exists, err = c.mc.BucketExists(ctx, bucket)
 		return err
 	})
+	if err == nil && !exists || Denied(err) {
+		if probed := c.probeBucket(ctx, bucket); Denied(probed) {
+			err = probed
+		}
+	}
 	switch {
 	case err != nil && unreachable(err):
 		return fmt.Errorf("S3 endpoint %s unreachable: %w", c.endpoint, err)
+	case Denied(err):
+		return c.refusedKeys(bucket, err)
 	case err != nil:
 		return fmt.Errorf("checking bucket %s at endpoint %s: %w", bucket, c.endpoint, err)
 	case !exists:

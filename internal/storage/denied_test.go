@@ -23,14 +23,8 @@ func TestRefusedCredentialsAreNotRetried(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := srv.Config()
-			tc.set(&cfg)
-			c, err := storage.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
 			// A patient backoff: a retried call would take over a minute.
-			c = c.WithBackoff(storage.Backoff{Initial: 5 * time.Second, Max: 10 * time.Second, Attempts: 10})
+			c := clientWith(t, srv, tc.set).WithBackoff(storage.Backoff{Initial: 5 * time.Second, Max: 10 * time.Second, Attempts: 10})
 			ops := map[string]func() error{
 				"list": func() error {
 					_, err := c.List(testContext(t), storage.URI{Bucket: srv.Bucket, Key: "runs/"})

@@ -335,6 +335,7 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 		{"missing --data DIR", nil, []string{"submit", code, "--data", "/nonexistent/data", "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "--data /nonexistent/data: stat"},
 		{"S3 unreachable", map[string]string{tfjob.EnvS3Endpoint: "http://" + closed}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "S3 endpoint http://" + closed + " unreachable"},
 		{"bucket missing", nil, []string{"submit", code, "--s3-bucket", "no-such-bucket", "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "bucket no-such-bucket does not exist at endpoint"},
+		{"S3 refuses the key", map[string]string{tfjob.EnvAccessKeyID: "tfk8s-no-such-key"}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "refused access key tfk8s-no-such-key (from $AWS_ACCESS_KEY_ID) for bucket"},
 		{"no S3 configured", map[string]string{}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, "no S3 endpoint configured: set --s3-endpoint, TFK8S_S3_ENDPOINT"},
 		{"negative workers", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--workers", "-1", "--", "python3", "t.py"}, "--workers -1: must not be negative"},
 		{"negative ps", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--ps", "-3", "--", "python3", "t.py"}, "--ps -3: must not be negative"},
