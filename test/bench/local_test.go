@@ -41,12 +41,12 @@ func BenchmarkLocalTensorFlow(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Fatal("the local cluster needs root: it creates a bridge, network namespaces and mounts")
 	}
-	opts := benchCluster(b)
+	opts := benchCluster(b, localcluster.Options{PodCIDR: "10.245.0.0/24", Bridge: "tfk8sbench0"})
 	st, err := localcluster.Up(ctx, opts)
 	if err != nil {
 		b.Fatalf("up: %v", err)
 	}
-	cs := newClientset(b, st.Kubeconfig)
+	cs := newClientset(b, st.Kubeconfig, 0)
 
 	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
 	var rounds []time.Duration
@@ -63,9 +63,10 @@ func BenchmarkLocalTensorFlow(b *testing.B) {
 	b.ReportMetric(rounds[1].Seconds(), "s-submit-to-running")
 }
 
-// benchCluster is the options of a throw-away local cluster with an empty image cache,
-// brought down and removed when the benchmark ends.
-func benchCluster(b *testing.B) localcluster.Options {
+// benchCluster completes opts, which name the cluster's network, into the options of a
+// throw-away local cluster with an empty image cache, brought down and removed when the
+// benchmark ends.
+func benchCluster(b *testing.B, opts localcluster.Options) localcluster.Options {
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
 		b.Fatal(err)
@@ -78,11 +79,9 @@ func benchCluster(b *testing.B) localcluster.Options {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := localcluster.Options{
-		Dir: dir, BinDir: binDir, NodeName: "bench-node", PodCIDR: "10.245.0.0/24", Bridge: "tfk8sbench0",
-		Ports: ports, ImageDir: filepath.Join(dir, "images"), UserConfigFile: filepath.Join(dir, "config"),
-		UnsafeNoFsync: true, Timeout: 3 * time.Minute,
-	}
+	opts.Dir, opts.BinDir, opts.NodeName, opts.Ports = dir, binDir, "bench-node", ports
+	opts.UserConfigFile = filepath.Join(dir, "config")
+	opts.UnsafeNoFsync, opts.Timeout = true, 3*time.Minute
 	b.Cleanup(func() {
 		if err := localcluster.Down(context.Background(), opts); err != nil {
 			b.Errorf("down: %v", err)
@@ -92,11 +91,14 @@ func benchCluster(b *testing.B) localcluster.Options {
 	return opts
 }
 
-func newClientset(b *testing.B, kubeconfig string) *kubernetes.Clientset {
+// newClientset reaches the cluster through kubeconfig at up to qps requests a second,
+// in bursts of as many; 0 keeps client-go's defaults, 5 a second in bursts of 10.
+func newClientset(b *testing.B, kubeconfig string, qps float32) *kubernetes.Clientset {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg.QPS, cfg.Burst = qps, int(qps)
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
@@ -151,24 +153,38 @@ func firstPodOfImage(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 // submitToRunning submits a job of 2 PS, 3 workers and a chief in the TensorFlow image
 // through the CLI, returns the time until its 6 pods are Running, and deletes it.
 func submitToRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, opts localcluster.Options, name string) time.Duration {
-	run := func(args ...string) {
-		var out, errOut testutil.SyncBuffer
-		env := cli.Env{
-			IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-			Getenv:     func(string) string { return "" },
-			ConfigFile: opts.UserConfigFile,
-		}
-		args = append([]string{"--kubeconfig", filepath.Join(opts.Dir, "kubeconfig"), "-n", "default"}, args...)
-		if code := cli.Main(ctx, args, env); code != 0 {
-			b.Fatalf("tfk8s %s: exit code %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
-		}
-	}
 	start := time.Now()
-	run("submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "sleep", "600")
-	selector := metav1.ListOptions{LabelSelector: tfv1.LabelJobName + "=" + name}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, selector)
-		if err != nil || len(pods.Items) != 6 {
+	tfk8s(ctx, b, opts, "submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "sleep", "600")
+	err := waitRunning(ctx, cs, tfv1.LabelJobName+"="+name, 6)
+	took := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: not 6 pods Running within 2 minutes", name)
+	}
+	tfk8s(ctx, b, opts, "delete", name, "--wait")
+	return took
+}
+
+// tfk8s runs the tfk8s command in-process on the cluster of opts, in namespace
+// default, and fails b if it fails.
+func tfk8s(ctx context.Context, b *testing.B, opts localcluster.Options, args ...string) {
+	var out, errOut testutil.SyncBuffer
+	env := cli.Env{
+		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv:     func(string) string { return "" },
+		ConfigFile: opts.UserConfigFile,
+	}
+	args = append([]string{"--kubeconfig", filepath.Join(opts.Dir, "kubeconfig"), "-n", "default"}, args...)
+	if code := cli.Main(ctx, args, env); code != 0 {
+		b.Fatalf("tfk8s %s: exit code %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+}
+
+// waitRunning waits, at most two minutes, until the pods of namespace default that
+// selector selects are n, all Running.
+func waitRunning(ctx context.Context, cs *kubernetes.Clientset, selector string, n int) error {
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil || len(pods.Items) != n {
 			return false, nil
 		}
 		for _, p := range pods.Items {
@@ -178,10 +194,4 @@ func submitToRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 		}
 		return true, nil
 	})
-	took := time.Since(start)
-	if err != nil {
-		b.Fatalf("%s: not 6 pods Running within 2 minutes", name)
-	}
-	run("delete", name, "--wait")
-	return took
 }
