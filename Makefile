@@ -188,7 +188,7 @@ generate: $(CONTROLLER_GEN_STAMP)
 # The agent runs in every pod, on whatever the image holds: static, without cgo.
 .PHONY: build
 build:
-	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-node ./cmd/tfk8s-nodeinit
+	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit
 	CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/tfk8s-agent
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 

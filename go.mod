@@ -32,6 +32,7 @@ require (
 require (
 	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
 	github.com/miekg/dns v1.1.68 // indirect
+	github.com/moby/sys/mountinfo v0.7.1 // indirect
 	go.opentelemetry.io/otel v1.44.0 // indirect
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect

@@ -37,19 +37,22 @@ func newUpCommand(opts *localcluster.Options, streams genericiooptions.IOStreams
 		Use:   "up",
 		Short: "Start the local cluster, or what is missing of it",
 		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the image
-registry, tfk8s-node, CoreDNS, versitygw (S3, bucket tfk8s) and tfk8s-controller, each
-once the one before is ready, and writes the kubeconfig and the S3 settings. What
-already runs is kept, so up on a running cluster only prints its status. The S3
-settings are also written to ~/.tfk8s/config ($TFK8S_CONFIG) if that file does not
-exist or names the cluster's S3 endpoint with other keys (a deleted cluster's); a
-file naming another endpoint is left alone.
+registry, the node (the upstream kubelet, containerd and kube-proxy, in a network and
+mount namespace of its own, joined to the host bridge), CoreDNS, versitygw (S3, bucket
+tfk8s) and tfk8s-controller, each once the one before is ready, and writes the
+kubeconfig and the S3 settings. What already runs is kept, so up on a running cluster
+only prints its status. The S3 settings are also written to ~/.tfk8s/config
+($TFK8S_CONFIG) if that file does not exist or names the cluster's S3 endpoint with
+other keys (a deleted cluster's); a file naming another endpoint is left alone.
 
-The registry (127.0.0.1:5000, --registry-port) gets every OCI image layout of the
-source tree's _out/images (make images, make tensorflow-image) and of --images, under
-the reference's repository path: ghcr.io/tfk8s/tensorflow:2.21.0-cpu is pushed as
-127.0.0.1:5000/tfk8s/tensorflow:2.21.0-cpu. The node looks for every image there first,
-then in its own registry, so pods name images by their usual references. Blobs the
-registry has are not sent again: a second up pushes nothing new.
+The registry (10.244.0.1:5000, the bridge's first address and --registry-port) gets
+every OCI image layout of the source tree's _out/images (make images, make
+tensorflow-image) and of --images, under the reference's repository path:
+ghcr.io/tfk8s/tensorflow:2.21.0-cpu is pushed as
+10.244.0.1:5000/tfk8s/tensorflow:2.21.0-cpu. Each node's containerd looks for every
+image there first, then in its own registry, so pods name images by their usual
+references; pods themselves cannot reach the registry. Blobs the registry has are not
+sent again: a second up pushes nothing new.
 
 With --install helm or --install kustomize, tfk8s-controller does not run as a host
 process: up installs tfk8s into the cluster from the images of _out/images (make
@@ -60,13 +63,13 @@ controller's Deployment is available. The controller then runs as two pods (one
 leads) under its ServiceAccount, with the chart's RBAC only. local status shows
 them; local down stops them with the node.
 
-With --nodes N, N tfk8s-nodes run, each its own Node with --gpus GPUs: the first as
---node-name, --bridge and --pod-cidr say, node i (from 2) named NAME-i on bridge
-BRIDGE-i with the pod network of --pod-cidr's size after the one before (10.244.0.0/24,
-10.244.1.0/24, ...). The host forwards between their bridges, so pods reach each
-other across nodes; DNS and S3 listen on the first bridge, which every node's pods
-reach. A running cluster keeps its number of nodes: to change it, local down first
-(a later up with fewer nodes deletes the Nodes of the ones gone).`,
+With --nodes N, N nodes run, each its own Node with --gpus fake GPUs: the first named
+--node-name, node i (from 2) NAME-i. All join the bridge, on --pod-cidr's network: the
+host takes its first address, node i the address after it plus i (10.244.0.2, ...);
+each node's pods take the next networks of its size (10.244.1.0/24, 10.244.2.0/24,
+...), and every node routes to the others' pods. A running cluster keeps its number
+of nodes: to change it, local down first (a later up with fewer nodes deletes the
+Nodes of the ones gone).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
@@ -80,19 +83,16 @@ reach. A running cluster keeps its number of nodes: to change it, local down fir
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&opts.Ports.APIServer, "apiserver-port", 0, "kube-apiserver's port on 127.0.0.1 (default 6443)")
-	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "pod network; DNS, S3 and the kubelet API listen on its first address (default "+localcluster.DefaultPodCIDR+")")
-	f.StringVar(&opts.Bridge, "bridge", "", "Linux bridge of the pod network (default "+localcluster.DefaultBridge+")")
+	f.IntVar(&opts.Ports.APIServer, "apiserver-port", 0, "kube-apiserver's port on the bridge's first address (default 6443)")
+	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "the nodes' network, on the bridge: the API server, registry, DNS and S3 listen on its first address, each node's pods take the next networks of its size (default "+localcluster.DefaultPodCIDR+")")
+	f.StringVar(&opts.Bridge, "bridge", "", "the host's Linux bridge the nodes join (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu each node advertises")
-	f.BoolVar(&opts.UpstreamNode, "upstream-node", false, "run each node on the upstream kubelet, containerd and kube-proxy, in a network and mount namespace of its own (preview)")
-	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each its own tfk8s-node, bridge and pod network (default 1); a running cluster keeps its number")
+	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each a kubelet, containerd and kube-proxy in namespaces of its own, with its pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
-	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on 127.0.0.1 (default 5000)")
+	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")
 	f.StringArrayVar(&opts.Images, "images", nil, "directory of OCI image layouts (or one layout) to push into the registry, besides the source tree's _out/images; repeatable")
-	f.StringVar(&opts.ImageDir, "image-dir", "", "the node's image cache, shared by every local cluster (default $XDG_CACHE_HOME/tfk8s/images or ~/.cache/tfk8s/images)")
 	f.StringVar(&opts.Install, "install", "", "install tfk8s into the cluster with "+localcluster.InstallHelm+" or "+localcluster.InstallKustomize+" instead of running the controller on the host")
-	f.StringArrayVar(&opts.HostImages, "host-image", nil, "image name whose pods run on the host's file system instead of a pulled image (the docs use tfk8s.io/host); repeatable")
 	return cmd
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 	"text/template"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
@@ -55,8 +54,8 @@ var controlPlaneComponents = []string{compEtcd, compAPIServer, compControllerMan
 type component struct {
 	name      string
 	endpoints []endpoint
-	// binary is the program's name in bin/: name itself but for the nodes after
-	// the first, which run tfk8s-node too.
+	// binary is the program's name in bin/: name itself but for the nodes, which
+	// run tfk8s-nodeinit.
 	binary string
 }
 
@@ -70,21 +69,15 @@ func components(opts Options) []component {
 	p := opts.Ports
 	cs := []component{
 		{compEtcd, []endpoint{tcp(lo, p.Etcd), tcp(lo, p.EtcdPeer)}, compEtcd},
-		{compAPIServer, []endpoint{tcp(lo, p.APIServer)}, compAPIServer},
+		{compAPIServer, []endpoint{tcp(br, p.APIServer)}, compAPIServer}, // where the nodes reach it
 		{compControllerManager, []endpoint{tcp(lo, p.ControllerManager)}, compControllerManager},
 		{compScheduler, []endpoint{tcp(lo, p.Scheduler)}, compScheduler},
 		{compRegistry, []endpoint{tcp(registryHost(opts), p.Registry)}, compRegistry},
 	}
-	if opts.UpstreamNode {
+	if !opts.WithoutNode {
 		// Each node's kubelet API listens in its own network namespace.
 		for _, n := range clusterNodes(opts) {
 			cs = append(cs, component{n.component, nil, compNodeInit})
-		}
-	} else if !opts.WithoutNode {
-		// Each node's kubelet API listens on its own bridge's address, all on one port.
-		for _, n := range clusterNodes(opts) {
-			nbr, _ := bridgeIP(n.podCIDR)
-			cs = append(cs, component{n.component, []endpoint{tcp(nbr, p.Kubelet)}, compNode})
 		}
 	}
 	cs = append(cs,
@@ -107,62 +100,10 @@ func componentNamed(opts Options, name string) component {
 	panic("unknown component " + name)
 }
 
-// nodeArgs are the flags of node n's tfk8s-node. Every node's pods resolve names
-// through the DNS server on the first node's bridge, which the host reaches from
-// every bridge.
-func nodeArgs(opts Options, n clusterNode, p paths, pki controlplane.KubeletClientPKI) []string {
-	br, _ := bridgeIP(opts.PodCIDR)
-	args := []string{
-		"--kubeconfig=" + p.kubeconfig,
-		"--node-name=" + n.name,
-		"--state-dir=" + n.stateDir,
-		"--pod-cidr=" + n.podCIDR,
-		"--bridge=" + n.bridge,
-		"--cluster-dns=" + br.String(),
-		"--cluster-domain=" + opts.ClusterDomain,
-		"--port=" + strconv.Itoa(opts.Ports.Kubelet),
-		"--client-ca-file=" + pki.CACert,
-		"--gpus=" + strconv.Itoa(opts.GPUs),
-		// Pods see the host's file system: not the cluster's kubeconfig, keys and S3
-		// credentials, nor the user's tfk8s settings.
-		"--masked-paths=" + strings.Join([]string{p.dir, opts.UserConfigFile}, ","),
-		"--allowed-host-paths=" + strings.Join(opts.AllowedHostPaths, ","),
-		// Every image is looked for in the cluster's registry first, then in its own.
-		"--registry-mirror=*=" + registryURL(opts),
-	}
-	if opts.Nodes > 1 {
-		// Pods reach the other nodes' pods through the host, bridge to bridge.
-		args = append(args, "--ip-forward")
-	}
-	if !n.first {
-		// One provisioner binds the cluster's claims; two would race for each.
-		args = append(args, "--local-provisioner=false")
-	}
-	if opts.ImageDir != "" {
-		args = append(args, "--image-dir="+opts.ImageDir)
-	}
-	for _, name := range opts.HostImages {
-		args = append(args, "--host-image="+name)
-	}
-	return args
-}
-
-// apiServerArgs are kube-apiserver's extra flags: it reaches the node's kubelet API at
-// its InternalIP with a client certificate, since that API listens on the bridge,
-// where every pod can reach it.
+// apiServerArgs are kube-apiserver's extra flags: it reaches each node's kubelet API
+// at the node's InternalIP, with a client certificate.
 func apiServerArgs(pki controlplane.KubeletClientPKI) []string {
 	return append(pki.APIServerArgs(), "--kubelet-preferred-address-types=InternalIP")
-}
-
-// nodeCleanupArgs are the flags of `tfk8s-node --cleanup` for node n.
-func nodeCleanupArgs(n clusterNode) []string {
-	return []string{
-		"--cleanup",
-		"--node-name=" + n.name,
-		"--state-dir=" + n.stateDir,
-		"--pod-cidr=" + n.podCIDR,
-		"--bridge=" + n.bridge,
-	}
 }
 
 // s3Args are versitygw's flags; its root credentials go in its environment, where

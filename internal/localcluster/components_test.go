@@ -76,9 +76,8 @@ func TestComponents(t *testing.T) {
 			wantNames: allComponents,
 			wantAddrs: map[string][]string{
 				compEtcd:       {"127.0.0.1:2379/tcp", "127.0.0.1:2380/tcp"},
-				compAPIServer:  {"127.0.0.1:6443/tcp"},
-				compRegistry:   {"127.0.0.1:5000/tcp"},
-				compNode:       {"10.244.0.1:10250/tcp"},
+				compAPIServer:  {"10.244.0.1:6443/tcp"},
+				compRegistry:   {"10.244.0.1:5000/tcp"},
 				compDNS:        {"10.244.0.1:53/udp", "10.244.0.1:53/tcp", "127.0.0.1:10282/tcp"},
 				compS3:         {"10.244.0.1:7070/tcp"},
 				compController: {"127.0.0.1:10280/tcp", "127.0.0.1:10281/tcp"},
@@ -89,7 +88,7 @@ func TestComponents(t *testing.T) {
 			opts:      Options{WithoutNode: true, PodCIDR: "10.99.0.0/16", Ports: Ports{APIServer: 16443, S3: 17070}},
 			wantNames: []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compDNS, compS3, compController},
 			wantAddrs: map[string][]string{
-				compAPIServer: {"127.0.0.1:16443/tcp"},
+				compAPIServer: {"10.99.0.1:16443/tcp"},
 				compS3:        {"10.99.0.1:17070/tcp"},
 			},
 		},
@@ -121,7 +120,6 @@ func TestArgs(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/cache")
 	opts := defaulted(t, Options{
 		GPUs: 2, UserConfigFile: "/home/ann/.tfk8s/config", AllowedHostPaths: []string{"/data", "/srv"},
-		HostImages: []string{"tfk8s.io/host", "example.com/tools:1"},
 	})
 	p := pathsIn(opts.Dir)
 	tests := []struct {
@@ -130,37 +128,9 @@ func TestArgs(t *testing.T) {
 		want []string
 	}{
 		{
-			name: "tfk8s-node",
-			got:  nodeArgs(opts, clusterNodes(opts)[0], p, controlplane.KubeletClientPKIIn(p.run)),
-			want: []string{
-				"--kubeconfig=/state/kubeconfig", "--node-name=tfk8s-local", "--state-dir=/state/node",
-				"--pod-cidr=10.244.0.0/24", "--bridge=tfk8s0", "--cluster-dns=10.244.0.1",
-				"--cluster-domain=cluster.local", "--port=10250",
-				"--client-ca-file=/state/cluster/kubelet-client-ca.crt", "--gpus=2",
-				"--masked-paths=/state,/home/ann/.tfk8s/config", "--allowed-host-paths=/data,/srv",
-				"--registry-mirror=*=http://127.0.0.1:5000", "--image-dir=/cache/tfk8s/images",
-				"--host-image=tfk8s.io/host", "--host-image=example.com/tools:1",
-			},
-		},
-		{
-			name: "tfk8s-node without host images, on another registry port",
-			got: func() []string {
-				o := opts
-				o.HostImages, o.Ports.Registry, o.ImageDir = nil, 15000, "/var/images"
-				args := nodeArgs(o, clusterNodes(o)[0], p, controlplane.KubeletClientPKIIn(p.run))
-				return args[len(args)-2:]
-			}(),
-			want: []string{"--registry-mirror=*=http://127.0.0.1:15000", "--image-dir=/var/images"},
-		},
-		{
 			name: "registry",
 			got:  registryArgs(p),
 			want: []string{"serve", "/state/cluster/registry.yml"},
-		},
-		{
-			name: "tfk8s-node cleanup",
-			got:  nodeCleanupArgs(clusterNodes(opts)[0]),
-			want: []string{"--cleanup", "--node-name=tfk8s-local", "--state-dir=/state/node", "--pod-cidr=10.244.0.0/24", "--bridge=tfk8s0"},
 		},
 		{
 			name: "versitygw",
@@ -228,7 +198,7 @@ storage:
   delete:
     enabled: true
 http:
-  addr: "127.0.0.1:15000"
+  addr: "10.244.0.1:15000"
 `
 	if diff := cmp.Diff(want, string(registryConfig(opts, pathsIn(opts.Dir)))); diff != "" {
 		t.Errorf("registry.yml (-want +got):\n%s", diff)

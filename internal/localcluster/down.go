@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,27 +13,27 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
-	"github.com/tfk8s/tfk8s/internal/node"
+	"github.com/tfk8s/tfk8s/internal/localnode"
 )
 
 // Timeouts of Down.
 const (
-	// nodeStopMargin is what tfk8s-node needs, beyond its pods' longest grace period,
-	// to SIGKILL what is left, write the pods' final statuses and tear down their
-	// network.
+	// nodeStopMargin is what a node needs, beyond its pods' longest grace period, to
+	// stop its kubelet and containerd and remove its cgroups and veth.
 	nodeStopMargin = time.Minute
 	// nodeStopGraceUnknown is the node's grace when its pods cannot be listed: enough
 	// for the agent's (120 s) and the margin.
 	nodeStopGraceUnknown = 5 * time.Minute
 	// stopGraceDefault is every other component's.
 	stopGraceDefault = 15 * time.Second
-	// cleanupTimeout bounds `tfk8s-node --cleanup`.
+	// cleanupTimeout bounds `tfk8s-nodeinit cleanup`.
 	cleanupTimeout = 2 * time.Minute
 )
 
@@ -47,7 +46,7 @@ func defaultStopGrace(name string) time.Duration {
 	return stopGraceDefault
 }
 
-// nodeStopGrace is how long tfk8s-node has to stop: its pods' longest grace period
+// nodeStopGrace is how long a node has to stop: its pods' longest grace period
 // (each pod gets its own, the in-pod agent's last upload included) and a margin. The
 // pods are read from the API server, which still runs.
 func nodeStopGrace(ctx context.Context, kubeconfig, nodeName string) time.Duration {
@@ -73,14 +72,13 @@ func nodeStopGrace(ctx context.Context, kubeconfig, nodeName string) time.Durati
 	return longest + nodeStopMargin
 }
 
-// Down stops the local cluster: every component in stopOrder (the node first, which
-// stops each pod within its own grace period while S3, DNS and the API server still
-// serve its last uploads and statuses), then removes whatever a node that crashed may have left (runc containers,
-// mounts, network namespaces, veths, the bridge), and checks that nothing is left: no
-// process of the cluster or of its pods, no network namespace or veth of its pods, no
-// mount under the state directory, no bridge. What is left is the error. The state
-// directory (etcd's data, certificates, S3 data, logs) stays, so that Up starts the
-// same cluster again.
+// Down stops the local cluster: every component in stopOrder (the nodes first, which
+// stop each pod within its own grace period while S3, DNS and the API server still
+// serve its last uploads and statuses), then removes whatever a node that crashed may
+// have left (processes and cgroups, its veth and route), the bridge and the host
+// network's table and forwarding flags, and checks that nothing is left. What is left
+// is the error. The state directory (etcd's data, certificates, S3 data, logs) stays,
+// so that Up starts the same cluster again.
 func Down(ctx context.Context, opts Options) error {
 	if err := checkHost(); err != nil {
 		return err
@@ -91,10 +89,6 @@ func Down(ctx context.Context, opts Options) error {
 	}
 	p := pathsIn(opts.Dir)
 	nodes := clusterNodes(opts)
-	var pods []string
-	for _, n := range nodes {
-		pods = append(pods, podUIDs(n.stateDir)...)
-	}
 	errs := stopNodes(ctx, opts, p, nodes)
 	for _, name := range stopOrder {
 		if name != compNode { // stopped above
@@ -102,10 +96,10 @@ func Down(ctx context.Context, opts Options) error {
 		}
 	}
 	for _, n := range nodes {
-		errs = append(errs, cleanUpNode(ctx, opts, n), deleteBridge(n.bridge))
+		errs = append(errs, cleanUpNode(ctx, opts, n))
 	}
-	errs = append(errs, tearDownHostNetwork(ctx, opts, p))
-	if left := leftovers(ctx, opts, p, pods); len(left) > 0 {
+	errs = append(errs, deleteBridge(opts.Bridge), tearDownHostNetwork(ctx, opts, p))
+	if left := leftovers(ctx, opts, p); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -144,88 +138,32 @@ func stopComponent(opts Options, p paths, name string, grace time.Duration) erro
 	return proc.Stop(grace)
 }
 
-// cleanUpNode runs `tfk8s-node --cleanup`, which removes what a node that did not stop
-// cleanly leaves: runc containers, mounts, network namespaces, veths, cgroups and the
-// bridge. It does nothing when neither the node's state nor its bridge is there.
-func cleanUpNode(ctx context.Context, opts Options, n clusterNode) error {
-	if opts.UpstreamNode {
-		return cleanUpUpstreamNode(ctx, opts, n)
-	}
-	bin := filepath.Join(opts.BinDir, compNode)
-	if _, err := os.Stat(bin); err != nil || opts.BinDir == "" || opts.WithoutNode {
-		return nil // no node ran from here; the bridge goes with deleteBridge
-	}
-	if _, err := os.Stat(n.stateDir); err != nil && !linkExists(n.bridge) {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, nodeCleanupArgs(n)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("cleaning up node %s: %w: %s", n.name, err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-// podUIDs lists the pods the node has state for: their network namespaces and veths
-// are named after their UIDs.
-func podUIDs(nodeState string) []string {
-	entries, err := os.ReadDir(filepath.Join(nodeState, "pods"))
-	if err != nil {
-		return nil
-	}
-	var uids []string
-	for _, e := range entries {
-		if e.IsDir() {
-			uids = append(uids, e.Name())
-		}
-	}
-	return uids
-}
-
-// leftovers lists what remains of the cluster on the host.
-func leftovers(ctx context.Context, opts Options, p paths, pods []string) []string {
-	cgroups := slices.Clone(pods)
-	if opts.UpstreamNode {
-		cgroups = nil
-		for _, c := range upstreamNodeConfigs(opts, p) {
-			cgroups = append(cgroups, strings.TrimPrefix(c.CgroupRoot, "/tfk8s/"))
-		}
+// leftovers lists what remains of the cluster on the host: processes of its
+// components or in its nodes' cgroups, the nodes' veths, the bridge, mounts under the
+// state directory, and the host network's table and forwarding flags.
+func leftovers(ctx context.Context, opts Options, p paths) []string {
+	configs := upstreamNodeConfigs(opts, p)
+	var cgroups []string
+	for _, c := range configs {
+		cgroups = append(cgroups, strings.TrimPrefix(c.CgroupRoot, "/tfk8s/"))
 	}
 	left := leftoverProcesses("/proc", p.dir, cgroups, os.Getpid())
-	for _, uid := range pods {
-		if ns := filepath.Join("/var/run/netns", netnsName(uid)); exists(ns) {
-			left = append(left, "network namespace "+netnsName(uid))
-		}
-		if linkExists(vethName(uid)) {
-			left = append(left, "veth "+vethName(uid))
+	for _, c := range configs {
+		if linkExists(localnode.HostVeth(c)) {
+			left = append(left, "veth "+localnode.HostVeth(c)+" of node "+c.Name)
 		}
 	}
-	for _, n := range clusterNodes(opts) {
-		if linkExists(n.bridge) {
-			left = append(left, "bridge "+n.bridge)
-		}
+	if linkExists(opts.Bridge) {
+		left = append(left, "bridge "+opts.Bridge)
 	}
-	mounts, err := node.MountsUnder(p.dir)
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(p.dir))
 	if err != nil {
 		left = append(left, "unknown mounts: "+err.Error())
 	}
 	for _, m := range mounts {
-		left = append(left, "mount "+m)
+		left = append(left, "mount "+m.Mountpoint)
 	}
-	left = append(left, hostNetLeftovers(ctx, opts, p)...)
-	return left
-}
-
-// netnsName and vethName are the names tfk8s-node gives a pod's network namespace and
-// the host end of its veth.
-func netnsName(podUID string) string { return "tfk8s-" + shortUID(podUID, 12) }
-func vethName(podUID string) string  { return "veth" + shortUID(podUID, 11) }
-
-// shortUID is the first n hexadecimal digits of a UID.
-func shortUID(uid string, n int) string {
-	s := strings.ReplaceAll(uid, "-", "")
-	return s[:min(n, len(s))]
+	return append(left, hostNetLeftovers(ctx, opts, p)...)
 }
 
 // clusterBinaries are the programs whose processes belong to a cluster when they name
@@ -266,10 +204,4 @@ func leftoverProcesses(procDir, stateDir string, pods []string, self int) []stri
 		}
 	}
 	return left
-}
-
-// exists reports whether path exists.
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }

@@ -45,34 +45,6 @@ func TestLeftoverProcesses(t *testing.T) {
 	}
 }
 
-func TestPodNetworkNames(t *testing.T) {
-	const uid = "0b7c2a3e-1111-2222-3333-444455556666"
-	if got, want := netnsName(uid), "tfk8s-0b7c2a3e1111"; got != want {
-		t.Errorf("netnsName = %q, want %q", got, want)
-	}
-	if got, want := vethName(uid), "veth0b7c2a3e111"; got != want || len(got) > 15 {
-		t.Errorf("vethName = %q, want %q (at most 15 characters)", got, want)
-	}
-}
-
-func TestPodUIDs(t *testing.T) {
-	state := t.TempDir()
-	for _, d := range []string{"pods/a", "pods/b", "logs/c"} {
-		if err := os.MkdirAll(filepath.Join(state, d), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(state, "pods", "file"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"a", "b"}, podUIDs(state)); diff != "" {
-		t.Errorf("pod UIDs (-want +got):\n%s", diff)
-	}
-	if got := podUIDs(filepath.Join(state, "missing")); got != nil {
-		t.Errorf("pod UIDs of a missing state directory = %v, want none", got)
-	}
-}
-
 // TestStopOrder: every component is stopped once, each before what it needs: the node
 // (whose pods upload to S3, resolve through DNS and report to the API server) first,
 // etcd (under the API server) last.

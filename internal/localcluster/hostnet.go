@@ -79,9 +79,6 @@ func setUpHostNetwork(ctx context.Context, opts Options, p paths, logf func(stri
 // turned on goes back to its previous value, unless another cluster holds it on, then
 // the table goes, and the record last.
 func tearDownHostNetwork(ctx context.Context, opts Options, p paths) error {
-	if !opts.UpstreamNode {
-		return nil
-	}
 	obs, err := observeHostNet(ctx, opts, p)
 	if err != nil {
 		return err
@@ -107,9 +104,6 @@ func tearDownHostNetwork(ctx context.Context, opts Options, p paths) error {
 // hostNetLeftovers lists what down left of an upstream cluster's host network: its
 // table, and each recorded forwarding flag not back to its previous value.
 func hostNetLeftovers(ctx context.Context, opts Options, p paths) []string {
-	if !opts.UpstreamNode {
-		return nil
-	}
 	obs, err := observeHostNet(ctx, opts, p)
 	if err != nil {
 		return []string{"unknown host network: " + err.Error()}

@@ -10,7 +10,7 @@ import (
 // upstreamOpts are the resolved options of a two-node upstream cluster in the
 // default state directory.
 func upstreamOpts() Options {
-	return Options{Dir: "/root/.tfk8s/local", UpstreamNode: true, Nodes: 2, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge}
+	return Options{Dir: "/root/.tfk8s/local", Nodes: 2, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge}
 }
 
 func TestHostNetTable(t *testing.T) {

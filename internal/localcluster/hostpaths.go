@@ -13,9 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// hostPathPolicyName names the admission policy that keeps a cluster of upstream
-// nodes' hostPath volumes under Options.AllowedHostPaths.
-const hostPathPolicyName = "tfk8s-local-host-paths"
+// hostPathPolicyName names the admission policy that keeps a local cluster's hostPath
+// volumes under Options.AllowedHostPaths. The local cluster's own objects do not
+// carry tfk8s in their names: they are not part of tfk8s's install.
+const hostPathPolicyName = "local-cluster-host-paths"
 
 // hostPathExpression is true for a pod whose hostPath volumes all lie in allowed:
 // each path one of them or under one. The API server already refuses a path with

@@ -9,8 +9,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// ensureBridge creates the pod network's bridge with its address, as tfk8s-node does,
-// for a cluster without a node. It reports whether it had to create or address it.
+// ensureBridge creates the host bridge the nodes join, with the host's address, the
+// first of cidr. It reports whether it had to create or address it.
 func ensureBridge(name, cidr string) (bool, error) {
 	if bridgeServes(name, cidr) == nil {
 		return false, nil

@@ -13,22 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// clusterNode is one tfk8s-node of a local cluster. The first is named as a
-// one-node cluster's always was (Options.NodeName, Bridge and PodCIDR, process
-// tfk8s-node, state in node/); node i (from 2) adds "-i" to each name and takes the
-// pod network after the one before it, so that a cluster grown to more nodes keeps
-// its first one as it was.
+// clusterNode is one node of a local cluster. The first is named as a one-node
+// cluster's always was (Options.NodeName, process tfk8s-node, state in node/); node i
+// (from 2) adds "-i" to each name and takes the pod network after the one before it,
+// so that a cluster grown to more nodes keeps its first one as it was.
 type clusterNode struct {
 	// component names the node's process: its pid file and log.
 	component string
 	// name is the Node's name.
 	name string
-	// bridge is the Linux bridge of the node's pods, podCIDR their network.
+	// bridge is the host bridge the node joins, podCIDR its pods' network.
 	bridge, podCIDR string
 	// stateDir is the node's state directory, under the cluster's.
 	stateDir string
-	// first says this is the node whose bridge address DNS and S3 listen on.
-	first bool
 }
 
 // nodeSuffix is what node i (counted from 0) adds to the first node's names.
@@ -42,26 +39,20 @@ func nodeSuffix(i int) string {
 // clusterNodes lists the cluster's nodes, as opts (checked by withDefaults) asks.
 func clusterNodes(opts Options) []clusterNode {
 	count := max(opts.Nodes, 1)
-	cidrs, err := nodePodCIDRs(opts.PodCIDR, count) // checked by withDefaults
-	bridge := func(i int) string { return opts.Bridge + nodeSuffix(i) }
-	if opts.UpstreamNode { // one host bridge, and the nodes' own network first
-		_, cidrs = upstreamNetworks(opts)
-		bridge = func(int) string { return opts.Bridge }
-	}
+	cidrs, err := nodePodCIDRs(opts.PodCIDR, count+1) // checked by withDefaults
 	p := pathsIn(opts.Dir)
 	nodes := make([]clusterNode, count)
 	for i := range nodes {
 		cidr := opts.PodCIDR
 		if err == nil {
-			cidr = cidrs[i].String()
+			cidr = cidrs[i+1].String() // after the nodes' own network
 		}
 		nodes[i] = clusterNode{
 			component: compNode + nodeSuffix(i),
 			name:      opts.NodeName + nodeSuffix(i),
-			bridge:    bridge(i),
+			bridge:    opts.Bridge,
 			podCIDR:   cidr,
 			stateDir:  p.nodeState + nodeSuffix(i),
-			first:     i == 0,
 		}
 	}
 	return nodes
@@ -88,7 +79,7 @@ func nodePodCIDRs(first string, n int) ([]netip.Prefix, error) {
 	base := prefix.Addr().As4()
 	start := uint64(base[0])<<24 | uint64(base[1])<<16 | uint64(base[2])<<8 | uint64(base[3])
 	if last := start + uint64(n)*size - 1; last > 0xffffffff {
-		return nil, fmt.Errorf("--pod-cidr %s: %d nodes need %d networks of its size after it, beyond 255.255.255.255", first, n, n)
+		return nil, fmt.Errorf("--pod-cidr %s: %d networks of its size from it go beyond 255.255.255.255", first, n)
 	}
 	out := make([]netip.Prefix, n)
 	for i := range out {
@@ -107,17 +98,8 @@ func checkNodes(opts Options) error {
 	if opts.WithoutNode && opts.Nodes > 1 {
 		return fmt.Errorf("--nodes %d: a cluster without a node has none", opts.Nodes)
 	}
-	networks := opts.Nodes
-	if opts.UpstreamNode {
-		networks++ // the nodes' own
-	}
-	if _, err := nodePodCIDRs(opts.PodCIDR, networks); err != nil {
-		return err
-	}
-	for i := range opts.Nodes {
-		if b := opts.Bridge + nodeSuffix(i); len(b) > 15 {
-			return fmt.Errorf("bridge name %q of node %d is longer than 15 characters: choose a shorter --bridge", b, i+1)
-		}
+	if _, err := nodePodCIDRs(opts.PodCIDR, opts.Nodes+1); err != nil {
+		return fmt.Errorf("%d nodes need the nodes' own network and one each: %w", opts.Nodes, err)
 	}
 	return nil
 }

@@ -2,23 +2,21 @@ package localcluster
 
 import (
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
 // TestClusterNodes: the first node keeps a one-node cluster's names; each next one
-// adds its number and takes the next network of the first's size.
+// adds its number; all join one bridge, and each node's pods take the network of the
+// pod CIDR's size after the one before, the first after the nodes' own.
 func TestClusterNodes(t *testing.T) {
 	opts := defaulted(t, Options{Nodes: 3, PodCIDR: "10.239.0.0/23", Bridge: "tfk8se6", NodeName: "n"})
 	want := []clusterNode{
-		{component: "tfk8s-node", name: "n", bridge: "tfk8se6", podCIDR: "10.239.0.0/23", stateDir: "/state/node", first: true},
-		{component: "tfk8s-node-2", name: "n-2", bridge: "tfk8se6-2", podCIDR: "10.239.2.0/23", stateDir: "/state/node-2"},
-		{component: "tfk8s-node-3", name: "n-3", bridge: "tfk8se6-3", podCIDR: "10.239.4.0/23", stateDir: "/state/node-3"},
+		{component: "tfk8s-node", name: "n", bridge: "tfk8se6", podCIDR: "10.239.2.0/23", stateDir: "/state/node"},
+		{component: "tfk8s-node-2", name: "n-2", bridge: "tfk8se6", podCIDR: "10.239.4.0/23", stateDir: "/state/node-2"},
+		{component: "tfk8s-node-3", name: "n-3", bridge: "tfk8se6", podCIDR: "10.239.6.0/23", stateDir: "/state/node-3"},
 	}
 	if diff := cmp.Diff(want, clusterNodes(opts), cmp.AllowUnexported(clusterNode{})); diff != "" {
 		t.Errorf("clusterNodes (-want +got):\n%s", diff)
@@ -28,15 +26,10 @@ func TestClusterNodes(t *testing.T) {
 	if diff := cmp.Diff(wantOrder, stopOrderOf(opts)); diff != "" {
 		t.Errorf("stopOrderOf (-want +got):\n%s", diff)
 	}
-	var kubelets []string
-	for _, c := range components(opts) {
-		if c.binary == compNode {
-			kubelets = append(kubelets, c.name+" "+c.endpoints[0].String())
-		}
-	}
-	wantKubelets := []string{"tfk8s-node 10.239.0.1:10250/tcp", "tfk8s-node-2 10.239.2.1:10250/tcp", "tfk8s-node-3 10.239.4.1:10250/tcp"}
+	kubelets := upstreamKubeletAddrs(opts)
+	wantKubelets := map[string]string{"tfk8s-node": "10.239.0.2:10250", "tfk8s-node-2": "10.239.0.3:10250", "tfk8s-node-3": "10.239.0.4:10250"}
 	if diff := cmp.Diff(wantKubelets, kubelets); diff != "" {
-		t.Errorf("the nodes' components (-want +got):\n%s", diff)
+		t.Errorf("the nodes' kubelet addresses (-want +got):\n%s", diff)
 	}
 }
 
@@ -51,17 +44,17 @@ func TestCheckPodCIDRsFree(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no routes"},
-		{name: "default route and other networks", routes: []hostRoute{route("0.0.0.0/0", "eth0"), route("192.0.2.0/24", "eth0"), route("10.239.2.0/24", "tfk8s9")}},
-		{name: "the cluster's own bridges", routes: []hostRoute{route("10.239.0.0/24", "br"), route("10.239.1.0/24", "br-2")}},
+		{name: "default route and other networks", routes: []hostRoute{route("0.0.0.0/0", "eth0"), route("192.0.2.0/24", "eth0"), route("10.239.3.0/24", "tfk8s9")}},
+		{name: "the cluster's own bridge", routes: []hostRoute{route("10.239.0.0/24", "br"), route("10.239.1.0/24", "br"), route("10.239.2.0/24", "br")}},
 		{
 			name:    "the second node's network on another bridge",
-			routes:  []hostRoute{route("10.239.1.0/24", "tfk8s0")},
-			wantErr: "pod network 10.239.1.0/24 of node tfk8s-local-2 overlaps 10.239.1.0/24, routed through tfk8s0: choose another --pod-cidr (2 nodes take 2 networks of its size from it)",
+			routes:  []hostRoute{route("10.239.2.0/24", "tfk8s0")},
+			wantErr: "pod network 10.239.2.0/24 of node tfk8s-local-2 overlaps 10.239.2.0/24, routed through tfk8s0: choose another --pod-cidr (2 nodes take 2 networks of its size from it)",
 		},
 		{
 			name:    "a LAN holding the first node's network",
 			routes:  []hostRoute{route("10.0.0.0/8", "eth1")},
-			wantErr: "pod network 10.239.0.0/24 of node tfk8s-local overlaps 10.0.0.0/8, routed through eth1",
+			wantErr: "pod network 10.239.1.0/24 of node tfk8s-local overlaps 10.0.0.0/8, routed through eth1",
 		},
 	}
 	for _, tc := range tests {
@@ -92,50 +85,6 @@ func TestStaleNode(t *testing.T) {
 	}
 }
 
-// TestNodeArgs: each node of several runs with its own name, state, network and
-// bridge, resolves names through the first's DNS, forwards to the others, and only
-// the first binds claims.
-func TestNodeArgs(t *testing.T) {
-	opts := defaulted(t, Options{Nodes: 2})
-	p := pathsIn(opts.Dir)
-	pki := controlplane.KubeletClientPKIIn(p.run)
-	nodes := clusterNodes(opts)
-	first, second := nodeArgs(opts, nodes[0], p, pki), nodeArgs(opts, nodes[1], p, pki)
-	tests := []struct {
-		name      string
-		got, want []string
-	}{
-		{
-			name: "the second's own names and the first's DNS",
-			got:  second[1:6],
-			want: []string{
-				"--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2",
-				"--cluster-dns=10.244.0.1",
-			},
-		},
-		{
-			name: "both forward, the second binds no claims",
-			got:  append(slices.Clone(first[len(first)-3:]), second[len(second)-4:]...),
-			want: []string{
-				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward", "--image-dir=" + opts.ImageDir,
-				"--registry-mirror=*=http://127.0.0.1:5000", "--ip-forward", "--local-provisioner=false", "--image-dir=" + opts.ImageDir,
-			},
-		},
-		{
-			name: "the second's cleanup",
-			got:  nodeCleanupArgs(nodes[1]),
-			want: []string{"--cleanup", "--node-name=tfk8s-local-2", "--state-dir=/state/node-2", "--pod-cidr=10.244.1.0/24", "--bridge=tfk8s0-2"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
-				t.Errorf("args (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // TestCheckNodes: what the nodes derive from the options is checked up front.
 func TestCheckNodes(t *testing.T) {
 	tests := []struct {
@@ -145,14 +94,9 @@ func TestCheckNodes(t *testing.T) {
 	}{
 		{name: "no node", opts: Options{Nodes: -1}, wantErr: "--nodes -1: want at least 1"},
 		{
-			name:    "a second node's bridge name too long",
-			opts:    Options{Bridge: "tfk8s-e2e-abcd", Nodes: 2},
-			wantErr: `bridge name "tfk8s-e2e-abcd-2" of node 2 is longer than 15 characters`,
-		},
-		{
 			name:    "nodes' networks beyond IPv4",
-			opts:    Options{PodCIDR: "255.255.254.0/24", Nodes: 3},
-			wantErr: "3 nodes need 3 networks of its size after it, beyond 255.255.255.255",
+			opts:    Options{PodCIDR: "255.255.254.0/24", Nodes: 2},
+			wantErr: "2 nodes need the nodes' own network and one each: --pod-cidr 255.255.254.0/24: 3 networks of its size from it go beyond 255.255.255.255",
 		},
 		{name: "several nodes without a node", opts: Options{Nodes: 2, WithoutNode: true}, wantErr: "a cluster without a node has none"},
 	}

@@ -1,8 +1,9 @@
 // Package localcluster runs tfk8s's local mode: a one-machine Kubernetes cluster made
 // of the upstream control plane (etcd, kube-apiserver with gang scheduling,
 // kube-controller-manager, kube-scheduler), an OCI registry (CNCF Distribution) that
-// the node mirrors every registry to, tfk8s-node (a kubelet that runs pods as runc
-// containers on the images it pulls; one per node, Options.Nodes), CoreDNS, an S3 server (versitygw) and
+// the nodes mirror every registry to, the nodes (the upstream kubelet, containerd and
+// kube-proxy, each node in namespaces of its own under tfk8s-nodeinit: package
+// localnode; Options.Nodes of them), CoreDNS, an S3 server (versitygw) and
 // tfk8s-controller, all from bin/. Each runs as a detached process with its pid file
 // and log in the state directory, so that the cluster outlives `tfk8s local up` and
 // `tfk8s local down`, run later, can stop it.
@@ -14,7 +15,8 @@
 //	cluster.yaml    the network settings the cluster was created with
 //	cluster/        certificates, etcd's data, the Corefile, registry.yml, and
 //	                <component>.pid and .log
-//	node/           tfk8s-node's state: pod sandboxes, volumes, container logs
+//	node/           the first node's state (package localnode): containerd's root,
+//	                the kubelet's directory, container logs, volumes
 //	node-2/, ...    the state of the other nodes of a cluster of several (--nodes)
 //	s3/             versitygw's buckets
 //	registry/       the registry's storage: the images pushed by up and load
@@ -46,9 +48,10 @@ const (
 	ContextName = "tfk8s-local"
 )
 
-// Ports are the TCP (and, for DNS, UDP) ports of the components. The control plane's
-// and the controller's listen on 127.0.0.1; the kubelet API, DNS and S3 on the bridge's
-// address, where both the host and the pods reach them.
+// Ports are the TCP (and, for DNS, UDP) ports of the components. etcd, the controller
+// manager, the scheduler and the controller listen on 127.0.0.1; kube-apiserver, the
+// registry, DNS and S3 on the bridge's address, where the nodes reach them; each
+// node's kubelet API on the node's own address.
 type Ports struct {
 	APIServer         int `json:"apiServer"`
 	Etcd              int `json:"etcd"`
@@ -63,8 +66,8 @@ type Ports struct {
 	S3                int `json:"s3"`
 	ControllerMetrics int `json:"controllerMetrics"`
 	ControllerHealth  int `json:"controllerHealth"`
-	// Registry is the image registry's, on 127.0.0.1: the node pulls through it, and
-	// the user pushes to it.
+	// Registry is the image registry's: the nodes pull through it, and the user
+	// pushes to it.
 	Registry int `json:"registry"`
 }
 
@@ -98,25 +101,25 @@ type Options struct {
 	UserConfigFile string
 	// NodeName is the name of the Node. Default: DefaultNodeName.
 	NodeName string
-	// PodCIDR is the pod network; the bridge takes its first address, where DNS, S3
-	// and the kubelet API listen. Default: DefaultPodCIDR.
+	// PodCIDR's network is the nodes' own, on the bridge: the host takes its first
+	// address, where kube-apiserver, the registry, DNS and S3 listen, and node i the
+	// address after it plus i. Each node's pods take the next network of its size,
+	// node 1's right after the nodes'. Default: DefaultPodCIDR.
 	PodCIDR string
-	// Bridge is the Linux bridge of the pod network. Default: DefaultBridge.
+	// Bridge is the host's Linux bridge the nodes join. Default: DefaultBridge.
 	Bridge string
 	// ClusterDomain is the cluster's DNS domain. Default: DefaultClusterDomain.
 	ClusterDomain string
 	// GPUs is how many nvidia.com/gpu each node advertises.
 	GPUs int
-	// Nodes is how many tfk8s-nodes run, each its own Node, bridge and pod network:
-	// the first as NodeName, Bridge and PodCIDR say, node i (from 2) with "-i" added
-	// to the names and the network of PodCIDR's size after the one before. The host
-	// forwards between their bridges, so that pods reach each other across nodes.
-	// Default: 1.
+	// Nodes is how many nodes run, each its own Node and pod network: the first
+	// named NodeName, node i (from 2) with "-i" added. Each node routes to the
+	// others' pods. Default: 1.
 	Nodes int
 	// Ports are the components' ports; a zero field takes DefaultPorts' value.
 	Ports Ports
 	// AllowedHostPaths are the host directories pods' hostPath volumes may name
-	// (tfk8s-node --allowed-host-paths). Default: none. Pod Security's baseline level,
+	// (an admission policy refuses any other). Default: none. Pod Security's baseline level,
 	// enforced on every namespace but the system ones, refuses hostPath volumes anyway
 	// unless the namespace is labelled pod-security.kubernetes.io/enforce=privileged.
 	AllowedHostPaths []string
@@ -124,14 +127,6 @@ type Options struct {
 	// registry: each a layout, or a directory of layouts. _out/images of the source
 	// tree around BinDir is pushed too, when it exists.
 	Images []string
-	// ImageDir is the node's image cache (tfk8s-node --image-dir). Default:
-	// $XDG_CACHE_HOME/tfk8s/images, else ~/.cache/tfk8s/images: one for every local
-	// cluster of the user, so that an image is pulled and unpacked once.
-	ImageDir string
-	// HostImages are the image names whose pods run on the host's file system
-	// (tfk8s-node --host-image), the docs' tfk8s.io/host among them when asked for.
-	// Default: none; every other image is pulled.
-	HostImages []string
 	// Install, when set (InstallHelm or InstallKustomize), installs tfk8s into the
 	// cluster from the images of _out/images instead of running tfk8s-controller as a
 	// host process: the controller then runs as pods, as its ServiceAccount with the
@@ -148,14 +143,9 @@ type Options struct {
 	// UnsafeNoFsync runs etcd without fsync: faster, for a test's throw-away cluster.
 	// A cluster kept across reboots (the default) must not lose acknowledged writes.
 	UnsafeNoFsync bool
-	// WithoutNode runs no tfk8s-node: Up creates the bridge itself and the cluster
-	// runs no pods. It lets the rest be tested before tfk8s-node exists.
+	// WithoutNode runs no node: the cluster has its bridge and runs no pods. It lets
+	// the rest be tested without a node's cost.
 	WithoutNode bool
-	// UpstreamNode runs each node on the upstream Kubernetes node (kubelet,
-	// containerd, kube-proxy, CNI) in a network and mount namespace of its own,
-	// joined to the host bridge (package localnode), instead of tfk8s-node. The API
-	// server and the registry then listen on the bridge's address too.
-	UpstreamNode bool
 	// Timeout bounds each wait for a component to become ready. Default: 2 minutes.
 	Timeout time.Duration
 	// Progress receives a line per step; nil discards them.
@@ -200,12 +190,6 @@ func (opts Options) withDefaults() (Options, error) {
 	opts.ClusterDomain = cmp.Or(opts.ClusterDomain, DefaultClusterDomain)
 	opts.Ports = opts.Ports.withDefaults()
 	opts.Nodes = cmp.Or(opts.Nodes, 1)
-	if opts.ImageDir == "" {
-		// Without a cache directory the node keeps its default, under its state.
-		opts.ImageDir = defaultImageDir()
-	} else if opts.ImageDir, err = filepath.Abs(opts.ImageDir); err != nil {
-		return opts, fmt.Errorf("resolving --image-dir: %w", err)
-	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Minute
 	}
@@ -245,16 +229,6 @@ func checkCompactTFConfigAbove(opts Options) error {
 		return fmt.Errorf("--compact-tf-config-above is the host controller's; with --install %s, set the chart's compactTFConfigAbove", opts.Install)
 	}
 	return nil
-}
-
-// defaultImageDir is $XDG_CACHE_HOME/tfk8s/images, else ~/.cache/tfk8s/images, else
-// "" when neither is known.
-func defaultImageDir() string {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(cache, "tfk8s", "images")
 }
 
 // withDefaults fills the zero ports from DefaultPorts.

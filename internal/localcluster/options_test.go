@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
-
-	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 func TestWithDefaults(t *testing.T) {
@@ -25,7 +23,7 @@ func TestWithDefaults(t *testing.T) {
 				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config",
 				NodeName: DefaultNodeName, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge,
 				ClusterDomain: DefaultClusterDomain, Ports: DefaultPorts, Timeout: 2 * time.Minute,
-				ImageDir: "/cache/tfk8s/images", Nodes: 1,
+				Nodes: 1,
 			},
 		},
 		{
@@ -37,18 +35,8 @@ func TestWithDefaults(t *testing.T) {
 			want: Options{
 				Dir: "/state", BinDir: "/bin", UserConfigFile: "/home/config", NodeName: "n1", PodCIDR: "10.9.8.0/24",
 				Bridge: "br-test", ClusterDomain: "test.local", GPUs: 4, Timeout: time.Second,
-				Ports:    func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
-				ImageDir: "/cache/tfk8s/images", Nodes: 1,
-			},
-		},
-		{
-			name: "image cache and host images given",
-			opts: Options{Dir: "/state", BinDir: "/bin", ImageDir: "/var/cache/images", HostImages: []string{"tfk8s.io/host"}},
-			want: Options{
-				Dir: "/state", BinDir: "/bin", UserConfigFile: storage.DefaultConfigFile(),
-				NodeName: DefaultNodeName, PodCIDR: DefaultPodCIDR, Bridge: DefaultBridge,
-				ClusterDomain: DefaultClusterDomain, Ports: DefaultPorts, Timeout: 2 * time.Minute,
-				ImageDir: "/var/cache/images", HostImages: []string{"tfk8s.io/host"}, Nodes: 1,
+				Ports: func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
+				Nodes: 1,
 			},
 		},
 	}

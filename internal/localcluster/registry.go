@@ -12,20 +12,18 @@ import (
 // traces to an OTLP collector on localhost and log each failure.
 var registryEnv = []string{"OTEL_TRACES_EXPORTER=none"}
 
-// registryAddr is where the registry listens: host:port on 127.0.0.1, reached by the
-// node (on the host) and the user, not by pods.
+// registryAddr is where the registry listens, host:port: on the bridge, where the
+// nodes' containerd pulls from it and the user pushes to it; the nodes keep their
+// pods from reaching it.
 func registryAddr(opts Options) string {
 	return netip.AddrPortFrom(registryHost(opts), uint16(opts.Ports.Registry)).String()
 }
 
-// registryHost is the registry's address: 127.0.0.1, or the bridge's for upstream
-// nodes, whose containerd pulls from their own network namespaces.
+// registryHost is the registry's address, the bridge's: the nodes' containerd pulls
+// from their own network namespaces.
 func registryHost(opts Options) netip.Addr {
-	if opts.UpstreamNode {
-		br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
-		return br
-	}
-	return netip.MustParseAddr("127.0.0.1")
+	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
+	return br
 }
 
 // registryURL is the registry's URL, plain HTTP: what the node mirrors every registry to.

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/client-go/rest"
@@ -30,15 +29,14 @@ type settings struct {
 	GPUs          int    `json:"gpus,omitempty"`
 	Nodes         int    `json:"nodes,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
-	UpstreamNode  bool   `json:"upstreamNode,omitempty"`
 	Ports         Ports  `json:"ports"`
-	// ImageDir and HostImages are the node's: kept, so that a node restarted by a
-	// later up pulls into the same cache and runs the same images on the host.
-	ImageDir   string   `json:"imageDir,omitempty"`
-	HostImages []string `json:"hostImages,omitempty"`
 	// Install is how tfk8s was installed: kept, so that status and a later up know
 	// the controller runs as pods.
 	Install string `json:"install,omitempty"`
+	// OldImageDir and OldHostImages are settings of the node clusters had before
+	// the upstream node: read, so that such a cluster comes up again, and dropped.
+	OldImageDir   string   `json:"imageDir,omitempty"`
+	OldHostImages []string `json:"hostImages,omitempty"`
 }
 
 // settingsOf returns the settings of opts.
@@ -51,10 +49,7 @@ func settingsOf(opts Options) settings {
 		GPUs:          opts.GPUs,
 		Nodes:         opts.Nodes,
 		WithoutNode:   opts.WithoutNode,
-		UpstreamNode:  opts.UpstreamNode,
 		Ports:         opts.Ports,
-		ImageDir:      opts.ImageDir,
-		HostImages:    opts.HostImages,
 		Install:       opts.Install,
 	}
 }
@@ -100,10 +95,7 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	// the scheduler may have bound pods to the nodes that would go.
 	opts.Nodes = pick(&errs, "--nodes", opts.Nodes, cmp.Or(saved.Nodes, 1), running)
 	opts.WithoutNode = pick(&errs, "without a node", opts.WithoutNode, saved.WithoutNode, running)
-	opts.UpstreamNode = pick(&errs, "--upstream-node", opts.UpstreamNode, saved.UpstreamNode, running)
-	opts.ImageDir = pick(&errs, "--image-dir", opts.ImageDir, saved.ImageDir, running)
 	opts.Install = pick(&errs, "--install", opts.Install, saved.Install, running)
-	opts.HostImages = pickList(&errs, "--host-image", opts.HostImages, saved.HostImages, running)
 	ports := opts.Ports.or(saved.Ports)
 	if running && ports != saved.Ports.or(ports) {
 		errs = append(errs, fmt.Errorf("ports %+v differ from the running cluster's %+v", ports, saved.Ports))
@@ -123,17 +115,6 @@ func pick[T comparable](errs *[]error, name string, explicit, saved T, running b
 		return saved
 	}
 	if running && explicit != saved {
-		*errs = append(*errs, fmt.Errorf("%s is %v, not %v", name, saved, explicit))
-	}
-	return explicit
-}
-
-// pickList is pick for a list: the explicit one if not empty, else the saved one.
-func pickList(errs *[]error, name string, explicit, saved []string, running bool) []string {
-	if len(explicit) == 0 {
-		return saved
-	}
-	if running && !slices.Equal(explicit, saved) {
 		*errs = append(*errs, fmt.Errorf("%s is %v, not %v", name, saved, explicit))
 	}
 	return explicit

@@ -48,17 +48,6 @@ func TestMergeSettings(t *testing.T) {
 			wantErr: "--bridge is br9, not br10\n--gpus is 2, not 1",
 		},
 		{
-			name:    "other host images while running are refused",
-			opts:    Options{HostImages: []string{"tfk8s.io/host"}},
-			running: true,
-			wantErr: "--host-image is [], not [tfk8s.io/host]",
-		},
-		{
-			name: "host images and image cache are kept",
-			opts: Options{HostImages: []string{"tfk8s.io/host"}, ImageDir: "/images"},
-			want: savedWith(func(s *settings) { s.HostImages, s.ImageDir = []string{"tfk8s.io/host"}, "/images" }),
-		},
-		{
 			name:    "another install method while running is refused",
 			opts:    Options{Install: InstallHelm},
 			running: true,
@@ -133,8 +122,8 @@ func TestResolveUsesSavedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := settings{NodeName: "mine", PodCIDR: "10.5.0.0/24", Bridge: "saved0", ClusterDomain: DefaultClusterDomain,
-		Ports:    func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
-		ImageDir: "/cache/tfk8s/images", Nodes: 1} // saved before --nodes: one
+		Ports: func() Ports { p := DefaultPorts; p.APIServer = 16443; return p }(),
+		Nodes: 1} // saved before --nodes: one
 	if diff := cmp.Diff(want, settingsOf(got)); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -162,10 +161,13 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
 }
 
-// startNodes starts every node's tfk8s-node and waits until each Node is Ready;
-// without a node, it creates the bridge instead. The pod networks must not overlap
-// what the host routes elsewhere.
+// startNodes starts every node's tfk8s-nodeinit and waits until each Node is Ready;
+// without a node, it starts none. The pod networks must not overlap what the host
+// routes elsewhere.
 func (u *starter) startNodes(ctx context.Context) error {
+	if u.opts.WithoutNode {
+		return nil
+	}
 	nodes := clusterNodes(u.opts)
 	routes, err := hostRoutes()
 	if err != nil {
@@ -178,55 +180,7 @@ func (u *starter) startNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
-	if u.opts.UpstreamNode {
-		return u.startUpstreamNodes(ctx, c, nodes)
-	}
-	if u.opts.WithoutNode {
-		created, err := ensureBridge(u.opts.Bridge, u.opts.PodCIDR)
-		if created {
-			u.logf("bridge %s created for %s (no node)", u.opts.Bridge, u.opts.PodCIDR)
-		}
-		u.networkReset, u.createdBridge = created, created
-		return err
-	}
-	// All start at once; then each is waited for.
-	procs := make([]*controlplane.Process, len(nodes))
-	since := make([]time.Time, len(nodes))
-	for i, n := range nodes {
-		proc, started, err := u.ensureRunning(n.component, nodeArgs(u.opts, n, u.paths, u.pki), nil, false)
-		if err != nil {
-			return err
-		}
-		if n.first {
-			// The node removes and re-creates the bridge DNS and S3 listen on.
-			u.networkReset = started
-		}
-		if started {
-			since[i] = time.Now().Truncate(time.Second)
-		}
-		procs[i] = proc
-	}
-	for i, n := range nodes {
-		if err := u.waitNodeReady(ctx, c, procs[i], n, since[i]); err != nil {
-			return err
-		}
-	}
-	return deleteStaleNodes(ctx, c, u.opts)
-}
-
-// waitNodeReady waits until node n is Ready since the given time, with its bridge
-// up.
-func (u *starter) waitNodeReady(ctx context.Context, c client.Client, proc *controlplane.Process, n clusterNode, since time.Time) error {
-	return u.waitReady(ctx, proc, "node "+n.name+" to be Ready", func(ctx context.Context) error {
-		node := &corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
-			return err
-		}
-		if !nodeReady(node, since) {
-			return errors.New("not Ready")
-		}
-		return bridgeServes(n.bridge, n.podCIDR)
-	})
+	return u.startUpstreamNodes(ctx, c, nodes)
 }
 
 // startDNS starts CoreDNS on the bridge and waits until it resolves the kubernetes
@@ -250,7 +204,7 @@ func (u *starter) startDNS(ctx context.Context) error {
 		_, err := LookupHost(ctx, server, name)
 		return err
 	})
-	if err != nil || !u.opts.UpstreamNode {
+	if err != nil {
 		return err
 	}
 	c, err := client.New(u.cfg, client.Options{})
@@ -447,7 +401,7 @@ func checkHost() error {
 	return nil
 }
 
-// checkBinaries wants every component's binary in BinDir, and runc for the node.
+// checkBinaries wants every component's binary in BinDir, and what the nodes run.
 func checkBinaries(opts Options) error {
 	if opts.BinDir == "" {
 		return errBinDirNotFound
@@ -461,15 +415,10 @@ func checkBinaries(opts Options) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing from %s: %s (run make build tools)", opts.BinDir, strings.Join(missing, ", "))
 	}
-	if opts.UpstreamNode {
-		return checkUpstreamNodeBinaries(opts.BinDir)
+	if opts.WithoutNode {
+		return nil
 	}
-	if !opts.WithoutNode {
-		if _, err := exec.LookPath("runc"); err != nil {
-			return errors.New("runc not found on PATH: tfk8s-node runs pods with it (apt-get install -y runc)")
-		}
-	}
-	return nil
+	return checkUpstreamNodeBinaries(opts.BinDir)
 }
 
 // existingDir is dir if it exists, else "" (the default).

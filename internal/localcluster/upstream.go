@@ -119,9 +119,9 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:8]
 }
 
-// provisionerUser is the identity of the nodes' claim provisioners, bound to
-// provisionerRole.
-const provisionerUser = "tfk8s:local-provisioner"
+// provisionerUser is the identity of the nodes' claim provisioners, bound to the
+// ClusterRole of the same name.
+const provisionerUser = "local-cluster:volume-provisioner"
 
 // writeNodeFiles writes a node's Config and the credentials it reads from its own
 // state directory: a kubeconfig each for the kubelet (system:node:NAME, which the Node
@@ -155,7 +155,7 @@ func writeNodeFiles(cp *controlplane.ControlPlane, c localnode.Config, clientCA 
 // ensureProvisionerRole lets the nodes' provisioners do what provisioning takes:
 // volumes, claims, the StorageClass, events, and reading nodes.
 func ensureProvisionerRole(ctx context.Context, c client.Client) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tfk8s:local-provisioner"}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: provisionerUser}}
 	_, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
 		role.Rules = []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "delete", "update", "patch"}},
@@ -225,9 +225,6 @@ func ensureDNSService(ctx context.Context, c client.Client, host netip.Addr, por
 // apiServerAddress is where kube-apiserver listens: on the bridge for upstream nodes,
 // whose kubelets reach it from their own network namespaces; else on loopback ("").
 func apiServerAddress(opts Options) string {
-	if !opts.UpstreamNode {
-		return ""
-	}
 	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
 	return br.String()
 }
@@ -236,9 +233,6 @@ func apiServerAddress(opts Options) string {
 // on it, before the components that listen there start, and the host's side of the
 // nodes' network.
 func (u *starter) startNodeNetwork(ctx context.Context) error {
-	if !u.opts.UpstreamNode {
-		return nil
-	}
 	network, _ := upstreamNetworks(u.opts)
 	created, err := ensureBridge(u.opts.Bridge, network.String())
 	if created {
@@ -317,10 +311,10 @@ func checkUpstreamNodeBinaries(binDir string) error {
 // runcPathOnHost is the runc containerd's shim runs (Debian's).
 const runcPathOnHost = "/usr/sbin/runc"
 
-// cleanUpUpstreamNode runs `tfk8s-nodeinit cleanup`, which removes what a node that
+// cleanUpNode runs `tfk8s-nodeinit cleanup`, which removes what a node that
 // did not stop cleanly leaves: processes and cgroups, the host's route to its pods and
 // its veth. It does nothing for a node that never ran from here.
-func cleanUpUpstreamNode(ctx context.Context, opts Options, n clusterNode) error {
+func cleanUpNode(ctx context.Context, opts Options, n clusterNode) error {
 	config := localnode.ConfigPath(n.stateDir)
 	if _, err := os.Stat(config); err != nil || opts.BinDir == "" {
 		return nil
@@ -338,7 +332,7 @@ func cleanUpUpstreamNode(ctx context.Context, opts Options, n clusterNode) error
 // the node's network namespace, by the node's component name.
 func upstreamKubeletAddrs(opts Options) map[string]string {
 	addrs := map[string]string{}
-	if !opts.UpstreamNode {
+	if opts.WithoutNode {
 		return addrs
 	}
 	nodes := clusterNodes(opts)

@@ -18,10 +18,10 @@ import (
 // nodeInterface is the name of the node's end of its veth, inside its namespace.
 const nodeInterface = "eth0"
 
-// hostVeth is the name of the host's end of a node's veth: "tfk" and a hash of the
+// HostVeth is the name of the host's end of a node's veth: "tfk" and a hash of the
 // node's state directory, so that two clusters' nodes of the same name do not clash;
 // its peer adds "p", within the kernel's 15 characters.
-func hostVeth(c Config) string {
+func HostVeth(c Config) string {
 	sum := sha256.Sum256([]byte(c.StateDir))
 	return "tfk" + hex.EncodeToString(sum[:])[:10]
 }
@@ -35,9 +35,9 @@ func connectNode(c Config, pid int) error {
 	if err != nil {
 		return fmt.Errorf("looking up the host bridge %s: %w", c.Bridge, err)
 	}
-	peerTmp := hostVeth(c) + "p"
-	_ = deleteLink(hostVeth(c)) // left by a node that crashed
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostVeth(c), MasterIndex: bridge.Attrs().Index}, PeerName: peerTmp}
+	peerTmp := HostVeth(c) + "p"
+	_ = deleteLink(HostVeth(c)) // left by a node that crashed
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: HostVeth(c), MasterIndex: bridge.Attrs().Index}, PeerName: peerTmp}
 	if err := netlink.LinkAdd(veth); err != nil {
 		return fmt.Errorf("creating veth %s: %w", veth.Name, err)
 	}
@@ -115,7 +115,7 @@ func disconnectNode(c Config) error {
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("removing the host's route to node %s's pods: %w", c.Name, err)
 	}
-	return deleteLink(hostVeth(c))
+	return deleteLink(HostVeth(c))
 }
 
 // deleteLink deletes the named link if it exists.

@@ -292,7 +292,7 @@ func binDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"tfk8s-node", "tfk8s-controller", "tfk8s-agent", "versitygw"} {
+	for _, b := range []string{"tfk8s-nodeinit", "kubelet", "containerd", "tfk8s-controller", "tfk8s-agent", "versitygw"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
 			t.Fatalf("no %s in %s: the chaos suite runs the real cluster (make build tools)", b, dir)
 		}

@@ -23,8 +23,6 @@ import (
 const (
 	dashboardBridge  = "tfk8se2e4"
 	dashboardPodCIDR = "10.242.0.0/24"
-	// dashboardNodeIP is the node's address on the bridge, which the pods reach.
-	dashboardNodeIP = "10.242.0.1"
 	// dashboardWait bounds every wait for the browser to show something.
 	dashboardWait = 60 * time.Second
 )
@@ -71,7 +69,7 @@ func TestDashboard(t *testing.T) {
 // testDashboardLiveLogs: list → job page → logs; the log shows tick N, then a later
 // tick appears in the same page; once released, the job succeeds and the stream ends.
 func testDashboardLiveLogs(ctx, bctx context.Context, t *testing.T, c *jobsCluster, base string) {
-	releaseURL, release := startRelease(t, dashboardNodeIP)
+	releaseURL, release := startRelease(t)
 	c.mustTfk8s(ctx, t, "submit", "--name", "ticker", "--image", jobsImage, "--workers", "0", "--chief",
 		"--", "python3", "-c", tickScript, releaseURL)
 	defer c.tfk8s(ctx, "delete", "ticker")

@@ -21,25 +21,14 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
-// leftNetwork lists the network namespaces and veths of the given pods that remain,
-// by the names tfk8s-node gives them ("tfk8s-" and "veth" then the UID's first hex
-// digits), and the bridge. Only these pods': other tfk8s nodes (the node integration
-// tests) may run on the same host at the same time.
-func leftNetwork(podUIDs []string) []string {
-	var left []string
-	for _, uid := range podUIDs {
-		hex := strings.ReplaceAll(uid, "-", "")
-		if _, err := os.Lstat(filepath.Join("/var/run/netns", "tfk8s-"+hex[:12])); err == nil {
-			left = append(left, "network namespace tfk8s-"+hex[:12])
-		}
-		if _, err := net.InterfaceByName("veth" + hex[:11]); err == nil {
-			left = append(left, "veth"+hex[:11])
-		}
+// leftNetwork lists what a cluster on bridge left on the host's network: the bridge
+// (with it would go the nodes' veths and the routes to their pods). The nodes' and
+// pods' own network namespaces go with their processes.
+func leftNetwork(bridge string) []string {
+	if _, err := net.InterfaceByName(bridge); err == nil {
+		return []string{"bridge " + bridge}
 	}
-	if _, err := net.InterfaceByName(e2eBridge); err == nil {
-		left = append(left, "bridge "+e2eBridge)
-	}
-	return left
+	return nil
 }
 
 // keepLogs copies the components' logs out of the test's temporary directory, which
@@ -69,19 +58,6 @@ func checkNodeReady(ctx context.Context, t *testing.T, kubeconfig, name string) 
 		}
 	}
 	t.Errorf("node %s is not Ready: %+v", name, node.Status.Conditions)
-}
-
-// podUIDs lists the UIDs of the cluster's pods.
-func podUIDs(ctx context.Context, t *testing.T, kubeconfig string) []string {
-	pods, err := clientset(t, kubeconfig).CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var uids []string
-	for _, p := range pods.Items {
-		uids = append(uids, string(p.UID))
-	}
-	return uids
 }
 
 // checkPodReachesServices runs a pod that resolves the kubernetes Service through the
@@ -175,7 +151,7 @@ func binDirWithBrokenController(t *testing.T, binDir string) string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if !e.IsDir() && e.Name() != "tfk8s-controller" {
+		if e.Name() != "tfk8s-controller" { // and cni/, the node's plugins
 			if err := os.Symlink(filepath.Join(binDir, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 				t.Fatal(err)
 			}
@@ -224,11 +200,6 @@ func upForTest(ctx context.Context, t *testing.T, opts localcluster.Options, aft
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	opts.Dir = dir
-	// TFK8S_E2E_NODE=upstream runs the suite on upstream nodes, which have no host
-	// images: how the suites are tried there before the upstream node is the default.
-	if os.Getenv("TFK8S_E2E_NODE") == "upstream" {
-		opts.UpstreamNode, opts.HostImages = true, nil
-	}
 	opts.UserConfigFile = filepath.Join(t.TempDir(), "config")
 	opts.Ports = freePorts(t)
 	opts.Timeout = 3 * time.Minute

@@ -73,13 +73,12 @@ func upInstalled(ctx context.Context, t *testing.T, method string) (*jobsCluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, need := range []string{filepath.Join(binDir, "tfk8s-node"), filepath.Join(binDir, method),
+	for _, need := range []string{filepath.Join(binDir, "tfk8s-nodeinit"), filepath.Join(binDir, method),
 		filepath.Join(binDir, "..", "_out", "images", "tfk8s-controller", "index.json")} {
 		if !fileExists(need) {
 			t.Fatalf("no %s: make build install-tools images", need)
 		}
 	}
-	var pods []string
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-install-node",
@@ -87,12 +86,11 @@ func upInstalled(ctx context.Context, t *testing.T, method string) (*jobsCluster
 		Bridge:   installBridge,
 		Install:  method,
 	}, func() {
-		if left := leftNetworkOn(installBridge, pods); len(left) > 0 {
+		if left := leftNetwork(installBridge); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
 	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
-	t.Cleanup(func() { pods = c.allPodUIDs(context.Background()) })
 	for _, p := range controllerPods(ctx, t, c) {
 		if p.Spec.ServiceAccountName != controllerSA {
 			t.Errorf("pod %s runs as ServiceAccount %q, want %s", p.Name, p.Spec.ServiceAccountName, controllerSA)

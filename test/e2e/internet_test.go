@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vishvananda/netns"
@@ -61,6 +62,40 @@ func newInternet(t *testing.T) *internet {
 		}
 	}()
 	return in
+}
+
+// outsides counts the namespaces newOutside made, each its own /24.
+var outsides atomic.Int32
+
+// newOutside makes a network namespace of the test's own beyond the host, standing in
+// for the internet, joined to the host by a veth, and returns its name; it and the
+// veth go when t ends. It returns the namespace's address, 198.19.N.2 (the
+// benchmarking range, routed nowhere); the host's is 198.19.N.1, its veth forwarding
+// the replies to the pods.
+func newOutside(t *testing.T) (name, addr string) {
+	t.Helper()
+	n := outsides.Add(1)
+	name = fmt.Sprintf("tfk8s-e2e-out-%d-%d", os.Getpid(), n)
+	veth := fmt.Sprintf("tfko%05d%03d", os.Getpid()%100000, n%1000)
+	runIP(t, "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	runIP(t, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", name)
+	runIP(t, "addr", "add", fmt.Sprintf("198.19.%d.1/24", n), "dev", veth)
+	runIP(t, "link", "set", veth, "up")
+	runIP(t, "-n", name, "addr", "add", fmt.Sprintf("198.19.%d.2/24", n), "dev", "eth0")
+	runIP(t, "-n", name, "link", "set", "eth0", "up")
+	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+veth+"/forwarding", []byte("1"), 0o644); err != nil {
+		t.Fatalf("letting %s forward replies: %v", veth, err)
+	}
+	return name, fmt.Sprintf("198.19.%d.2", n)
+}
+
+// runIP runs the ip command, failing t with its output.
+func runIP(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
 }
 
 // listenIn listens on addr in the named network namespace. The socket stays in the

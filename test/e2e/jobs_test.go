@@ -32,8 +32,6 @@ const (
 	jobsBridge  = "tfk8se2e1"
 	jobsPodCIDR = "10.248.0.0/24"
 	jobsImage   = images.Python
-	// hostImage names the host's filesystem as a pod's image (tfk8s-node --host-image).
-	hostImage = "tfk8s.io/host"
 	// jobsWait bounds every wait for a job or its pods.
 	jobsWait = 90 * time.Second
 )
@@ -48,24 +46,20 @@ func TestTrainingJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fileExists(filepath.Join(binDir, "tfk8s-node")) {
-		t.Fatalf("no tfk8s-node in %s: training jobs need a node (make build)", binDir)
+	if !fileExists(filepath.Join(binDir, "tfk8s-nodeinit")) {
+		t.Fatalf("no tfk8s-nodeinit in %s: training jobs need a node (make build)", binDir)
 	}
-	var pods []string // UIDs of the pods the jobs ran
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-jobs-node",
-		// The host's secrets stay hidden from a pod that runs on the host's filesystem.
-		HostImages: []string{hostImage},
-		PodCIDR:    jobsPodCIDR,
-		Bridge:     jobsBridge,
+		PodCIDR:  jobsPodCIDR,
+		Bridge:   jobsBridge,
 	}, func() {
-		if left := leftNetworkOn(jobsBridge, pods); len(left) > 0 {
+		if left := leftNetwork(jobsBridge); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
 	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
-	defer func() { pods = c.allPodUIDs(ctx) }()
 
 	t.Run("demo job succeeds", func(t *testing.T) { testDemoJob(ctx, t, c) })
 	t.Run("killed worker is re-created", func(t *testing.T) { testKilledWorker(ctx, t, c) })
@@ -73,7 +67,6 @@ func TestTrainingJobs(t *testing.T) {
 	t.Run("suspend and resume", func(t *testing.T) { testSuspendResume(ctx, t, c) })
 	t.Run("logs through the API server", func(t *testing.T) { testLogs(ctx, t, c) })
 	t.Run("a job cannot read the cluster's secrets", func(t *testing.T) { testSecretsHidden(ctx, t, c) })
-	t.Run("hostPath refused", func(t *testing.T) { testHostPathRefused(ctx, t, c) })
 	t.Run("etcd refuses clients without a certificate", func(t *testing.T) { testEtcdRefusesStrangers(t, opts.Dir, opts.Ports.Etcd) })
 	// Last: it brings the cluster down.
 	t.Run("local down keeps a running job's final uploads", func(t *testing.T) { testDownKeepsFinalUploads(ctx, t, c, opts) })
@@ -481,20 +474,6 @@ func (c *jobsCluster) eventually(ctx context.Context, t *testing.T, what string,
 	}
 }
 
-// allPodUIDs lists the UIDs of every pod left in the cluster, for the check that
-// down removes their network.
-func (c *jobsCluster) allPodUIDs(ctx context.Context) []string {
-	list, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	var uids []string
-	for _, p := range list.Items {
-		uids = append(uids, string(p.UID))
-	}
-	return uids
-}
-
 func condition(job *tfv1.TFJob, typ tfv1.JobState) *metav1.Condition {
 	for i := range job.Status.Conditions {
 		if job.Status.Conditions[i].Type == string(typ) && job.Status.Conditions[i].Status == metav1.ConditionTrue {
@@ -538,18 +517,4 @@ func programPID(podUID, script string) (int, error) {
 		return 0, fmt.Errorf("want one %s process in the cgroup of pod %s, found %v", script, podUID, found)
 	}
 	return found[0], nil
-}
-
-// leftNetworkOn is leftNetwork for the given bridge.
-func leftNetworkOn(bridge string, podUIDs []string) []string {
-	var left []string
-	for _, l := range leftNetwork(podUIDs) {
-		if !strings.HasPrefix(l, "bridge ") {
-			left = append(left, l)
-		}
-	}
-	if fileExists(filepath.Join("/sys/class/net", bridge)) {
-		left = append(left, "bridge "+bridge)
-	}
-	return left
 }

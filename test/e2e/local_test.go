@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -35,7 +36,6 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
-	"github.com/tfk8s/tfk8s/internal/node"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
@@ -60,11 +60,10 @@ func TestLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withNode := fileExists(filepath.Join(binDir, "tfk8s-node"))
+	withNode := fileExists(filepath.Join(binDir, "tfk8s-nodeinit"))
 	if !withNode {
-		t.Logf("no tfk8s-node in %s: testing the cluster without a node (the bridge is made by Up)", binDir)
+		t.Logf("no tfk8s-nodeinit in %s: testing the cluster without a node", binDir)
 	}
-	var pods []string // UIDs of the pods the cluster ran
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:      binDir,
 		NodeName:    "e2e-node",
@@ -92,7 +91,7 @@ func TestLocalCluster(t *testing.T) {
 	})
 	if withNode {
 		t.Run("a pod reaches DNS and S3, its log the API server", func(t *testing.T) {
-			pods = append(pods, checkPodReachesServices(ctx, t, st.Kubeconfig, st.S3.Endpoint))
+			checkPodReachesServices(ctx, t, st.Kubeconfig, st.S3.Endpoint)
 		})
 		t.Run("a pod runs an image pushed with local load", func(t *testing.T) {
 			checkLoadedImageRuns(ctx, t, opts, st.Kubeconfig, binDir)
@@ -103,8 +102,8 @@ func TestLocalCluster(t *testing.T) {
 		checkUpAgain(ctx, t, opts, pids, binDir)
 	})
 
-	// A crashed component is restarted alone, except the node: it re-creates the bridge,
-	// so DNS and S3, which listen on the bridge, restart after it.
+	// A crashed component is restarted alone, the node too: the bridge, where DNS
+	// and S3 listen, is the host's, not the node's.
 	crashes := []struct {
 		component string
 		restarted []string
@@ -116,7 +115,7 @@ func TestLocalCluster(t *testing.T) {
 		crashes = append(crashes, struct {
 			component string
 			restarted []string
-		}{"tfk8s-node", []string{"tfk8s-node", "coredns", "versitygw"}})
+		}{"tfk8s-node", []string{"tfk8s-node"}})
 	}
 	for _, crash := range crashes {
 		t.Run("up restarts a crashed "+crash.component, func(t *testing.T) {
@@ -125,7 +124,7 @@ func TestLocalCluster(t *testing.T) {
 	}
 
 	t.Run("down leaves nothing", func(t *testing.T) {
-		checkDownLeavesNothing(ctx, t, opts, st.Kubeconfig, pids, pods, withNode)
+		checkDownLeavesNothing(ctx, t, opts, st.Kubeconfig, pids, withNode)
 	})
 
 	t.Run("a failed up stops what it started", func(t *testing.T) {
@@ -138,12 +137,10 @@ func TestLocalCluster(t *testing.T) {
 }
 
 // checkDownLeavesNothing brings the cluster down, with a running pod when it has a
-// node, and wants no process, network or mount of it left (pods are the UIDs of the
-// pods it ran before).
-func checkDownLeavesNothing(ctx context.Context, t *testing.T, opts localcluster.Options, kubeconfig string, pids map[string]int, pods []string, withNode bool) {
+// node, and wants no process, network or mount of it left.
+func checkDownLeavesNothing(ctx context.Context, t *testing.T, opts localcluster.Options, kubeconfig string, pids map[string]int, withNode bool) {
 	if withNode {
 		startSleeper(ctx, t, kubeconfig)
-		pods = append(pods, podUIDs(ctx, t, kubeconfig)...)
 	}
 	if err := localcluster.Down(ctx, opts); err != nil {
 		t.Fatalf("down: %v", err)
@@ -157,10 +154,10 @@ func checkDownLeavesNothing(ctx context.Context, t *testing.T, opts localcluster
 	if err != nil || !st.Stopped() {
 		t.Errorf("status after down: stopped %v, %v", st.Stopped(), err)
 	}
-	if left := leftNetwork(pods); len(left) > 0 {
+	if left := leftNetwork(e2eBridge); len(left) > 0 {
 		t.Errorf("left on the host: %v", left)
 	}
-	if mounts, err := node.MountsUnder(opts.Dir); err != nil || len(mounts) > 0 {
+	if mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(opts.Dir)); err != nil || len(mounts) > 0 {
 		t.Errorf("mounts left under %s: %v %v", opts.Dir, mounts, err)
 	}
 }
@@ -180,7 +177,7 @@ func checkFailedUpStops(ctx context.Context, t *testing.T, opts localcluster.Opt
 	if err != nil || !st.Stopped() {
 		t.Errorf("after a failed up, something runs: %+v, %v", st, err)
 	}
-	if left := leftNetwork(nil); len(left) > 0 {
+	if left := leftNetwork(e2eBridge); len(left) > 0 {
 		t.Errorf("left on the host: %v", left)
 	}
 	if err := localcluster.Down(ctx, broken); err != nil {
@@ -188,10 +185,11 @@ func checkFailedUpStops(ctx context.Context, t *testing.T, opts localcluster.Opt
 	}
 }
 
-// checkTakenPortRefused brings up a fresh cluster whose API server port is taken:
-// up fails naming the port and kube-apiserver, and nothing runs.
+// checkTakenPortRefused brings up a fresh cluster whose API server port is taken (on
+// every address, the bridge's among them): up fails naming the port and
+// kube-apiserver, and nothing runs.
 func checkTakenPortRefused(ctx context.Context, t *testing.T, opts localcluster.Options) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +198,9 @@ func checkTakenPortRefused(ctx context.Context, t *testing.T, opts localcluster.
 	taken.Dir = t.TempDir() // a fresh cluster, not the one stopped above
 	taken.Ports.APIServer = l.Addr().(*net.TCPAddr).Port
 	_, err = localcluster.Up(ctx, taken)
+	if err == nil { // what came up goes down again, so that no later test finds it
+		defer localcluster.Down(context.Background(), taken)
+	}
 	if err == nil || !strings.Contains(err.Error(), "needed by kube-apiserver, is in use") {
 		t.Errorf("up with the API server's port taken: error = %v, want one naming the port and kube-apiserver", err)
 	}

@@ -54,17 +54,15 @@ func TestNotebook(t *testing.T) {
 	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "jupyter", "index.json")) {
 		t.Fatalf("no Jupyter image in %s/../_out/images: make tensorflow-image", binDir)
 	}
-	var pods []string
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir: binDir, NodeName: "e2e-notebook-node", PodCIDR: notebookPodCIDR, Bridge: notebookBridge,
 	}, func() {
-		if left := leftNetworkOn(notebookBridge, pods); len(left) > 0 {
+		if left := leftNetwork(notebookBridge); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
 	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
 	c.wait = notebookWait
-	defer func() { pods = c.allPodUIDs(ctx) }()
 
 	start := time.Now()
 	c.mustTfk8s(ctx, t, "notebook", "start", "--size", "1Gi")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -50,7 +49,7 @@ sys.exit(1)`
 // lists the job's runs and scalar tags while the job runs, and every epoch once its
 // pods are gone; Chromium renders the scalars.
 func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
-	releaseURL, release := startRelease(t, tfNodeIP)
+	releaseURL, release := startRelease(t)
 	// Parameter servers and workers serve until the end; only the chief goes on to wait.
 	script := fmt.Sprintf("python3 ps_strategy.py --epochs %d --steps-per-epoch 20 --model-dir /workspace/checkpoints && python3 -c '%s' %s",
 		tensorBoardEpochs, holdChief, releaseURL)
@@ -101,14 +100,14 @@ func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
 	screenshotScalars(t, base)
 }
 
-// startRelease serves, on the node's address, a URL that answers 503 until release is
-// called and 200 after: a pod waits on it for the test's say-so.
-func startRelease(t *testing.T, ip string) (url string, release func()) {
+// startRelease serves a URL that answers 503 until release is called and 200 after:
+// a pod waits on it for the test's say-so. It listens in a network namespace of the
+// test's own beyond the host, as a server on the internet would, since pods reach no
+// port of the host's but the cluster's own services.
+func startRelease(t *testing.T) (url string, release func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	name, addr := newOutside(t)
+	ln := listenIn(t, name, addr+":8080")
 	released := make(chan struct{})
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		select {

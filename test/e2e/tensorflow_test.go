@@ -30,8 +30,6 @@ import (
 const (
 	tfBridge  = "tfk8se2e2"
 	tfPodCIDR = "10.247.0.0/24"
-	// tfNodeIP is the node's address on the bridge, which the pods reach.
-	tfNodeIP = "10.247.0.1"
 	// tfWait bounds every wait for a TensorFlow job: six TensorFlow processes share two
 	// cores, and each takes seconds to import TensorFlow.
 	tfWait = 5 * time.Minute
@@ -55,13 +53,12 @@ func TestTensorFlowJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fileExists(filepath.Join(binDir, "tfk8s-node")) {
+	if !fileExists(filepath.Join(binDir, "tfk8s-nodeinit")) {
 		t.Fatalf("no tfk8s-node in %s: training jobs need a node (make build)", binDir)
 	}
 	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "tensorflow", "index.json")) {
 		t.Fatalf("no TensorFlow image in %s/../_out/images: make tensorflow-image", binDir)
 	}
-	var pods []string
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-tensorflow-node",
@@ -70,13 +67,12 @@ func TestTensorFlowJobs(t *testing.T) {
 		// Every TensorFlow job here runs under the agent (--artifacts).
 		CompactTFConfigAbove: ptr.To(0),
 	}, func() {
-		if left := leftNetworkOn(tfBridge, pods); len(left) > 0 {
+		if left := leftNetwork(tfBridge); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
 	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
 	c.wait = tfWait
-	defer func() { pods = c.allPodUIDs(ctx) }()
 
 	t.Run("ParameterServerStrategy trains", func(t *testing.T) { testParameterServerStrategy(ctx, t, c) })
 	t.Run("a killed worker costs nothing", func(t *testing.T) { testTensorFlowKilledWorker(ctx, t, c) })

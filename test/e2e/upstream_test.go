@@ -46,7 +46,7 @@ type upstreamCluster struct {
 func TestUpstreamNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	opts, _ := upForTest(ctx, t, localcluster.Options{UpstreamNode: true, Nodes: 2, GPUs: 2}, nil)
+	opts, _ := upForTest(ctx, t, localcluster.Options{Nodes: 2, GPUs: 2}, nil)
 	kubeconfig := filepath.Join(opts.Dir, "kubeconfig")
 	c := &upstreamCluster{
 		opts: opts, kubeconfig: kubeconfig, cs: clientset(t, kubeconfig),
