@@ -50,17 +50,39 @@ func cgroupHierarchies(root string) ([]string, error) {
 // it can hold a process.
 func createCgroups(hierarchies []string, cgroup string) error {
 	for _, h := range hierarchies {
+		if err := createCgroupIn(h, cgroup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createCgroupAttempts bounds createCgroupIn's rounds: another node that stops may
+// remove the parent the nodes share between this one's two mkdirs.
+const createCgroupAttempts = 10
+
+// createCgroupIn creates cgroup in the hierarchy h, each missing level in turn.
+func createCgroupIn(h, cgroup string) error {
+	var err error
+	for range createCgroupAttempts {
 		dir := h
+		err = nil
 		for _, part := range strings.Split(strings.Trim(cgroup, "/"), "/") {
 			parent := dir
 			dir = filepath.Join(dir, part)
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("creating cgroup %s: %w", dir, err)
+			if err = os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				break
 			}
-			if err := inheritCpuset(parent, dir); err != nil {
-				return err
+			if err = inheritCpuset(parent, dir); err != nil {
+				break
 			}
 		}
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break // done, or failed for another reason than a parent just removed
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating cgroup %s in %s: %w", cgroup, h, err)
 	}
 	return nil
 }
