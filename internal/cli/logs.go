@@ -152,6 +152,14 @@ func (l *jobLogs) printReplica(ctx context.Context, replica string, pod *corev1.
 	var liveErr error
 	switch {
 	case l.which.number > 0 || pod == nil:
+	case !l.which.previous && podEnding(pod):
+		// The kubelet may already have removed the container of a pod that ended or
+		// is being deleted (it then answers a line saying so, not the log): the copy
+		// the agent stored when its command ended comes first.
+		if l.streamS3(ctx, replica) == nil {
+			return nil
+		}
+		liveErr = l.streamPod(ctx, pod, false, false)
 	case !l.which.previous:
 		liveErr = l.streamPod(ctx, pod, false, false)
 	case restarted(pod):
@@ -170,6 +178,21 @@ func (l *jobLogs) printReplica(ctx context.Context, replica string, pod *corev1.
 		fmt.Fprintf(l.errOut, "%s: no live log (%v): printed the copy in S3\n", replica, liveErr)
 	}
 	return nil
+}
+
+// podEnding reports whether the pod is being deleted or its TensorFlow container has
+// terminated.
+func podEnding(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return true
+	}
+	c := tfjob.TensorFlowContainer(pod.Spec.Containers)
+	for _, s := range pod.Status.ContainerStatuses {
+		if c != nil && s.Name == c.Name && s.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // reportMissing returns the errors of the replicas; a replica that lacks the attempt
