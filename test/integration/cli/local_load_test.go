@@ -27,12 +27,14 @@ import (
 )
 
 // loadCluster is a local cluster's state directory whose settings point at a real
-// registry: all that `tfk8s local load` reads of a cluster.
+// registry: all that `tfk8s local load` reads of a cluster. A cluster's registry
+// listens on its pod CIDR's first address, the bridge's: here 127.0.0.0/24's is the
+// test registry's loopback address.
 func loadCluster(t *testing.T, registryAddr string) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, port, _ := net.SplitHostPort(registryAddr)
-	testutil.WriteFile(t, filepath.Join(dir, "cluster.yaml"), "ports:\n  registry: "+port+"\n")
+	testutil.WriteFile(t, filepath.Join(dir, "cluster.yaml"), "podCIDR: 127.0.0.0/24\nports:\n  registry: "+port+"\n")
 	return dir
 }
 
