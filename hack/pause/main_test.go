@@ -75,15 +75,15 @@ func TestExitsZeroOnSignal(t *testing.T) {
 // when it exits rather than leave a zombie.
 func TestReapsOrphans(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a PID namespace needs root")
+		t.Fatal("a PID namespace needs root: make test runs as root")
 	}
 	if _, err := exec.LookPath("nsenter"); err != nil {
-		t.Skip("nsenter is not installed")
+		t.Fatal("nsenter (util-linux) is not installed")
 	}
 	cmd := pauseCommand(t)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("starting pause in a PID namespace: %v", err)
+		t.Fatalf("starting pause in a PID namespace: %v", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	pid := cmd.Process.Pid
