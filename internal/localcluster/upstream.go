@@ -26,6 +26,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // A cluster on the upstream node (Options.UpstreamNode) lays out its networks so:
@@ -279,13 +280,24 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 			if !nodeReady(node, since[i]) {
 				return errors.New("not Ready")
 			}
-			return nil
+			return gpusAdvertised(node, u.opts.GPUs)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return deleteStaleNodes(ctx, c, u.opts)
+}
+
+// gpusAdvertised wants the node to offer its fake GPUs: the device plugin registers
+// with the kubelet after the node is Ready, and a job asking for GPUs at once would
+// otherwise find none.
+func gpusAdvertised(node *corev1.Node, gpus int) error {
+	got := node.Status.Allocatable[tfjob.GPUResource]
+	if got.Value() != int64(gpus) {
+		return fmt.Errorf("%s allocatable %s, want %d", tfjob.GPUResource, got.String(), gpus)
+	}
+	return nil
 }
 
 // checkUpstreamNodeBinaries wants what an upstream node runs: its programs in binDir,

@@ -4,6 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestUpstreamNodeConfigs: the nodes' network comes first in the pod CIDR, each node's
@@ -42,5 +46,34 @@ func TestUpstreamNodeConfigs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("node configs (-want +got):\n%s", diff)
+	}
+}
+
+// TestGPUsAdvertised: up waits for a node's GPUs, which its device plugin registers
+// after the node is Ready; a node without GPUs waits for nothing.
+func TestGPUsAdvertised(t *testing.T) {
+	node := func(gpus string) *corev1.Node {
+		n := &corev1.Node{}
+		if gpus != "" {
+			n.Status.Allocatable = corev1.ResourceList{tfjob.GPUResource: resource.MustParse(gpus)}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		gpus  int
+		ready bool
+	}{
+		{"no GPUs asked, none offered", node(""), 0, true},
+		{"GPUs asked, plugin not registered yet", node(""), 2, false},
+		{"GPUs asked, plugin registered none yet", node("0"), 2, false},
+		{"GPUs asked and offered", node("2"), 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := gpusAdvertised(tc.node, tc.gpus); (err == nil) != tc.ready {
+				t.Errorf("gpusAdvertised = %v, want ready %v", err, tc.ready)
+			}
+		})
 	}
 }
