@@ -61,6 +61,12 @@ func createCgroups(hierarchies []string, cgroup string) error {
 // remove the parent the nodes share between this one's two mkdirs.
 const createCgroupAttempts = 10
 
+// parentRemoved reports the errors of a level removed under the caller: gone from
+// its parent (ENOENT), or removed while its files were written (ENODEV).
+func parentRemoved(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
+}
+
 // createCgroupIn creates cgroup in the hierarchy h, each missing level in turn.
 func createCgroupIn(h, cgroup string) error {
 	var err error
@@ -77,7 +83,7 @@ func createCgroupIn(h, cgroup string) error {
 				break
 			}
 		}
-		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err == nil || !parentRemoved(err) {
 			break // done, or failed for another reason than a parent just removed
 		}
 	}
