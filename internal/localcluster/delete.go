@@ -37,7 +37,7 @@ func (d *Deleted) Print(w io.Writer) {
 // directory (etcd's data, certificates, S3 data, the registry's blobs, logs), so
 // that the next Up makes a new cluster. A directory that is not a local cluster's
 // state directory is refused before anything is stopped; a missing one is nothing
-// to delete. When Down fails, the directory stays: something of the cluster (a
+// to delete. When stopping fails, the directory stays: something of the cluster (a
 // mount, a process) may still use it.
 func Delete(ctx context.Context, opts Options) (*Deleted, error) {
 	dir, err := stateDir(opts)
@@ -52,7 +52,7 @@ func Delete(ctx context.Context, opts Options) (*Deleted, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Down(ctx, opts); err != nil {
+	if _, err := stop(ctx, opts); err != nil {
 		return nil, fmt.Errorf("deleting the local cluster in %s, which stays: %w", dir, err)
 	}
 	return removeStateDir(dir, real)

@@ -80,12 +80,22 @@ func nodeStopGrace(ctx context.Context, kubeconfig, nodeName string) time.Durati
 // is the error. The state directory (etcd's data, certificates, S3 data, logs) stays,
 // so that Up starts the same cluster again.
 func Down(ctx context.Context, opts Options) error {
-	if err := checkHost(); err != nil {
+	dir, err := stop(ctx, opts)
+	if err != nil {
 		return err
+	}
+	fmt.Fprintf(opts.Progress, "local cluster in %s stopped; its state stays there for the next tfk8s local up\n", dir)
+	return nil
+}
+
+// stop stops the local cluster as Down describes and returns its state directory.
+func stop(ctx context.Context, opts Options) (string, error) {
+	if err := checkHost(); err != nil {
+		return "", err
 	}
 	opts, err := resolve(opts)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p := pathsIn(opts.Dir)
 	nodes := clusterNodes(opts)
@@ -103,10 +113,9 @@ func Down(ctx context.Context, opts Options) error {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stopping the local cluster in %s: %w", opts.Dir, err)
+		return "", fmt.Errorf("stopping the local cluster in %s: %w", opts.Dir, err)
 	}
-	fmt.Fprintf(opts.Progress, "local cluster in %s stopped; its state stays there for the next tfk8s local up\n", opts.Dir)
-	return nil
+	return opts.Dir, nil
 }
 
 // stopNodes stops every node at once, each within its pods' longest grace period.
@@ -142,7 +151,7 @@ func stopComponent(opts Options, p paths, name string, grace time.Duration) erro
 // components or in its nodes' cgroups, the nodes' veths, the bridge, mounts under the
 // state directory, and the host network's table and forwarding flags.
 func leftovers(ctx context.Context, opts Options, p paths) []string {
-	configs := upstreamNodeConfigs(opts, p)
+	configs := upstreamNodeConfigs(opts)
 	var cgroups []string
 	for _, c := range configs {
 		cgroups = append(cgroups, strings.TrimPrefix(c.CgroupRoot, "/tfk8s/"))

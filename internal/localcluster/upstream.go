@@ -70,7 +70,7 @@ func clusterCIDR(pods []netip.Prefix) netip.Prefix {
 }
 
 // upstreamNodeConfigs returns the localnode.Config of every node of the cluster.
-func upstreamNodeConfigs(opts Options, p paths) []localnode.Config {
+func upstreamNodeConfigs(opts Options) []localnode.Config {
 	network, pods := upstreamNetworks(opts)
 	host := network.Masked().Addr().Next()
 	addrs := make([]netip.Addr, len(pods))
@@ -255,7 +255,7 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 	if err := ensureProvisionerRole(ctx, c); err != nil {
 		return err
 	}
-	configs := upstreamNodeConfigs(u.opts, u.paths)
+	configs := upstreamNodeConfigs(u.opts)
 	procs := make([]*controlplane.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {
@@ -348,7 +348,7 @@ func upstreamKubeletAddrs(opts Options) map[string]string {
 		return addrs
 	}
 	nodes := clusterNodes(opts)
-	for i, c := range upstreamNodeConfigs(opts, pathsIn(opts.Dir)) {
+	for i, c := range upstreamNodeConfigs(opts) {
 		addrs[nodes[i].component] = netip.AddrPortFrom(c.Address, uint16(c.KubeletPort)).String()
 	}
 	return addrs

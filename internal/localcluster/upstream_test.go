@@ -14,7 +14,7 @@ import (
 // pods after it, and each node routes to the others' pods through their addresses.
 func TestUpstreamNodeConfigs(t *testing.T) {
 	opts := defaulted(t, Options{Nodes: 2, GPUs: 2, Ports: Ports{Registry: 15000}})
-	configs := upstreamNodeConfigs(opts, pathsIn(opts.Dir))
+	configs := upstreamNodeConfigs(opts)
 	if len(configs) != 2 {
 		t.Fatalf("%d node configs, want 2", len(configs))
 	}
