@@ -178,15 +178,25 @@ type dataFile struct {
 }
 
 // listData lists the regular files under dir (following links to files, as SyncDir
-// does), in path order.
+// does), in path order. A symbolic link that leads outside dir is refused, by name:
+// following it would upload a file the user never put in the data set.
 func listData(dir string) ([]dataFile, error) {
+	links, err := pack.NewLinkChecker(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading --data %s: %w", dir, err)
+	}
 	var files []dataFile
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if e.IsDir() {
 			return nil
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			if err := links.Check(p); err != nil {
+				return err
+			}
 		}
 		st, err := os.Stat(p)
 		if err != nil || !st.Mode().IsRegular() {

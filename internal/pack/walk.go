@@ -22,7 +22,8 @@ type entry struct {
 
 // walk lists what Pack puts in the archive, depth first in name order, honouring the
 // ignore files. Files other than regular files, directories and symbolic links
-// (sockets, devices) are left out.
+// (sockets, devices) are left out; a symbolic link that leads outside root is an
+// *EscapingLinkError.
 func walk(root string) ([]entry, error) {
 	st, err := os.Stat(root)
 	if err != nil {
@@ -31,16 +32,20 @@ func walk(root string) ([]entry, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("packing %s: not a directory", root)
 	}
+	links, err := NewLinkChecker(root)
+	if err != nil {
+		return nil, fmt.Errorf("packing %s: %w", root, err)
+	}
 	var rules ignoreRules
 	var out []entry
-	if err := walkDir(root, nil, &rules, &out); err != nil {
+	if err := walkDir(root, nil, &rules, links, &out); err != nil {
 		return nil, fmt.Errorf("packing %s: %w", root, err)
 	}
 	return out, nil
 }
 
 // walkDir appends the entries of the directory whose relative path is rel.
-func walkDir(root string, rel []string, rules *ignoreRules, out *[]entry) error {
+func walkDir(root string, rel []string, rules *ignoreRules, links LinkChecker, out *[]entry) error {
 	dir := filepath.Join(append([]string{root}, rel...)...)
 	if err := rules.load(dir, rel); err != nil {
 		return err
@@ -64,10 +69,13 @@ func walkDir(root string, rel []string, rules *ignoreRules, out *[]entry) error 
 		switch {
 		case isDir:
 			*out = append(*out, entry{name: name + "/", local: local, info: info})
-			if err := walkDir(root, p, rules, out); err != nil {
+			if err := walkDir(root, p, rules, links, out); err != nil {
 				return err
 			}
 		case info.Mode()&fs.ModeSymlink != 0:
+			if err := links.Check(local); err != nil {
+				return err
+			}
 			link, err := os.Readlink(local)
 			if err != nil {
 				return err
