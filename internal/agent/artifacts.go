@@ -63,8 +63,9 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 }
 
 // sync uploads the changed artifact files and the log, then, when final, the attempt's
-// record, then the manifest if anything changed or final is set. A nil exitCode means
-// the command is still running.
+// record, then the manifest if anything changed or final is set; the manifest says
+// Final only if everything before it was stored. A nil exitCode means the command is
+// still running.
 func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -93,7 +94,9 @@ func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 	}
 	u.manifestDirty = u.manifestDirty || total.Transferred > 0
 	if u.manifestDirty || final {
-		if err := u.writeManifest(ctx, final, exitCode); err != nil {
+		// Final says the attempt's last files are all stored: not so if any failed.
+		complete := final && errors.Join(errs...) == nil
+		if err := u.writeManifest(ctx, complete, exitCode); err != nil {
 			errs = append(errs, err)
 		} else {
 			u.manifestDirty = false
