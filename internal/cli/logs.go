@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/logline"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -404,27 +404,28 @@ type lineWriter struct {
 	w  io.Writer
 }
 
-// copyLines copies r line by line.
+// copyLines copies r line by line. A line longer than logline.Max is written in
+// pieces, each but the last ending with logline.Mark, so that one line without a
+// newline (300 MB of it) holds no more memory than one piece.
 func (lw *lineWriter) copyLines(replica string, r io.Reader) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := logline.NewReader(r, logline.Max)
 	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			if !strings.HasSuffix(line, "\n") {
-				line += "\n"
-			}
-			lw.mu.Lock()
-			_, werr := fmt.Fprintf(lw.w, "[%s] %s", replica, line)
-			lw.mu.Unlock()
-			if werr != nil {
-				return werr
-			}
-		}
+		line, cut, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		mark := ""
+		if cut {
+			mark = logline.Mark
+		}
+		lw.mu.Lock()
+		_, werr := fmt.Fprintf(lw.w, "[%s] %s%s\n", replica, line, mark)
+		lw.mu.Unlock()
+		if werr != nil {
+			return werr
 		}
 	}
 }

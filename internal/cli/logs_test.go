@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/logline"
 )
 
 func TestLineWriterPrefixesWholeLines(t *testing.T) {
@@ -41,6 +42,32 @@ func TestLineWriterPrefixesWholeLines(t *testing.T) {
 		if !ok {
 			t.Fatalf("mangled line %q", l)
 		}
+	}
+}
+
+// TestLineWriterSplitsLongLines: a line longer than 64 KiB comes out in pieces of at
+// most 64 KiB, each marked as continuing but the last, and nothing is lost.
+func TestLineWriterSplitsLongLines(t *testing.T) {
+	var buf bytes.Buffer
+	lw := &lineWriter{w: &buf}
+	long := strings.Repeat("0123456789", 20<<10) // 200 KiB
+	if err := lw.copyLines("worker-0", strings.NewReader(long+"\nafter\n")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	var joined strings.Builder
+	for i, l := range lines[:len(lines)-1] {
+		text, ok := strings.CutPrefix(l, "[worker-0] ")
+		if !ok || len(text) > logline.Max+len(logline.Mark) {
+			t.Fatalf("line %d: %d bytes, prefix %v", i, len(l), ok)
+		}
+		if last := i == len(lines)-2; strings.HasSuffix(text, logline.Mark) == last {
+			t.Errorf("line %d of %d: marked as continuing %v", i, len(lines)-1, !last)
+		}
+		joined.WriteString(strings.TrimSuffix(text, logline.Mark))
+	}
+	if len(lines) != 5 || joined.String() != long || lines[4] != "[worker-0] after" {
+		t.Errorf("%d lines, the long one rejoined whole %v, last %q", len(lines), joined.String() == long, lines[len(lines)-1])
 	}
 }
 
