@@ -25,32 +25,52 @@ import (
 )
 
 func newDashboardCommand(o *rootOptions) *cobra.Command {
-	var address string
-	var open, inCluster bool
+	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "dashboard [--address HOST:PORT] [--open]",
 		Short: "Serve the web dashboard: jobs, replicas, events, live logs, suspend, resume, delete",
 		Long: `Serve the tfk8s web dashboard. Locally it acts with your kubeconfig, as kubectl proxy
-does, and answers on loopback addresses only: open the URL it prints (or pass --open).
+does, so it listens on a loopback address only and answers only connections from this
+machine: open the URL it prints (or pass --open).
 
 With --in-cluster (the dashboard's Deployment), each user signs in with a bearer token,
 checked with a TokenReview and kept on the server; every call is made with that token,
 so users see only what their RBAC allows. The dashboard's own credentials (its
-ServiceAccount, or the kubeconfig) serve only the TokenReview.`,
+ServiceAccount, or the kubeconfig) serve only the TokenReview. It reads a job's logs
+and artifacts in S3 only at the endpoints ` + dashboard.S3EndpointsFlag + ` names.`,
 		Example: "  tfk8s dashboard --open\n  tfk8s dashboard --address 127.0.0.1:9000",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.serveDashboard(cmd.Context(), address, open, inCluster)
+			return o.serveDashboard(cmd.Context(), f)
 		},
 	}
-	cmd.Flags().StringVar(&address, "address", dashboard.DefaultAddress, "HOST:PORT to listen on")
-	cmd.Flags().BoolVar(&open, "open", false, "open the dashboard in the browser")
-	cmd.Flags().BoolVar(&inCluster, "in-cluster", false, "ask users to sign in with a bearer token and act with it")
+	cmd.Flags().StringVar(&f.address, "address", dashboard.DefaultAddress, "HOST:PORT to listen on; a loopback address unless --in-cluster")
+	cmd.Flags().BoolVar(&f.open, "open", false, "open the dashboard in the browser")
+	cmd.Flags().BoolVar(&f.inCluster, "in-cluster", false, "ask users to sign in with a bearer token and act with it")
+	cmd.Flags().StringSliceVar(&f.s3Endpoints, strings.TrimPrefix(dashboard.S3EndpointsFlag, "--"), nil,
+		"an S3 endpoint (host:port) whose logs and artifacts the dashboard may read, repeatable; "+
+			"default: with --in-cluster none, else any (as tfk8s logs)")
 	return cmd
 }
 
-// serveDashboard serves the dashboard on address until ctx ends.
-func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, inCluster bool) error {
+// serveFlags are the flags of tfk8s dashboard.
+type serveFlags struct {
+	address         string
+	open, inCluster bool
+	s3Endpoints     []string
+}
+
+// serveDashboard serves the dashboard on f.address until ctx ends.
+func (o *rootOptions) serveDashboard(ctx context.Context, f serveFlags) error {
+	if !f.inCluster && !dashboard.LoopbackAddress(f.address) {
+		return fmt.Errorf("--address %s: the local dashboard acts with your kubeconfig and signs nobody in, "+
+			"so it listens on a loopback address only (127.0.0.1, [::1] or localhost); "+
+			"only --in-cluster, where each user signs in, may listen elsewhere", f.address)
+	}
+	s3, err := dashboardS3Endpoints(f)
+	if err != nil {
+		return err
+	}
 	cfg, err := o.kube.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -59,37 +79,34 @@ func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, 
 	if err != nil {
 		return err
 	}
-	newCluster := o.newDashboardCluster
-	if inCluster {
+	// The dashboard's cluster dials only the S3 endpoints allowed.
+	clusterOpts := &rootOptions{env: o.env, kube: o.kube, s3: o.s3, checkS3Endpoint: s3.Check}
+	newCluster := clusterOpts.newDashboardCluster
+	if f.inCluster {
 		// In-cluster, S3 is reached with the job's storage Secret only, read with the
 		// user's token: never with S3 settings of the dashboard's own, which would show
 		// logs to users who may not read the Secret.
-		userOpts := &rootOptions{env: Env{IOStreams: o.env.IOStreams, Getenv: func(string) string { return "" }}, kube: o.kube}
-		newCluster = userOpts.newInClusterDashboardCluster
+		clusterOpts.env, clusterOpts.s3 = Env{IOStreams: o.env.IOStreams, Getenv: func(string) string { return "" }}, s3Flags{}
+		newCluster = clusterOpts.newInClusterDashboardCluster
 	}
 	srv, err := dashboard.New(dashboard.Options{
-		Config: cfg, NewCluster: newCluster, Namespace: ns, InCluster: inCluster, Log: o.env.ErrOut,
+		Config: cfg, NewCluster: newCluster, Namespace: ns, InCluster: f.inCluster, Log: o.env.ErrOut,
 	})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", address)
+	ln, err := net.Listen("tcp", f.address)
 	if err != nil {
-		return fmt.Errorf("--address %s: %w", address, err)
+		return fmt.Errorf("--address %s: %w", f.address, err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(o.env.Out, "Dashboard: %s\n", url)
-	if open {
+	if f.open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 		}
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Requests (log streams among them) end with the command.
-		BaseContext: func(net.Listener) context.Context { return ctx },
-	}
+	hs := srv.HTTPServer(ctx)
 	stopped := context.AfterFunc(ctx, func() {
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -100,6 +117,16 @@ func (o *rootOptions) serveDashboard(ctx context.Context, address string, open, 
 		return fmt.Errorf("serving the dashboard: %w", err)
 	}
 	return nil
+}
+
+// dashboardS3Endpoints are the S3 endpoints the dashboard may reach: those of
+// --allowed-s3-endpoint; without it, none in the cluster, where a user's Secret names
+// the endpoint, and any locally, where the dashboard reads S3 as tfk8s logs does.
+func dashboardS3Endpoints(f serveFlags) (*dashboard.S3Endpoints, error) {
+	if len(f.s3Endpoints) == 0 && !f.inCluster {
+		return dashboard.AnyS3Endpoint(), nil
+	}
+	return dashboard.AllowS3Endpoints(f.s3Endpoints)
 }
 
 // dashboardCluster is the dashboard's view of the cluster, as one user, through the

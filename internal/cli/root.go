@@ -78,6 +78,9 @@ type rootOptions struct {
 	env  Env
 	kube *genericclioptions.ConfigFlags
 	s3   s3Flags
+	// checkS3Endpoint, if set, refuses an S3 endpoint before it is dialled: the
+	// in-cluster dashboard's allow-list.
+	checkS3Endpoint func(endpoint string) error
 }
 
 // NewRootCommand returns the tfk8s command with all its subcommands.

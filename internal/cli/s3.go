@@ -69,6 +69,9 @@ func (o *rootOptions) storageForJob(ctx context.Context, cs *clients, job *tfv1.
 			err = nil
 		}
 	}
+	if err == nil && o.checkS3Endpoint != nil {
+		err = o.checkS3Endpoint(cfg.Endpoint)
+	}
 	if err != nil {
 		return nil, storage.Config{}, err
 	}

@@ -1,9 +1,9 @@
 package dashboard
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tfk8s/tfk8s/internal/logline"
 )
 
 // maxStreamBytes bounds what one log stream sends to the browser; the download has
@@ -76,8 +78,8 @@ func (s *Server) logsStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	rc.Flush()
+	st := s.newStream(w)
+	st.Flush()
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -88,7 +90,7 @@ func (s *Server) logsStream(w http.ResponseWriter, r *http.Request, sess *sessio
 		pw.Close()
 		done <- err
 	}()
-	sent, err := sendLines(w, rc, pr, maxStreamBytes)
+	sent, err := sendLines(st, pr, maxStreamBytes)
 	pr.CloseWithError(io.ErrClosedPipe)
 	cancel()
 	logErr := <-done
@@ -102,33 +104,41 @@ func (s *Server) logsStream(w http.ResponseWriter, r *http.Request, sess *sessio
 		msg = logErr.Error()
 	}
 	end, _ := json.Marshal(map[string]string{"error": msg})
-	fmt.Fprintf(w, "event: end\ndata: %s\n\n", end)
-	rc.Flush()
+	fmt.Fprintf(st, "event: end\ndata: %s\n\n", end)
+	st.Flush()
 }
 
+// maxStreamLine is the longest line a log stream holds: a line the CLI split at
+// logline.Max still fits whole with its "[replica] " prefix and its mark.
+const maxStreamLine = logline.Max + 256
+
 // sendLines sends each line of r as a "line" event until r ends or limit bytes were
-// read, and returns how many were.
-func sendLines(w io.Writer, rc *http.ResponseController, r io.Reader, limit int) (int, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+// read, and returns how many were. A line longer than maxStreamLine goes in pieces,
+// each but the last ending with logline.Mark, so that memory stays bounded whatever
+// a pod prints.
+func sendLines(w *stream, r io.Reader, limit int) (int, error) {
+	lr := logline.NewReader(r, maxStreamLine)
 	sent := 0
 	for sent < limit {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			sent += len(line)
-			replica, text := splitReplica(strings.TrimRight(line, "\r\n"))
-			data, _ := json.Marshal(logEvent{Replica: replica, Segments: ansiSegments(text)})
-			if _, werr := fmt.Fprintf(w, "event: line\ndata: %s\n\n", data); werr != nil {
-				return sent, werr
-			}
-			if br.Buffered() == 0 {
-				rc.Flush()
-			}
-		}
-		if err == io.EOF {
+		line, cut, err := lr.Next()
+		if errors.Is(err, io.EOF) {
 			return sent, nil
 		}
 		if err != nil {
 			return sent, err
+		}
+		sent += len(line) + 1
+		text := strings.TrimSuffix(string(line), "\r")
+		if cut {
+			text += logline.Mark
+		}
+		replica, text := splitReplica(text)
+		data, _ := json.Marshal(logEvent{Replica: replica, Segments: ansiSegments(text)})
+		if _, werr := fmt.Fprintf(w, "event: line\ndata: %s\n\n", data); werr != nil {
+			return sent, werr
+		}
+		if lr.Buffered() == 0 {
+			w.Flush()
 		}
 	}
 	return sent, nil
@@ -161,7 +171,8 @@ func (s *Server) logsDownload(w http.ResponseWriter, r *http.Request, sess *sess
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name + ".log"}))
-	if err := sess.cluster.Logs(r.Context(), req, w); err != nil {
-		fmt.Fprintf(w, "\n# tfk8s dashboard: %v\n", err)
+	st := s.newStream(w)
+	if err := sess.cluster.Logs(r.Context(), req, st); err != nil {
+		fmt.Fprintf(st, "\n# tfk8s dashboard: %v\n", err)
 	}
 }

@@ -68,10 +68,11 @@ func (s *Server) confirmStopPage(w http.ResponseWriter, r *http.Request, sess *s
 }
 
 // stopNotebook stops a notebook as the session's user, as tfk8s notebook stop does
-// (with --delete-home when the box was ticked), audited.
+// (with --delete-home when the box was ticked), audited. The box is read from the
+// form's body only: a query in the form's action is no tick.
 func (s *Server) stopNotebook(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	err := sess.cluster.StopNotebook(r.Context(), ns, name, r.FormValue("delete-home") == "true")
+	err := sess.cluster.StopNotebook(r.Context(), ns, name, r.PostFormValue("delete-home") == "true")
 	s.audit(r, sess, "stop", "notebook", ns, name, err)
 	if err != nil {
 		s.fail(w, r, err)

@@ -53,11 +53,15 @@ var ErrBadRequest = errors.New("bad request")
 // (a notebook none of whose objects exists): the dashboard answers 404.
 var ErrNotFound = errors.New("not found")
 
+// ErrForbidden marks something the dashboard itself refuses to do for anyone, such as
+// reaching an S3 endpoint its admin did not allow: the dashboard answers 403.
+var ErrForbidden = errors.New("forbidden")
+
 // statusOf maps an API error to the HTTP status the dashboard answers with: the
 // API server's own 401, 403 and 404 pass through.
 func statusOf(err error) int {
 	switch {
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err), errors.Is(err, ErrForbidden):
 		return http.StatusForbidden
 	case apierrors.IsUnauthorized(err):
 		return http.StatusUnauthorized

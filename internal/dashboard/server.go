@@ -5,14 +5,17 @@
 // TensorBoards of a namespace, in a browser.
 //
 // It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
-// user's kubeconfig, as kubectl proxy does, and answers only on loopback host names;
-// in-cluster each user signs in with a bearer token, kept server-side in a session,
+// user's kubeconfig, as kubectl proxy does, listens on loopback only and answers only
+// loopback peers that name a loopback host; in-cluster each user signs in with a
+// bearer token (sign-ins rate-limited per address), kept server-side in a session,
 // and every API call is made with that token, so that a user sees nothing RBAC does
 // not let them see.
 //
-// Pages are html/template, made live with htmx (vendored, static/htmx.min.js) and one
-// small script of our own for log streams; the Content-Security-Policy allows no
-// inline script or style, and every mutation is a POST checked by
+// Every name in a request's path or form is checked as the name of the object it
+// stands for (404 otherwise) and escaped in every link. Pages are html/template, made
+// live with htmx (vendored, static/htmx.min.js) and one small script of our own for
+// log streams, whose lines are capped at 64 KiB; the Content-Security-Policy allows
+// no inline script or style, and every mutation is a POST checked by
 // net/http.CrossOriginProtection and written to the audit log.
 package dashboard
 
@@ -67,6 +70,8 @@ type Options struct {
 	MaxLogStreams int
 	// Log receives the audit lines (one per mutation) and server errors.
 	Log io.Writer
+	// Timeouts of HTTPServer; a zero field takes DefaultTimeouts'.
+	Timeouts Timeouts
 }
 
 // Server is the dashboard's HTTP handler.
@@ -74,7 +79,8 @@ type Server struct {
 	opts     Options
 	pages    map[string]*template.Template
 	sessions *sessions
-	local    *session // the one session of local mode
+	signIns  *rateLimit // sign-in attempts by client address
+	local    *session   // the one session of local mode
 	metrics  *metrics
 	handler  http.Handler
 }
@@ -93,11 +99,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}
+	opts.Timeouts = opts.Timeouts.withDefaults()
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, pages: pages, sessions: newSessions(), metrics: newMetrics()}
+	s := &Server{opts: opts, pages: pages, sessions: newSessions(), metrics: newMetrics(),
+		signIns: newRateLimit(signInBurst, signInEvery)}
 	if !opts.InCluster {
 		c, err := opts.NewCluster(opts.Config, opts.Namespace)
 		if err != nil {
@@ -115,8 +123,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Registry holds the server's Prometheus metrics, served at /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
 
-// routes wires the pages. Every handler runs behind the security headers, and every
-// request that is not GET or HEAD behind CrossOriginProtection.
+// routes wires the pages. Every handler runs behind the security headers, every
+// request that is not GET or HEAD behind CrossOriginProtection and fromBrowserPage,
+// and locally every request behind localOnly.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
@@ -146,9 +155,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /workspace/{namespace}/notebooks/{name}/stop", s.withSession(s.stopNotebook))
 
 	cop := http.NewCrossOriginProtection()
-	var h http.Handler = cop.Handler(mux)
+	h := fromBrowserPage(cop.Handler(mux))
 	if !s.opts.InCluster {
-		h = loopbackOnly(h)
+		h = localOnly(h)
 	}
 	return s.metrics.instrument(mux, securityHeaders(h))
 }
@@ -167,11 +176,16 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// loopbackOnly refuses requests whose Host is not a loopback name or address: the
-// local dashboard acts with the user's kubeconfig, and a page of another site must
-// not reach it through a DNS name rebound to 127.0.0.1.
-func loopbackOnly(next http.Handler) http.Handler {
+// localOnly refuses a request whose peer is not on this machine's loopback, or whose
+// Host is not a loopback name or address: the local dashboard acts with the user's
+// kubeconfig, so no other machine may reach it (whatever Host it sends), and a page
+// of another site must not reach it through a DNS name rebound to 127.0.0.1.
+func localOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackPeer(r.RemoteAddr) {
+			http.Error(w, fmt.Sprintf("peer %s refused: the local dashboard answers connections from this machine's loopback only", r.RemoteAddr), http.StatusForbidden)
+			return
+		}
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
@@ -180,6 +194,51 @@ func loopbackOnly(next http.Handler) http.Handler {
 		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			http.Error(w, fmt.Sprintf("host %q refused: the local dashboard answers on localhost and loopback addresses only", r.Host), http.StatusForbidden)
 			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackPeer reports whether a connection's remote address, host:port, is a
+// loopback address.
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LoopbackAddress reports whether address, HOST:PORT, listens on loopback only: a
+// loopback IP address or localhost. An empty host listens on every interface.
+func LoopbackAddress(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// fromBrowserPage refuses a request that changes something and carries neither
+// Origin nor Sec-Fetch-Site. CrossOriginProtection lets such a request through as
+// one of no browser; but every mutation of the dashboard is a form of its own pages,
+// which every browser sends with Origin, and a browser old enough to send neither
+// would not be protected from another site's form. So refusing costs a browser
+// nothing and closes that gap; scripts have the tfk8s command line.
+func fromBrowserPage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+				http.Error(w, r.Method+" refused: it carries neither Origin nor Sec-Fetch-Site, as a browser's form of the dashboard does", http.StatusForbidden)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -195,6 +254,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"size":  formatSize,
 		"list":  func(v ...string) []string { return v },
 		"gpus":  gpus,
+		"path":  pathEscape,
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace", "notebookstop"} {

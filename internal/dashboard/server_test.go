@@ -61,9 +61,11 @@ func newTestServer(t *testing.T, inCluster bool) (*Server, *bytes.Buffer) {
 	return s, &log
 }
 
+// serve sends a request from a loopback peer, as the local dashboard's users are.
 func serve(s *Server, method, target, host string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, nil)
 	r.Host = host
+	r.RemoteAddr = "127.0.0.1:40000"
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
 	return w
@@ -184,7 +186,7 @@ func TestWorkspaceMutationsRefuseCrossOrigin(t *testing.T) {
 		}{{"cross-site", http.StatusForbidden, false}, {"same-origin", http.StatusBadGateway, true}} {
 			s, log := newTestServer(t, false)
 			r := httptest.NewRequest(http.MethodPost, target, strings.NewReader("name=lab"))
-			r.Host = "127.0.0.1:8686"
+			r.Host, r.RemoteAddr = "127.0.0.1:8686", "127.0.0.1:40000"
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			r.Header.Set("Sec-Fetch-Site", tc.site)
 			w := httptest.NewRecorder()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,10 +101,14 @@ func (ss *sessions) remove(id string) {
 type sessionHandler func(w http.ResponseWriter, r *http.Request, s *session)
 
 // withSession finds the request's session: the one of local mode, else the one its
-// cookie names. Without one, a page goes to the sign-in form and anything else
+// cookie names. A name in the request that no object can have is 404 first. Without one, a page goes to the sign-in form and anything else
 // gets 401.
 func (s *Server) withSession(h sessionHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkNames(r); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
 		if s.local != nil {
 			h(w, r, s.local)
 			return
@@ -127,10 +132,19 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks the token with a TokenReview and, if the API server knows its user,
-// starts a session whose every call uses that token.
+// starts a session whose every call uses that token. Attempts are rate-limited per
+// client address, so that tokens cannot be guessed at the API server's pace.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.InCluster {
 		http.Redirect(w, r, "/jobs", http.StatusSeeOther)
+		return
+	}
+	if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
+		seconds := int(wait.Seconds()) + 1
+		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: too many attempts\n", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(seconds))
+		s.render(w, r, http.StatusTooManyRequests, "signin", pageData{Title: "Sign in", InCluster: true, Page: map[string]any{"InCluster": true,
+			"Error": fmt.Sprintf("Too many sign-in attempts from your address: at most %d at once, then one every %v. Try again in %d s.", signInBurst, signInEvery, seconds)}})
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
@@ -168,7 +182,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // reviewToken asks the API server who token belongs to, with the dashboard's own
-// identity (which may do nothing but TokenReview and SubjectAccessReview).
+// identity (which may do nothing but TokenReview).
 func (s *Server) reviewToken(ctx context.Context, token string) (string, error) {
 	if token == "" {
 		return "", errors.New("no token given")

@@ -32,7 +32,7 @@ func (s *Server) artifactsPage(w http.ResponseWriter, r *http.Request, sess *ses
 // than an empty download.
 func (s *Server) artifactDownload(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns, name, file := r.PathValue("namespace"), r.PathValue("name"), r.FormValue("path")
-	aw := &attachmentWriter{w: w, filename: name + "-" + path.Base(file)}
+	aw := &attachmentWriter{w: w, st: s.newStream(w), filename: name + "-" + path.Base(file)}
 	err := sess.cluster.Artifact(r.Context(), ns, name, file, aw)
 	switch {
 	case err != nil && !aw.started:
@@ -42,9 +42,11 @@ func (s *Server) artifactDownload(w http.ResponseWriter, r *http.Request, sess *
 	}
 }
 
-// attachmentWriter sets the headers of an attachment on the first write.
+// attachmentWriter sets the headers of an attachment on the first write, and writes
+// it as a stream.
 type attachmentWriter struct {
 	w        http.ResponseWriter
+	st       *stream
 	filename string
 	started  bool
 }
@@ -61,7 +63,7 @@ func (a *attachmentWriter) Write(p []byte) (int, error) {
 	if !a.started {
 		a.start()
 	}
-	return a.w.Write(p)
+	return a.st.Write(p)
 }
 
 // formatSize renders a file size as 1.2 MiB and the like.

@@ -73,7 +73,8 @@ func TestDashboardInstall(t *testing.T) {
 		want  bool
 	}{
 		{authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
-		{authorizationv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true},
+		// The dashboard reviews tokens and nothing else: no access reviews.
+		{authorizationv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, false},
 		{authorizationv1.ResourceAttributes{Group: "tfk8s.io", Resource: "tfjobs", Verb: "list"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: systemNamespace}, false},
 		{authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "log", Verb: "get", Namespace: "default"}, false},
