@@ -150,12 +150,12 @@ func TestNotebookAccount(t *testing.T) {
 	f.mustSucceed("notebook", "start", "nb")
 	as := "system:serviceaccount:" + f.ns + ":nb"
 
-	// The CLI itself, impersonating the account: without the notebook's environment it
-	// may not make a job's Secret, and says what to do; in it, the job reads the
-	// notebook's Secret.
+	// The CLI itself, impersonating the account: without the notebook's environment its
+	// job would read a Secret of its own, which the notebook's admission policy refuses,
+	// naming the notebook's; in it, the job reads the notebook's Secret.
 	code := writeTree(t, map[string]string{"x.py": "print(1)\n"})
 	if r := f.tfk8s("--as", as, "submit", code, "--name", "fromnb", "--image", "tf:2.16", "--", "python3", "x.py"); r.code == 0 ||
-		!strings.Contains(r.stderr, "creating secret fromnb-storage for the job's S3 settings") || !strings.Contains(r.stderr, "--storage-secret names a Secret") {
+		!strings.Contains(r.stderr, "spec.storage.secretRef.name: Secret fromnb-storage") || !strings.Contains(r.stderr, "and nb-s3") {
 		t.Errorf("submit as the notebook's account without TFK8S_STORAGE_SECRET: %s", r)
 	}
 	if jobs := f.jobs(); len(jobs) > 0 {

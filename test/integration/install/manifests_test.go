@@ -57,7 +57,9 @@ func TestChartAndKustomizeInstallTheSameObjects(t *testing.T) {
 		"RoleBinding tfk8s-system/tfk8s-leader-election",
 		"Service tfk8s-system/tfk8s-controller-metrics",
 		"ServiceAccount tfk8s-system/tfk8s-controller",
+		"ValidatingAdmissionPolicy tfk8s-notebook-tfjob",
 		"ValidatingAdmissionPolicy tfk8s-tfjob",
+		"ValidatingAdmissionPolicyBinding tfk8s-notebook-tfjob",
 		"ValidatingAdmissionPolicyBinding tfk8s-tfjob",
 	}
 	if diff := cmp.Diff(want, identities(kust)); diff != "" {
@@ -258,10 +260,11 @@ func checkImages(t *testing.T, objs []*unstructured.Unstructured, controllerImag
 // files under config/ (make chart copies them).
 func TestChartCopiesMatchConfig(t *testing.T) {
 	for copy, orig := range map[string]string{
-		"crds/tfk8s.io_tfjobs.yaml":   "config/crd/bases/tfk8s.io_tfjobs.yaml",
-		"files/tfjob-policy.yaml":     "config/policy/tfjob-policy.yaml",
-		"files/role.yaml":             "config/rbac/role.yaml",
-		"files/tfk8s-controller.json": "config/grafana/tfk8s-controller.json",
+		"crds/tfk8s.io_tfjobs.yaml":        "config/crd/bases/tfk8s.io_tfjobs.yaml",
+		"files/tfjob-policy.yaml":          "config/policy/tfjob-policy.yaml",
+		"files/notebook-tfjob-policy.yaml": "config/policy/notebook-tfjob-policy.yaml",
+		"files/role.yaml":                  "config/rbac/role.yaml",
+		"files/tfk8s-controller.json":      "config/grafana/tfk8s-controller.json",
 	} {
 		a, err1 := os.ReadFile(filepath.Join(chartDir, copy))
 		b, err2 := os.ReadFile(filepath.Join(repoRoot, orig))
