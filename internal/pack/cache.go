@@ -145,7 +145,7 @@ func (f *Fingerprinter) Add(name string, info fs.FileInfo) {
 	var ino, ctimeNs uint64
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		ino = st.Ino
-		ctimeNs = uint64(st.Ctim.Nano())
+		ctimeNs = changeTimeNs(st)
 	}
 	fmt.Fprintf(f.h, "%s\x00%o\x00%d\x00%d\x00%d\x00%d\n", name, info.Mode(), info.Size(), info.ModTime().UnixNano(), ino, ctimeNs)
 	// A directory's time changes with its entries, which are in the fingerprint anyway.
