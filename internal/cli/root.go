@@ -125,6 +125,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newNotebookCommand(o),
 		newLocalCommand(o),
 		newDashboardCommand(o),
+		newVersionCommand(o),
 	)
 	return cmd
 }
