@@ -138,7 +138,8 @@ type TFJob struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.volumes) || !has(self.data) || self.volumes.all(v, self.data.all(d, d.path != v.mountPath))",fieldPath=".volumes",message="a volume's mountPath is the path of one of spec.data"
 // +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || !has(self.tensorboard.logDir) || !self.tensorboard.logDir.startsWith('s3://') || has(self.storage)",fieldPath=".tensorboard.logDir",message="an s3:// logDir needs spec.storage.secretRef: the TensorBoard's mirror reads S3 with it"
 // +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || !has(self.tensorboard.logDir) || !self.tensorboard.logDir.startsWith('/') || (has(self.volumes) && self.volumes.exists(v, self.tensorboard.logDir == v.mountPath || self.tensorboard.logDir.startsWith(v.mountPath + '/')))",fieldPath=".tensorboard.logDir",message="logDir is not in any of spec.volumes: TensorBoard runs in a pod of its own and sees only the job's volumes"
-// +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || has(self.tensorboard.logDir) || has(self.artifacts) || (has(self.volumes) && self.volumes.exists(v, v.name == 'logs'))",fieldPath=".tensorboard",message="TensorBoard has no summaries to read: set spec.artifacts (they are mirrored from S3), a volume named logs, or tensorboard.logDir"
+// +kubebuilder:validation:XValidation:rule="!has(self.tensorboard) || !self.tensorboard.enabled || has(self.tensorboard.logDir) || (has(self.artifacts) && has(self.artifacts.paths) && size(self.artifacts.paths) > 0) || (has(self.volumes) && self.volumes.exists(v, v.name == 'logs'))",fieldPath=".tensorboard",message="TensorBoard has no summaries to read: set spec.artifacts.paths (what they back up is mirrored from S3; without paths only logs are), a volume named logs, or tensorboard.logDir"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.tfReplicaSpecs.map(t, has(self.tfReplicaSpecs[t].replicas) ? self.tfReplicaSpecs[t].replicas : 1).sum()",fieldPath=".runPolicy.schedulingPolicy.minAvailable",message="minAvailable is more than the job's replicas: a gang that large is never scheduled"
 // +kubebuilder:validation:XValidation:rule="has(self.successPolicy) == has(oldSelf.successPolicy)",fieldPath=".successPolicy",message="spec.successPolicy is immutable"
 type TFJobSpec struct {
 	// Immutability of tfReplicaSpecs is checked by the ValidatingAdmissionPolicy in
@@ -171,8 +172,9 @@ type TFJobSpec struct {
 	SuccessPolicy *SuccessPolicy `json:"successPolicy,omitempty"`
 
 	// EnableDynamicWorker gives each worker a TF_CONFIG whose cluster lists only the
-	// chief, the PS and the worker itself, so workers may join and leave (Kubeflow's
-	// sparse cluster spec).
+	// chief, the PS and the worker itself (Kubeflow's sparse cluster spec), so that no
+	// worker depends on another's address. The number of workers stays fixed:
+	// tfReplicaSpecs is immutable.
 	// +optional
 	EnableDynamicWorker bool `json:"enableDynamicWorker,omitempty"`
 
@@ -299,7 +301,12 @@ type RunPolicy struct {
 	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
-// SchedulingPolicy asks that the job's pods be scheduled together or not at all.
+// SchedulingPolicy asks that the job's pods be scheduled together or not at all. A field
+// the job's gang scheduler has no use for is refused here when the job names its
+// provider; when the controller's --gang-scheduler decides, the job gets the condition
+// FieldsIgnored and a Warning event naming the field.
+// +kubebuilder:validation:XValidation:rule="!has(self.queue) || size(self.queue) == 0 || !has(self.provider) || self.provider == 'volcano'",fieldPath=".queue",message="queue is for provider volcano only: native and scheduler-plugins gangs have no queue (for a Kueue queue, label the job kueue.x-k8s.io/queue-name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.minResources) || size(self.minResources) == 0 || !has(self.provider) || self.provider != 'native'",fieldPath=".minResources",message="minResources is for providers volcano and scheduler-plugins: a native PodGroup has no minimum of resources"
 // +kubebuilder:validation:XValidation:rule="!has(self.onScheduleTimeout) || has(self.scheduleTimeoutSeconds)",fieldPath=".onScheduleTimeout",message="onScheduleTimeout needs scheduleTimeoutSeconds: it says what happens when that timeout passes"
 type SchedulingPolicy struct {
 	// Provider is the gang scheduler that places the job's pods all at once or not at
@@ -311,20 +318,25 @@ type SchedulingPolicy struct {
 	// +kubebuilder:validation:Enum=native;volcano;scheduler-plugins
 	// +optional
 	Provider GangProvider `json:"provider,omitempty"`
-	// MinAvailable is how many pods must be schedulable at once. Unset: every replica.
+	// MinAvailable is how many pods must be schedulable at once, at most the job's
+	// replicas. Unset or 0: every replica. Needs a gang scheduler.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinAvailable *int32 `json:"minAvailable,omitempty"`
-	// Queue is the scheduler queue the job joins, for schedulers that have queues.
+	// Queue is the Volcano queue the job's PodGroup joins; provider volcano only.
 	// +optional
 	Queue string `json:"queue,omitempty"`
-	// MinResources is the total of resources the gang needs, for schedulers that check it.
+	// MinResources is the total of resources the gang needs, for providers volcano and
+	// scheduler-plugins; unset, the sum of every replica's requests.
 	// +optional
 	MinResources corev1.ResourceList `json:"minResources,omitempty"`
-	// PriorityClass is the priority class of the job's pods.
+	// PriorityClass is the priority class of the job's pods (and of its Volcano
+	// PodGroup), with or without a gang scheduler; a replica whose template names its
+	// own priorityClassName keeps it.
 	// +optional
 	PriorityClass string `json:"priorityClass,omitempty"`
-	// ScheduleTimeoutSeconds is how long the gang may wait to be scheduled.
+	// ScheduleTimeoutSeconds is how long the job's pods may wait for a node; tfk8s
+	// enforces it with or without a gang scheduler (see onScheduleTimeout).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`

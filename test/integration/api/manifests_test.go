@@ -92,24 +92,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 // TestKubeflowManifestCarriesOver creates Kubeflow's classic distributed MNIST TFJob with
 // nothing changed but its apiVersion, and checks the replicas came through.
 func TestKubeflowManifestCarriesOver(t *testing.T) {
-	ns := testutil.Namespace(t, k8sClient)
-	objs, err := readObjects("testdata/kubeflow-dist-mnist.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := objs[0]
-	if obj.GetAPIVersion() != "kubeflow.org/v1" {
-		t.Fatalf("testdata apiVersion is %q", obj.GetAPIVersion())
-	}
-	obj.SetAPIVersion(tfv1.GroupVersion.String())
-	obj.SetNamespace(ns)
-	if err := k8sClient.Create(context.Background(), obj); err != nil {
-		t.Fatalf("Kubeflow TFJob refused: %v", err)
-	}
-	job := &tfv1.TFJob{}
-	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), job); err != nil {
-		t.Fatal(err)
-	}
+	job := createKubeflowManifest(t, "testdata/kubeflow-dist-mnist.yaml")
 	got := map[tfv1.ReplicaType]int32{}
 	for rt, rs := range job.Spec.TFReplicaSpecs {
 		got[rt] = *rs.Replicas
@@ -120,6 +103,30 @@ func TestKubeflowManifestCarriesOver(t *testing.T) {
 	if p := job.Spec.RunPolicy.CleanPodPolicy; p == nil || *p != tfv1.CleanPodPolicyNone {
 		t.Errorf("cleanPodPolicy = %v, want None as in the manifest", p)
 	}
+}
+
+// createKubeflowManifest creates, in a namespace of its own, the Kubeflow TFJob of a
+// file with nothing changed but its apiVersion, and returns it as stored.
+func createKubeflowManifest(t *testing.T, path string) *tfv1.TFJob {
+	t.Helper()
+	objs, err := readObjects(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := objs[0]
+	if obj.GetAPIVersion() != "kubeflow.org/v1" {
+		t.Fatalf("%s: apiVersion is %q", path, obj.GetAPIVersion())
+	}
+	obj.SetAPIVersion(tfv1.GroupVersion.String())
+	obj.SetNamespace(testutil.Namespace(t, k8sClient))
+	if err := k8sClient.Create(context.Background(), obj); err != nil {
+		t.Fatalf("Kubeflow TFJob refused: %v", err)
+	}
+	job := &tfv1.TFJob{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), job); err != nil {
+		t.Fatal(err)
+	}
+	return job
 }
 
 // readObjects decodes every YAML document of a file.

@@ -338,6 +338,48 @@ func TestInvalidTFJobsAreRefused(t *testing.T) {
 			wantMsg:   "no summaries to read",
 		},
 		{
+			name: "TensorBoard over artifacts without paths",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Artifacts("s3://tfk8s/runs").Obj()
+				j.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
+				return j
+			}(),
+			wantField: "spec.tensorboard",
+			wantMsg:   "set spec.artifacts.paths",
+		},
+		{
+			name:      "minAvailable above the replicas",
+			job:       withScheduling(validJob(ns).Obj(), tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](7)}),
+			wantField: "spec.runPolicy.schedulingPolicy.minAvailable",
+			wantMsg:   "more than the job's replicas",
+		},
+		{
+			name: "minAvailable above the replicas, provider native",
+			job: withScheduling(testutil.MakeTFJob("gpu", ns).Workers(5).Obj(),
+				tfv1.SchedulingPolicy{Provider: tfv1.GangProviderNative, MinAvailable: ptr.To[int32](6)}),
+			wantField: "spec.runPolicy.schedulingPolicy.minAvailable",
+			wantMsg:   "more than the job's replicas",
+		},
+		{
+			name:      "queue with provider native",
+			job:       withScheduling(validJob(ns).Obj(), tfv1.SchedulingPolicy{Provider: tfv1.GangProviderNative, Queue: "research"}),
+			wantField: "spec.runPolicy.schedulingPolicy.queue",
+			wantMsg:   "provider volcano only",
+		},
+		{
+			name:      "queue with provider scheduler-plugins",
+			job:       withScheduling(validJob(ns).Obj(), tfv1.SchedulingPolicy{Provider: tfv1.GangProviderSchedulerPlugins, Queue: "research"}),
+			wantField: "spec.runPolicy.schedulingPolicy.queue",
+			wantMsg:   "provider volcano only",
+		},
+		{
+			name: "minResources with provider native",
+			job: withScheduling(validJob(ns).Obj(), tfv1.SchedulingPolicy{Provider: tfv1.GangProviderNative,
+				MinResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}),
+			wantField: "spec.runPolicy.schedulingPolicy.minResources",
+			wantMsg:   "a native PodGroup has no minimum of resources",
+		},
+		{
 			name: "TensorBoard logDir outside the volumes",
 			job: func() *tfv1.TFJob {
 				j := withVolumes(validJob(ns).Obj(), tfv1.JobVolume{Name: "logs", MountPath: "/logs", Size: ptr.To(resource.MustParse("1Gi"))})

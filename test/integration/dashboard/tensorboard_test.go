@@ -13,6 +13,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
+	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -39,7 +40,8 @@ func requestedAt(t *testing.T, ns, name string) time.Time {
 func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	job := testutil.MakeTFJob("tb", ns).Workers(1).Obj()
-	job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
+	// The job backs up no paths, only its logs: its TensorBoard says what it reads.
+	job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true, LogDir: "s3://" + s3server.Bucket + "/runs/"}
 	finishedJobWithStoredLogs(t, job, "epoch 1\n")
 	createJob(t, testutil.MakeTFJob("plain", ns).Workers(1).Obj())
 	base, audit := startDashboard(t, ns)

@@ -13,6 +13,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
+	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -47,7 +48,8 @@ func TestWorkspaceShowsNotebooksAndTensorBoards(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	createNotebookObjects(t, ns, "lab", "old")
 	job := testutil.MakeTFJob("with-tb", ns).Workers(1).Obj()
-	job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
+	// The job backs up no paths, only its logs: its TensorBoard says what it reads.
+	job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true, LogDir: "s3://" + s3server.Bucket + "/runs/"}
 	finishedJobWithStoredLogs(t, job, "epoch 1\n")
 	// The TensorBoard's expiry comes once the controller saw the job succeed.
 	testutil.Eventually(t, "the TensorBoard's expiry", func(context.Context) (bool, error) {
