@@ -102,3 +102,15 @@ const (
 	LabelReplicaType  = "tfk8s.io/replica-type"
 	LabelReplicaIndex = "tfk8s.io/replica-index"
 )
+
+// Pod creation refused: a condition beside the job's states, never its State. It is
+// True while the API server refuses the job's pods (a ResourceQuota, Pod Security
+// admission, a LimitRange, an invalid template), and False once pods get through again.
+const (
+	JobPodCreationRefused JobState = "PodCreationRefused"
+	// ReasonPodCreationFailed: the API server refused a pod of the job; the message is
+	// the API server's. tfk8s tries again after a delay that doubles, 1s up to 1m.
+	ReasonPodCreationFailed = "PodCreationFailed"
+	// ReasonPodsCreated: the job's pods are created again after a refusal.
+	ReasonPodsCreated = "PodsCreated"
+)

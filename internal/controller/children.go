@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -69,97 +67,6 @@ func activePods(pods []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// createMissingPods creates the pod of every replica that has none and has not
-// finished, for the replica types the startup policy lets start, in parallel within
-// the reconciler's concurrency bound.
-func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, o *observation, taken sets.Set[string]) error {
-	opts := r.PodOptions
-	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
-		ports, err := allocateHostPorts(job, r.HostPortRange)
-		if err != nil {
-			return err
-		}
-		opts.HostPorts = ports
-	}
-	opts.tfConfigs = opts.newTFConfigs(job)
-	missing := missingReplicas(job, o, taken)
-	if len(missing) == 0 {
-		return nil
-	}
-	if msg := opts.tfConfigs.Refusal(tfjob.UsesStorage(job)); msg != "" {
-		finish(o.status, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, metav1.NewTime(r.clock.Now()))
-		return nil
-	}
-	if len(job.Spec.Volumes) > 0 {
-		invalid, err := r.ensureClaims(ctx, job)
-		if err != nil {
-			return err
-		}
-		if invalid != "" {
-			finish(o.status, tfv1.JobFailed, tfv1.ReasonInvalidVolume, invalid, metav1.NewTime(r.clock.Now()))
-			return nil
-		}
-	}
-	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
-
-	// Each pod is built by the goroutine that creates it and dropped once created: a
-	// 1000-worker job's pods hold 47 MB of TF_CONFIG, and only the pods in flight are
-	// kept in memory.
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		errs    []error
-		created []ReplicaKey
-	)
-	for _, key := range missing {
-		name := tfjob.PodName(job.Name, key.Type, key.Index)
-		r.expectations.expectCreated(job.UID, name)
-		r.createSlots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-r.createSlots }()
-			pod, err := ConstructPod(job, key.Type, key.Index, opts)
-			if err != nil {
-				err = fmt.Errorf("building pod %s: %w", name, err)
-			} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); err != nil {
-				err = fmt.Errorf("creating pod %s: %w", name, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				created = append(created, key)
-				recordPodCreated()
-			case apierrors.IsAlreadyExists(err):
-				// A pod the cache does not show yet holds the name: this job's, created
-				// before tfk8s restarted, or an earlier job's. Its arrival in the cache
-				// calls the next reconcile (either way its owner has the job's name),
-				// which sees which; nothing is expected of it meanwhile.
-				r.expectations.creationFailed(job.UID, name)
-			default:
-				r.expectations.creationFailed(job.UID, name)
-				errs = append(errs, err)
-			}
-		})
-	}
-	wg.Wait()
-	// The new pods are pending: count them now, so the status written at the end of this
-	// reconcile is already right and the cache catching up does not call for another
-	// write. (No event per creation either: at a thousand replicas those writes would
-	// cost the API server as much as the pods.)
-	for _, key := range created {
-		o.status.ReplicaStatuses[key.Type].Active++
-	}
-	if len(created) > 0 {
-		now := r.clock.Now()
-		r.lastCreation.LoadOrStore(job.UID, now)
-		r.lastAnyCreation.Store(now.UnixNano())
-	}
-	if len(errs) > 0 {
-		r.event(job, corev1.EventTypeWarning, "PodCreationFailed", "%d pod(s) not created: %v", len(errs), errs[0])
-	}
-	return errors.Join(errs...)
 }
 
 // missingReplicas are the replicas of the types to start now that have no pod and have

@@ -25,11 +25,17 @@ const (
 // retryDelay is the delay before re-creating a replica that failed n times in a row
 // (n ≥ 1): base, doubling, at most retryBackoffMax.
 func retryDelay(base time.Duration, n int32) time.Duration {
+	return doublingDelay(base, retryBackoffMax, n)
+}
+
+// doublingDelay is the delay after the nth failure in a row (n ≥ 1): base, doubling,
+// at most limit.
+func doublingDelay(base, limit time.Duration, n int32) time.Duration {
 	d := base
-	for i := int32(1); i < n && d < retryBackoffMax; i++ {
+	for i := int32(1); i < n && d < limit; i++ {
 		d *= 2
 	}
-	return min(d, retryBackoffMax)
+	return min(d, limit)
 }
 
 // failuresInARow is how many times in a row the failed pod's replica has now failed:

@@ -56,6 +56,7 @@ type TFJobReconciler struct {
 	clock        clock.Clock
 	expectations *expectations
 	retries      retryCounts
+	refusals     creationBackoff
 	createSlots  chan struct{}
 	// lastCreation is when pods were first created for a job whose status has not been
 	// written since, by job UID; lastAnyCreation is when any pod was last created, in
@@ -113,6 +114,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The job is gone: release its pods, so garbage collection can delete them.
+			r.refusals.forget(req.NamespacedName)
 			return ctrl.Result{}, r.releaseOrphanedPods(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
@@ -219,7 +221,9 @@ func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreig
 		refuseGang(o, refused, now)
 		return 0, errors.Join(errs...)
 	}
-	errs = append(errs, r.createMissingPods(ctx, job, o, taken))
+	wait, err := r.createMissingPods(ctx, job, o, taken)
+	requeue = minPositive(requeue, wait)
+	errs = append(errs, err)
 	if wait := r.serviceDeferral(job, pods); wait > 0 {
 		requeue = minPositive(requeue, wait)
 	} else {
@@ -281,11 +285,12 @@ const (
 )
 
 // statusDeferral returns how long the job's status write may wait, or 0 to write now.
-// Outcomes are never held back: a finished job, a failure, a restart, or a pod whose
-// finalizer waits on the status being written.
+// Outcomes are never held back: a finished job, a failure, a restart, a pod whose
+// finalizer waits on the status being written, or pods refused or accepted again.
 func (r *TFJobReconciler) statusDeferral(job *tfv1.TFJob, o *observation) time.Duration {
 	wait := r.creationBurstLeft(job)
-	if wait <= 0 || jobFinished(o.status) || len(o.failures) > 0 || o.restarted > 0 || len(o.release) > 0 {
+	if wait <= 0 || jobFinished(o.status) || len(o.failures) > 0 || o.restarted > 0 || len(o.release) > 0 ||
+		refusalChanged(&job.Status, o.status) {
 		r.lastCreation.Delete(job.UID)
 		return 0
 	}

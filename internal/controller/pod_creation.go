@@ -1,0 +1,267 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// Pods are created as the Kubernetes Job controller creates them (slowStartBatch): in
+// batches of 1, 2, 4, … pods, a batch sent only once the one before got through whole,
+// and a batch stops sending at its first failure. A job that a ResourceQuota of 10 pods
+// holds back then costs the API server a dozen requests a try, not one per missing pod.
+// The reconciler's fan-out width (PodCreateConcurrency) bounds the pods in flight, not
+// the batch: the 10,000 pods of a large job pass 14 batch boundaries rather than 300.
+
+// A job whose pods the API server refused is tried again after a delay that doubles with
+// each refusal in a row, as the Job controller's does (1s up to 1m).
+const (
+	createBackoffBase = time.Second
+	createBackoffMax  = time.Minute
+)
+
+// createMissingPods creates the pod of every replica that has none and has not
+// finished, for the replica types the startup policy lets start, in slow-start batches.
+// A refusal by the API server (a quota, Pod Security admission) sets the job's
+// PodCreationRefused condition and delays the next try; pods getting through clear it.
+// It returns when to try again, or 0.
+func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, o *observation, taken sets.Set[string]) (time.Duration, error) {
+	opts := r.PodOptions
+	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
+		ports, err := allocateHostPorts(job, r.HostPortRange)
+		if err != nil {
+			return 0, err
+		}
+		opts.HostPorts = ports
+	}
+	opts.tfConfigs = opts.newTFConfigs(job)
+	missing := missingReplicas(job, o, taken)
+	now := r.clock.Now()
+	if len(missing) == 0 {
+		clearRefusal(o, 0, now)
+		return 0, nil
+	}
+	if msg := opts.tfConfigs.Refusal(tfjob.UsesStorage(job)); msg != "" {
+		finish(o.status, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, metav1.NewTime(now))
+		return 0, nil
+	}
+	if wait := r.refusals.wait(job, now); wait > 0 {
+		return wait, nil
+	}
+	if len(job.Spec.Volumes) > 0 {
+		invalid, err := r.ensureClaims(ctx, job)
+		if err != nil {
+			return 0, err
+		}
+		if invalid != "" {
+			finish(o.status, tfv1.JobFailed, tfv1.ReasonInvalidVolume, invalid, metav1.NewTime(now))
+			return 0, nil
+		}
+	}
+	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
+
+	created, errs := r.createPods(ctx, job, missing, opts)
+	// The new pods are pending: count them now, so the status written at the end of this
+	// reconcile is already right and the cache catching up does not call for another
+	// write. (No event per creation either: at a thousand replicas those writes would
+	// cost the API server as much as the pods.)
+	for _, key := range created {
+		o.status.ReplicaStatuses[key.Type].Active++
+	}
+	if len(created) > 0 {
+		now := r.clock.Now()
+		r.lastCreation.LoadOrStore(job.UID, now)
+		r.lastAnyCreation.Store(now.UnixNano())
+	}
+	return r.noteCreationOutcome(job, o, len(created), errs)
+}
+
+// createPods creates the pods of the missing replicas in slow-start batches, and returns
+// the replicas whose pods it created and the errors of those it could not create.
+func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missing []ReplicaKey, opts PodOptions) ([]ReplicaKey, []error) {
+	var (
+		mu      sync.Mutex
+		errs    []error
+		created []ReplicaKey
+		failed  atomic.Bool
+	)
+	// Each pod is built by the goroutine that creates it and dropped once created: a
+	// 1000-worker job's pods hold 47 MB of TF_CONFIG, and only the pods in flight are
+	// kept in memory.
+	create := func(key ReplicaKey, name string) {
+		pod, err := ConstructPod(job, key.Type, key.Index, opts)
+		if err != nil {
+			err = fmt.Errorf("building pod %s: %w", name, err)
+		} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); err != nil {
+			err = fmt.Errorf("creating pod %s: %w", name, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			created = append(created, key)
+			recordPodCreated()
+		case apierrors.IsAlreadyExists(err):
+			// A pod the cache does not show yet holds the name: this job's, created
+			// before tfk8s restarted, or an earlier job's. Its arrival in the cache
+			// calls the next reconcile (either way its owner has the job's name),
+			// which sees which; nothing is expected of it meanwhile.
+			r.expectations.creationFailed(job.UID, name)
+		default:
+			r.expectations.creationFailed(job.UID, name)
+			errs = append(errs, err)
+			failed.Store(true)
+		}
+	}
+	for _, batch := range slowStartBatches(len(missing)) {
+		var wg sync.WaitGroup
+		for _, key := range missing[batch.start:batch.end] {
+			r.createSlots <- struct{}{}
+			if failed.Load() {
+				// A pod of this batch failed while this one waited for a slot: the
+				// rest of the batch is not sent.
+				<-r.createSlots
+				break
+			}
+			name := tfjob.PodName(job.Name, key.Type, key.Index)
+			r.expectations.expectCreated(job.UID, name)
+			wg.Go(func() {
+				defer func() { <-r.createSlots }()
+				create(key, name)
+			})
+		}
+		wg.Wait()
+		if failed.Load() {
+			break
+		}
+	}
+	return created, errs
+}
+
+// span is a batch of pods to create: missing[start:end].
+type span struct{ start, end int }
+
+// slowStartBatches splits n pods into batches of 1, 2, 4, … pods.
+func slowStartBatches(n int) []span {
+	var out []span
+	for start, size := 0, 1; start < n; start, size = start+size, 2*size {
+		out = append(out, span{start, min(start+size, n)})
+	}
+	return out
+}
+
+// noteCreationOutcome records what the API server said to the job's pods: a refusal
+// sets the PodCreationRefused condition, with its message, and delays the next try;
+// pods getting through set it False. It returns when to try again, or 0, and the
+// errors that are not refusals, for the work queue to retry.
+func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, o *observation, created int, errs []error) (time.Duration, error) {
+	now := r.clock.Now()
+	var refusal string
+	var other []error
+	for _, err := range errs {
+		if msg := refusalMessage(err); msg != "" && refusal == "" {
+			refusal = msg
+		} else if msg == "" {
+			other = append(other, err)
+		}
+	}
+	if refusal != "" {
+		wait := r.refusals.refused(job, now)
+		setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionTrue, tfv1.ReasonPodCreationFailed, refusal, metav1.NewTime(now))
+		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed,
+			"%s (%d pod(s) created before it; trying again in %v)", refusal, created, wait)
+		return wait, errors.Join(other...)
+	}
+	if len(other) > 0 {
+		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed, "%d pod(s) not created: %v", len(other), other[0])
+		return 0, errors.Join(other...)
+	}
+	r.refusals.forget(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
+	clearRefusal(o, created, now)
+	return 0, nil
+}
+
+// clearRefusal sets the PodCreationRefused condition False, if it was True, once the
+// job's pods got through.
+func clearRefusal(o *observation, created int, now time.Time) {
+	if isConditionTrue(o.status, tfv1.JobPodCreationRefused) {
+		setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionFalse, tfv1.ReasonPodsCreated,
+			fmt.Sprintf("the API server accepts the job's pods again (%d created just now)", created), metav1.NewTime(now))
+	}
+}
+
+// refusalChanged reports whether the new status turns PodCreationRefused on or off: an
+// outcome the user waits to read, whose write is not held back while pods are created.
+func refusalChanged(before, after *tfv1.TFJobStatus) bool {
+	return isConditionTrue(before, tfv1.JobPodCreationRefused) != isConditionTrue(after, tfv1.JobPodCreationRefused)
+}
+
+// refusalMessage is the API server's message when err refuses a pod for what the job
+// or its namespace says (a ResourceQuota, Pod Security admission, a LimitRange, an
+// invalid template): a 403 Forbidden, a 422 Invalid, or a quota exceeded. Trying again
+// at once would not change it. Else "".
+func refusalMessage(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return ""
+	}
+	msg := status.Status().Message
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || strings.Contains(msg, "exceeded quota") {
+		return msg
+	}
+	return ""
+}
+
+// creationBackoff holds, per job, its refusals in a row and when its pods may be tried
+// again. Held in memory only: a restarted controller tries each job once at once.
+type creationBackoff struct {
+	m sync.Map // types.NamespacedName → refusalStreak
+}
+
+type refusalStreak struct {
+	uid      types.UID
+	refusals int32
+	until    time.Time
+}
+
+// wait is how long the job's pods must still wait after a refusal, or 0.
+func (b *creationBackoff) wait(job *tfv1.TFJob, now time.Time) time.Duration {
+	v, ok := b.m.Load(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
+	if !ok || v.(refusalStreak).uid != job.UID {
+		return 0
+	}
+	return max(0, v.(refusalStreak).until.Sub(now))
+}
+
+// refused counts a refusal of the job's pods and returns the delay before the next try.
+func (b *creationBackoff) refused(job *tfv1.TFJob, now time.Time) time.Duration {
+	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
+	s := refusalStreak{uid: job.UID}
+	if v, ok := b.m.Load(key); ok && v.(refusalStreak).uid == job.UID {
+		s = v.(refusalStreak)
+	}
+	s.refusals++
+	delay := doublingDelay(createBackoffBase, createBackoffMax, s.refusals)
+	s.until = now.Add(delay)
+	b.m.Store(key, s)
+	return delay
+}
+
+// forget ends the job's streak of refusals: its pods got through, or it is gone.
+func (b *creationBackoff) forget(job types.NamespacedName) {
+	b.m.Delete(job)
+}
