@@ -113,4 +113,7 @@ const (
 	ReasonPodCreationFailed = "PodCreationFailed"
 	// ReasonPodsCreated: the job's pods are created again after a refusal.
 	ReasonPodsCreated = "PodsCreated"
+	// ReasonServiceNameTaken: a Service of the job's name exists and belongs to
+	// something else; the job's pods cannot have their DNS names, and the job fails.
+	ReasonServiceNameTaken = "ServiceNameTaken"
 )

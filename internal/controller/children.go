@@ -180,31 +180,63 @@ func summarizeNames(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
 }
 
-// ensureService creates the job's headless Service unless it exists.
-func (r *TFJobReconciler) ensureService(ctx context.Context, job *tfv1.TFJob) error {
+// ensureService creates the job's headless Service unless it exists. A Service of the
+// job's name that belongs to something else is not tfk8s's to replace: it returns what
+// holds the name, for the job to fail on.
+func (r *TFJobReconciler) ensureService(ctx context.Context, job *tfv1.TFJob) (takenBy string, err error) {
+	key := client.ObjectKey{Namespace: job.Namespace, Name: job.Name}
 	svc := &corev1.Service{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name}, svc)
-	if err == nil {
-		if metav1.IsControlledBy(svc, job) {
-			return nil
-		}
-		if ref := metav1.GetControllerOf(svc); ref != nil && ref.Kind == "TFJob" && ref.Name == job.Name {
-			// An earlier job of this name left it: delete it now rather than wait for
-			// garbage collection; its deletion calls the next reconcile, which creates
-			// this job's.
-			err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return fmt.Errorf("deleting service %s of an earlier job: %w", job.Name, err)
+	err = r.Get(ctx, key, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = r.Create(ctx, constructService(job))
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return "", fmt.Errorf("creating service %s: %w", job.Name, err)
 			}
-			return nil
+			return "", nil
 		}
-		return fmt.Errorf("service %s exists and does not belong to the job", job.Name)
+		// The cache holds only the Services labelled with a job's name: read the one
+		// that holds the name from the API server.
+		if err := r.reader().Get(ctx, key, svc); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("reading service: %w", err)
 	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading service: %w", err)
+	return r.adoptService(ctx, job, svc)
+}
+
+// adoptService decides on the Service of the job's name that exists: the job's own is
+// kept; an earlier job of this name's is deleted now rather than left to garbage
+// collection (its deletion calls the next reconcile, which creates this job's); any
+// other holds the name for good, and adoptService says whose it is.
+func (r *TFJobReconciler) adoptService(ctx context.Context, job *tfv1.TFJob, svc *corev1.Service) (takenBy string, err error) {
+	if metav1.IsControlledBy(svc, job) {
+		return "", nil
 	}
-	if err := r.Create(ctx, constructService(job)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service %s: %w", job.Name, err)
+	if slices.Equal(podOwner(svc), []string{job.Name}) {
+		err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return "", fmt.Errorf("deleting service %s of an earlier job: %w", job.Name, err)
+		}
+		return "", nil
 	}
-	return nil
+	return fmt.Sprintf("Service %s/%s already exists and belongs to %s, not to this TFJob: the job's pods take their DNS names from a Service of the job's name; delete that Service or submit the job under another name",
+		svc.Namespace, svc.Name, serviceOwner(svc)), nil
+}
+
+// serviceOwner says whose a Service is: its controller, else its first owner, else the
+// first field manager that wrote it.
+func serviceOwner(svc *corev1.Service) string {
+	if ref := metav1.GetControllerOf(svc); ref != nil {
+		return fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	}
+	if len(svc.OwnerReferences) > 0 {
+		return fmt.Sprintf("%s %s", svc.OwnerReferences[0].Kind, svc.OwnerReferences[0].Name)
+	}
+	if len(svc.ManagedFields) > 0 {
+		return fmt.Sprintf("no owner (written by %s)", svc.ManagedFields[0].Manager)
+	}
+	return "no owner"
 }

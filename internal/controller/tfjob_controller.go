@@ -199,7 +199,8 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 // act carries out on the job's pods what its status calls for: clean up a finished
 // job, stop a suspended one, else replace failed replicas once their delay is over and
-// create the missing pods and the Service. It returns when to look again, or 0.
+// create the missing pods and the Service; a Service of the job's name that is not the
+// job's fails it. It returns when to look again, or 0.
 func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreign []*corev1.Pod, o *observation, now time.Time) (time.Duration, error) {
 	switch {
 	case jobFinished(o.status):
@@ -225,11 +226,13 @@ func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreig
 	requeue = minPositive(requeue, wait)
 	errs = append(errs, err)
 	if wait := r.serviceDeferral(job, pods); wait > 0 {
-		requeue = minPositive(requeue, wait)
-	} else {
-		errs = append(errs, r.ensureService(ctx, job))
+		return minPositive(requeue, wait), errors.Join(errs...)
 	}
-	return requeue, errors.Join(errs...)
+	takenBy, err := r.ensureService(ctx, job)
+	if takenBy != "" {
+		finish(o.status, tfv1.JobFailed, tfv1.ReasonServiceNameTaken, takenBy, metav1.NewTime(now))
+	}
+	return requeue, errors.Join(append(errs, err)...)
 }
 
 // replaceFailedPods deletes the failed pods whose retry delay is over, so that they are
