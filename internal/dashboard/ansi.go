@@ -39,6 +39,7 @@ func ansiSegments(line string) []ansiSegment {
 	var segs []ansiSegment
 	var st ansiState
 	var text strings.Builder
+	text.Grow(len(line)) // one allocation, not a doubling per 64 KiB line
 	flush := func() {
 		if text.Len() > 0 {
 			segs = append(segs, ansiSegment{Class: st.class(), Text: text.String()})

@@ -118,6 +118,8 @@ const maxStreamLine = logline.Max + 256
 // a pod prints.
 func sendLines(w *stream, r io.Reader, limit int) (int, error) {
 	lr := logline.NewReader(r, maxStreamLine)
+	// The encoder reuses its buffer: a stream of long lines makes little garbage.
+	enc := json.NewEncoder(w)
 	sent := 0
 	for sent < limit {
 		line, cut, err := lr.Next()
@@ -128,13 +130,19 @@ func sendLines(w *stream, r io.Reader, limit int) (int, error) {
 			return sent, err
 		}
 		sent += len(line) + 1
-		text := strings.TrimSuffix(string(line), "\r")
+		replica, text := splitReplica(strings.TrimSuffix(string(line), "\r"))
+		segments := ansiSegments(text)
 		if cut {
-			text += logline.Mark
+			segments = append(segments, ansiSegment{Text: logline.Mark})
 		}
-		replica, text := splitReplica(text)
-		data, _ := json.Marshal(logEvent{Replica: replica, Segments: ansiSegments(text)})
-		if _, werr := fmt.Fprintf(w, "event: line\ndata: %s\n\n", data); werr != nil {
+		// Encode ends the data with a newline; one more ends the event.
+		if _, werr := io.WriteString(w, "event: line\ndata: "); werr != nil {
+			return sent, werr
+		}
+		if werr := enc.Encode(logEvent{Replica: replica, Segments: segments}); werr != nil {
+			return sent, werr
+		}
+		if _, werr := io.WriteString(w, "\n"); werr != nil {
 			return sent, werr
 		}
 		if lr.Buffered() == 0 {
