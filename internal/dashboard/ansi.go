@@ -3,6 +3,7 @@ package dashboard
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ansiSegment is a run of log text with the same ANSI attributes, named as CSS
@@ -67,10 +68,14 @@ func ansiSegments(line string) []ansiSegment {
 }
 
 // parseEscape reads the escape sequence at the start of s (ESC [ params final, or
-// ESC and one byte) and returns its parameters, its final byte and its length.
+// ESC and one ASCII byte) and returns its parameters, its final byte and its length.
+// A lone ESC before a non-ASCII byte is dropped alone, so that no character is split.
 func parseEscape(s string) (string, byte, int) {
-	if len(s) < 2 || s[1] != '[' {
-		return "", 0, min(2, len(s))
+	if len(s) < 2 || s[1] >= utf8.RuneSelf {
+		return "", 0, 1
+	}
+	if s[1] != '[' {
+		return "", 0, 2
 	}
 	for j := 2; j < len(s); j++ {
 		if c := s[j]; c >= 0x40 && c <= 0x7e {
