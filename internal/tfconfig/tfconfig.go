@@ -126,11 +126,21 @@ func Decode(s string) (*Cluster, error) {
 		return nil, fmt.Errorf("decoding %s: %w", EnvCluster, err)
 	}
 	for _, r := range c.Replicas {
-		if !slices.Contains(tfv1.ReplicaTypes, r.Type) || r.Count < 0 {
+		if !slices.Contains(tfv1.ReplicaTypes, r.Type) || r.Count < 0 || r.Count > maxReplicas {
 			return nil, fmt.Errorf("decoding %s: replica type %q with %d replicas", EnvCluster, r.Type, r.Count)
 		}
 	}
 	return c, nil
+}
+
+// maxReplicas is the most replicas of one type a TFJob may have (the CRD's maximum):
+// a cluster claiming more is refused before TF_CONFIG lists them all.
+const maxReplicas = 100000
+
+// has reports whether the cluster holds replica index of type rt.
+func (c *Cluster) has(rt tfv1.ReplicaType, index int32) bool {
+	i := slices.IndexFunc(c.Replicas, func(r Replicas) bool { return r.Type == rt })
+	return i >= 0 && index < c.Replicas[i].Count
 }
 
 // address is host:port of a replica: its stable DNS name under the job's headless
@@ -261,6 +271,9 @@ func Compose(cluster, replica string) (string, error) {
 	rt, index, err := ParseReplica(replica)
 	if err != nil {
 		return "", fmt.Errorf("composing TF_CONFIG: %s: %w", tfjob.EnvReplica, err)
+	}
+	if !c.has(rt, index) {
+		return "", fmt.Errorf("composing TF_CONFIG: %s: replica %s is not in the job's cluster", tfjob.EnvReplica, replica)
 	}
 	value, err := c.For(rt, index)
 	if err != nil {
