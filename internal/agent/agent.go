@@ -14,8 +14,10 @@
 //     attempt (or the first one of a job resumed from another, TFK8S_ARTIFACTS_RESUME_FROM)
 //     restores the artifact paths' files that are missing locally;
 //  3. starts the command in its own process group, in TFK8S_WORKDIR, else the code
-//     path when there is code, without the storage credentials in its environment
-//     (unless TFK8S_EXPOSE_STORAGE_CREDENTIALS=true); its output goes to the agent's
+//     path when there is code, without the storage credentials: not in its
+//     environment, and not in the agent's, which is not dumpable and which the command,
+//     started without CAP_SYS_PTRACE, cannot read (see confine.go); unless
+//     TFK8S_EXPOSE_STORAGE_CREDENTIALS=true. Its output goes to the agent's
 //     stdout and to TFK8S_LOG_DIR/TFK8S_CONTAINER_NAME.log (default
 //     /tfk8s/logs/tensorflow.log);
 //  4. forwards SIGTERM and SIGINT to the command's process group;
@@ -85,6 +87,11 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 	s := &session{cfg: cfg, log: &logger{out: teeWriter{stderr, logFile}},
 		stdout: teeWriter{stdout, logFile}, stderr: teeWriter{stderr, logFile}}
 
+	// Before anything else, the agent's memory and environment, which hold the
+	// storage credentials, are closed to the command.
+	if err := protectMemory(); err != nil {
+		s.log.Printf("warning: %v: the command may read the storage credentials from the agent's memory", err)
+	}
 	// Signals are caught from the start: a pod deleted while fetching stops at once.
 	s.signals = make(chan os.Signal, 4)
 	signal.Notify(s.signals, syscall.SIGTERM, syscall.SIGINT)
@@ -187,11 +194,14 @@ func (s *session) runCommand() int {
 		s.endEarly(ExitUsage, failureReasons[ExitUsage], err.Error())
 		return ExitUsage
 	}
-	c, err := startCommand(s.reaper, s.cfg.Command, dir, env, s.stdout, s.stderr)
+	c, err := startCommand(s.reaper, s.cfg.Command, dir, env, s.stdout, s.stderr, !s.cfg.ExposeStorageCredentials)
 	if err != nil {
 		code := exitFor(err, s.log)
 		s.endEarly(code, failureReasons[code], err.Error())
 		return code
+	}
+	for _, msg := range c.confined.messages() {
+		s.log.Printf("%s", msg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -22,13 +22,17 @@ type child struct {
 	status syscall.WaitStatus // once done is closed
 	pipes  []*os.File         // the read ends of stdout and stderr
 	copies sync.WaitGroup
+	// confined is what starting it without CAP_SYS_PTRACE found; zero when it was
+	// started as it is.
+	confined confinement
 }
 
 // startCommand starts argv in dir (the agent's own when empty) with the environment
 // env, its standard output and error copied to stdout and stderr, and returns it
-// running; r reports its exit. The error is an exitError with the code a shell would
-// give when the command cannot be found or run.
-func startCommand(r *reaper, argv []string, dir string, env []string, stdout, stderr io.Writer) (*child, error) {
+// running; r reports its exit. When confine is set, it starts without CAP_SYS_PTRACE
+// (see confine.go). The error is an exitError with the code a shell would give when
+// the command cannot be found or run.
+func startCommand(r *reaper, argv []string, dir string, env []string, stdout, stderr io.Writer, confine bool) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -51,7 +55,12 @@ func startCommand(r *reaper, argv []string, dir string, env []string, stdout, st
 		c.copies.Go(func() { _, _ = io.Copy(w, pr) })
 	}
 	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
-	err := r.start(cmd)
+	var err error
+	if confine {
+		c.confined, err = startConfined(r.start, cmd, c.done)
+	} else {
+		err = r.start(cmd)
+	}
 	closeAll(writeEnds) // the command has its own copies
 	if err != nil {
 		c.closePipes()
