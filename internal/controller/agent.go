@@ -23,7 +23,8 @@ const (
 	// agentVolume is the emptyDir shared by the agent's init container and the
 	// TensorFlow container: the agent binary and the logs live there.
 	agentVolume = "tfk8s-agent"
-	agentBin    = tfjob.AgentDir + "/bin/tfk8s-agent"
+	agentBinDir = tfjob.AgentDir + "/bin"
+	agentBin    = agentBinDir + "/tfk8s-agent"
 	// defaultAgentGracePeriod leaves the agent time for its last upload after SIGTERM.
 	defaultAgentGracePeriod int64 = 120
 )
@@ -47,16 +48,20 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 		Name:         agentVolume,
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
-	mount := corev1.VolumeMount{Name: agentVolume, MountPath: tfjob.AgentDir}
 	pod.Spec.InitContainers = append([]corev1.Container{{
 		Name:            "tfk8s-agent-install",
 		Image:           image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{"tfk8s-agent", "install", path.Dir(agentBin)},
-		VolumeMounts:    []corev1.VolumeMount{mount},
+		Command:         []string{"tfk8s-agent", "install", agentBinDir},
+		VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: tfjob.AgentDir}},
 	}}, pod.Spec.InitContainers...)
 
-	c.VolumeMounts = append(c.VolumeMounts, mount)
+	// The training container sees the agent's binary read-only: a command that could
+	// replace it would have its own code started, with the storage credentials, when
+	// the container restarts.
+	c.VolumeMounts = append(c.VolumeMounts,
+		corev1.VolumeMount{Name: agentVolume, MountPath: agentBinDir, SubPath: path.Base(agentBinDir), ReadOnly: true},
+		corev1.VolumeMount{Name: agentVolume, MountPath: tfjob.AgentLogDir, SubPath: path.Base(tfjob.AgentLogDir)})
 	c.Command = append(append([]string{agentBin, "run", "--"}, c.Command...), c.Args...)
 	c.Args = nil
 	// A failed replica's last log lines become its termination message, and so the

@@ -41,21 +41,21 @@ func fieldEnv(name, path string) corev1.EnvVar {
 // time for its last upload.
 func TestInjectAgent(t *testing.T) {
 	job := agentJob()
-	agentMount := corev1.VolumeMount{Name: "tfk8s-agent", MountPath: "/tfk8s"}
 	wantSpec := corev1.PodSpec{
 		InitContainers: []corev1.Container{{
 			Name:            "tfk8s-agent-install",
 			Image:           "registry.local/tfk8s-agent:dev",
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         []string{"tfk8s-agent", "install", "/tfk8s/bin"},
-			VolumeMounts:    []corev1.VolumeMount{agentMount},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "tfk8s-agent", MountPath: "/tfk8s"}},
 		}},
 		Containers: []corev1.Container{{
 			Name:    "tensorflow",
 			Image:   "tensorflow/tensorflow:2.16.1",
 			Command: []string{"/tfk8s/bin/tfk8s-agent", "run", "--", "python3", "train.py", "--epochs=3"},
 			VolumeMounts: []corev1.VolumeMount{
-				agentMount,
+				{Name: "tfk8s-agent", MountPath: "/tfk8s/bin", SubPath: "bin", ReadOnly: true},
+				{Name: "tfk8s-agent", MountPath: "/tfk8s/logs", SubPath: "logs"},
 				{Name: "tfk8s-fetch-0", MountPath: "/workspace"},
 				{Name: "tfk8s-fetch-1", MountPath: "/data"},
 			},
@@ -151,7 +151,7 @@ func TestInjectAgentVariants(t *testing.T) {
 		}
 		return env
 	}
-	defaultMounts := map[string]string{"/tfk8s": "tfk8s-agent", "/workspace": "tfk8s-fetch-0", "/data": "tfk8s-fetch-1"}
+	defaultMounts := map[string]string{"/tfk8s/bin": "tfk8s-agent", "/tfk8s/logs": "tfk8s-agent", "/workspace": "tfk8s-fetch-0", "/data": "tfk8s-fetch-1"}
 	install := "tfk8s-agent-install=" + DefaultAgentImage
 	cases := []struct {
 		name   string
@@ -182,7 +182,7 @@ func TestInjectAgentVariants(t *testing.T) {
 			},
 			want: agentView{InitContainers: []string{install},
 				Command: []string{"/tfk8s/bin/tfk8s-agent", "run", "--", "python3", "train.py", "--epochs=3"},
-				Mounts:  map[string]string{"/src/": "src", "/tfk8s": "tfk8s-agent", "/data": "tfk8s-fetch-1"},
+				Mounts:  map[string]string{"/src/": "src", "/tfk8s/bin": "tfk8s-agent", "/tfk8s/logs": "tfk8s-agent", "/data": "tfk8s-fetch-1"},
 				Env:     baseEnv(map[string]string{"TFK8S_CODE_PATH": "/src"}), GracePeriod: ptr.To[int64](120)},
 		},
 		{
