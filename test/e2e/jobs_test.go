@@ -67,6 +67,7 @@ func TestTrainingJobs(t *testing.T) {
 	t.Run("suspend and resume", func(t *testing.T) { testSuspendResume(ctx, t, c) })
 	t.Run("logs through the API server", func(t *testing.T) { testLogs(ctx, t, c) })
 	t.Run("a job cannot read the cluster's secrets", func(t *testing.T) { testSecretsHidden(ctx, t, c) })
+	t.Run("a job cannot read the storage credentials", func(t *testing.T) { testStorageCredentialsHidden(ctx, t, c) })
 	t.Run("etcd refuses clients without a certificate", func(t *testing.T) { testEtcdRefusesStrangers(t, opts.Dir, opts.Ports.Etcd) })
 	// Last: it brings the cluster down.
 	t.Run("local down keeps a running job's final uploads", func(t *testing.T) { testDownKeepsFinalUploads(ctx, t, c, opts) })

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // snoopScript tries to read each path given as an argument, as a curious (or hostile)
@@ -108,4 +111,103 @@ func errOrStatus(err error, resp *http.Response) string {
 		return err.Error()
 	}
 	return resp.Status
+}
+
+// huntScript searches for a secret's bytes, given XORed with a mask so that its own
+// command line does not hold them: in every process's environment and command line,
+// and in every file it can read (the first MiB of each; /proc, /sys and /dev left out
+// but for those). It prints one line per place found, "found PATH", its own process
+// named "self", then "searched N files", and what opening the agent's memory, and
+// replacing its binary, gave.
+const huntScript = `import os, sys
+masked, mask = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+secret = bytes(a ^ b for a, b in zip(masked, mask))
+me = str(os.getpid())
+searched = 0
+def search(path):
+    global searched
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+    except OSError:
+        return
+    searched += 1
+    if secret in data:
+        print("found", path.replace("/proc/" + me + "/", "/proc/self/"), flush=True)
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for name in ("environ", "cmdline"):
+            search("/proc/%s/%s" % (pid, name))
+for root, dirs, files in os.walk("/"):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for name in files:
+        p = os.path.join(root, name)
+        if os.path.isfile(p) and not os.path.islink(p):
+            search(p)
+print("searched", searched, "files", flush=True)
+try:
+    open("/proc/1/mem", "rb").close()
+    print("agent memory: opened", flush=True)
+except OSError as e:
+    print("agent memory:", e.strerror, flush=True)
+try:
+    open("/tfk8s/bin/.mine", "wb").close()
+    os.replace("/tfk8s/bin/.mine", "/tfk8s/bin/tfk8s-agent")
+    print("agent binary: replaced", flush=True)
+except OSError as e:
+    print("agent binary:", e.strerror, flush=True)
+`
+
+// testStorageCredentialsHidden: a job's command that searches its container for the
+// storage secret key finds it nowhere, the agent's environment and memory included,
+// and cannot replace the agent's binary; with --expose-storage-credentials it finds
+// the key in its own environment.
+func testStorageCredentialsHidden(ctx context.Context, t *testing.T, c *jobsCluster) {
+	s3, err := storage.LoadConfig(storage.Config{}, func(string) string { return "" }, c.config)
+	if err != nil || s3.SecretAccessKey == "" {
+		t.Fatalf("reading the secret key from %s: %v", c.config, err)
+	}
+	secret := []byte(s3.SecretAccessKey)
+	mask := make([]byte, len(secret))
+	if _, err := rand.Read(mask); err != nil {
+		t.Fatal(err)
+	}
+	masked := make([]byte, len(secret))
+	for i := range secret {
+		masked[i] = secret[i] ^ mask[i]
+	}
+	code := t.TempDir()
+	if err := os.WriteFile(filepath.Join(code, "hunt.py"), []byte(huntScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hunt := func(t *testing.T, name string, flags ...string) string {
+		args := append([]string{"submit", code, "--name", name, "--image", images.Python, "--workers", "0", "--chief"}, flags...)
+		c.mustTfk8s(ctx, t, append(args, "--", "python3", "hunt.py", hex.EncodeToString(masked), hex.EncodeToString(mask))...)
+		defer c.tfk8s(ctx, "delete", name)
+		if job := c.waitFinished(ctx, t, name); job.Status.State != tfv1.JobSucceeded {
+			c.fail(t, "%s %s, want Succeeded: %+v", name, job.Status.State, job.Status.Conditions)
+		}
+		out := c.mustTfk8s(ctx, t, "logs", name).stdout
+		t.Logf("what %s found:\n%s", name, out)
+		if !strings.Contains(out, "searched ") {
+			t.Fatalf("%s did not finish its search:\n%s", name, out)
+		}
+		return out
+	}
+
+	out := hunt(t, "hunt")
+	if strings.Contains(out, "found ") {
+		t.Errorf("the command found the storage secret key:\n%s", out)
+	}
+	for _, want := range []string{"agent memory: Permission denied", "agent binary: Read-only file system"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the command's search did not say %q:\n%s", want, out)
+		}
+	}
+
+	out = hunt(t, "hunt-exposed", "--expose-storage-credentials")
+	if !strings.Contains(out, "found /proc/self/environ") {
+		t.Errorf("with --expose-storage-credentials, the command did not find the secret key in its environment:\n%s", out)
+	}
 }
