@@ -341,6 +341,24 @@ push:
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }
 	go run ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
 
+# make release VERSION=vX.Y.Z REGISTRY=host:port[/path] builds a release stamped with
+# VERSION and publishes it (hack/release says how): the images to REGISTRY, the chart to
+# oci://REGISTRY/charts, its values naming those images; the CLI archives for linux and
+# darwin, amd64 and arm64, SHA256SUMS and the krew manifest, whose URIs start with
+# RELEASE_URL, under RELEASE_OUT/VERSION/. RELEASE_PLAIN_HTTP=1 pushes the chart over
+# plain HTTP (a test's registry). The binaries name REGISTRY as their images'
+# repository (the last -X wins): the controller's default agent image is the release's.
+RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
+RELEASE_OUT ?= $(OUT)/release
+RELEASE_PLAIN_HTTP ?=
+
+.PHONY: release
+release: $(HELM_STAMP)
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
+	go run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
+		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
+		--helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http)
+
 # The chart carries copies of the CRD, the admission policy, the ClusterRole and the
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,
 # and the install tests fail while they differ from config/.

@@ -32,19 +32,29 @@ func WriteLayout(dir string, idx v1.ImageIndex, ref string) error {
 
 // ReadLayout reads the image index an OCI layout in dir holds (WriteLayout's).
 func ReadLayout(dir string) (v1.ImageIndex, error) {
+	outer, d, err := readLayoutIndex(dir)
+	if err != nil {
+		return nil, err
+	}
+	return outer.ImageIndex(d.Digest)
+}
+
+// readLayoutIndex returns the layout's index.json and the descriptor of the one image
+// index it names.
+func readLayoutIndex(dir string) (v1.ImageIndex, v1.Descriptor, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+		return nil, v1.Descriptor{}, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
 	}
 	outer, err := p.ImageIndex()
 	if err != nil {
-		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+		return nil, v1.Descriptor{}, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
 	}
 	m, err := outer.IndexManifest()
 	if err != nil || len(m.Manifests) != 1 {
-		return nil, fmt.Errorf("reading the OCI layout %s: want one image index in it (%v)", dir, err)
+		return nil, v1.Descriptor{}, fmt.Errorf("reading the OCI layout %s: want one image index in it (%v)", dir, err)
 	}
-	return outer.ImageIndex(m.Manifests[0].Digest)
+	return outer, m.Manifests[0], nil
 }
 
 // Push pushes idx, every platform's image with it, to ref (registry/repository:tag).
@@ -59,4 +69,19 @@ func Push(ctx context.Context, idx v1.ImageIndex, ref string) error {
 		return fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	return nil
+}
+
+// LayoutRef is the reference the OCI layout in dir names its image index by
+// (org.opencontainers.image.ref.name): a tag, as make images writes, or a full
+// reference, as make tensorflow-image writes.
+func LayoutRef(dir string) (string, error) {
+	_, d, err := readLayoutIndex(dir)
+	if err != nil {
+		return "", err
+	}
+	ref := d.Annotations["org.opencontainers.image.ref.name"]
+	if ref == "" {
+		return "", fmt.Errorf("the OCI layout %s names no reference (org.opencontainers.image.ref.name)", dir)
+	}
+	return ref, nil
 }
