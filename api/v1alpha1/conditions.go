@@ -117,3 +117,15 @@ const (
 	// something else; the job's pods cannot have their DNS names, and the job fails.
 	ReasonServiceNameTaken = "ServiceNameTaken"
 )
+
+// A job's fields that the controller's configuration leaves without effect.
+const (
+	// JobFieldsIgnored is true while the job sets a field that does nothing under the
+	// controller's configuration: a gang scheduling field when the job names no
+	// provider and the controller's --gang-scheduler has no use for it. Admission
+	// cannot refuse it: only the controller knows its default.
+	JobFieldsIgnored JobState = "FieldsIgnored"
+	// ReasonFieldsIgnored: the FieldsIgnored condition and its Warning event, whose
+	// message names each field by its path.
+	ReasonFieldsIgnored = "FieldsIgnored"
+)

@@ -66,6 +66,7 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 			r.event(job, corev1.EventTypeNormal, reason, "%s", msg)
 		}
 	}
+	r.announceIgnoredFields(job, before, after)
 }
 
 // findCondition returns the condition of type typ, or nil.

@@ -152,10 +152,12 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 
 	// 5. Decide where the job stands: started, suspended, failed, succeeded, running,
-	// or failed because its pods were not scheduled in time.
+	// or failed because its pods were not scheduled in time; and which of its fields
+	// the controller's flags leave without effect.
 	var errs []error
 	requeue := updateConditions(job, o, now)
 	requeue = minPositive(requeue, enforceScheduleTimeout(job, pods, o, now))
+	noteIgnoredFields(job, r.Gang.DefaultProvider, o.status, now)
 	if err := r.suspendOnScheduleTimeout(ctx, job, o); err != nil {
 		return ctrl.Result{}, err
 	}
