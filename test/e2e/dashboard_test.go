@@ -43,9 +43,11 @@ sys.exit(1)`
 // TestDashboard runs `tfk8s dashboard` against a local cluster whose node runs real
 // pods, and drives it from Chromium: the jobs list leads to a running job's page, whose
 // logs page shows new lines of the running pod as they are printed, without a reload;
-// a job submitted through the form runs to Succeeded on the node.
+// a job submitted through the form runs to Succeeded on the node. Then the security
+// checks of issue 24: crafted confirm links, a spoofed Host from another network
+// namespace, and one 300 MiB log line with the dashboard's peak memory measured.
 func TestDashboard(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -64,6 +66,9 @@ func TestDashboard(t *testing.T) {
 	if msgs := browser.Console(bctx); len(msgs) > 0 {
 		t.Errorf("the pages wrote to the console (a CSP violation or a script error): %q", msgs)
 	}
+	t.Run("crafted confirm links", func(t *testing.T) { testDashboardCraftedLinks(ctx, t, c, base) })
+	t.Run("spoofed Host from another network namespace", func(t *testing.T) { testDashboardSpoofedHost(ctx, t, c, binDir) })
+	t.Run("a 300 MiB log line", func(t *testing.T) { testDashboardLongLogLine(ctx, t, c, binDir) })
 }
 
 // testDashboardLiveLogs: list → job page → logs; the log shows tick N, then a later
