@@ -214,6 +214,19 @@ test:
 test-unit:
 	go test -count=1 $$(go list ./... | grep -v /test/)
 
+# Each fuzz target for FUZZTIME, one after another (go test runs one fuzz target at a
+# time); make test runs their seed corpora and testdata/fuzz as ordinary tests.
+FUZZTIME ?= 60s
+FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/cli \
+	FuzzUnpack:./internal/pack FuzzCompose:./internal/tfconfig FuzzANSISegments:./internal/dashboard
+
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
+		go test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZTIME) $${t#*:}; \
+	done
+
 # The chaos suite in full, three runs in a row: 30 jobs while the controller is
 # SIGKILLed every 2 s for 60 s, the API server restarted, S3 down for 60 s. make test
 # runs a short one (8 jobs, 20 s, 10 s).
