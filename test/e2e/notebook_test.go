@@ -77,6 +77,7 @@ func TestNotebook(t *testing.T) {
 	if code := jupyter.status(ctx, t, "/api/kernels", true); code != http.StatusOK {
 		t.Errorf("GET /api/kernels with the token: %d, want 200", code)
 	}
+	t.Run("the notebook's account stays inside its rights", func(t *testing.T) { testNotebookPolicy(ctx, t, c) })
 	kernel := jupyter.startKernel(ctx, t)
 	start = time.Now()
 	out := jupyter.execute(ctx, t, kernel, `import pathlib
