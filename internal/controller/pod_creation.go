@@ -198,10 +198,14 @@ func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, o *observation, c
 // clearRefusal sets the PodCreationRefused condition False, if it was True, once the
 // job's pods got through.
 func clearRefusal(o *observation, created int, now time.Time) {
-	if isConditionTrue(o.status, tfv1.JobPodCreationRefused) {
-		setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionFalse, tfv1.ReasonPodsCreated,
-			fmt.Sprintf("the API server accepts the job's pods again (%d created just now)", created), metav1.NewTime(now))
+	if !isConditionTrue(o.status, tfv1.JobPodCreationRefused) {
+		return
 	}
+	msg := "the API server accepts the job's pods again"
+	if created > 0 {
+		msg += fmt.Sprintf(": %d created", created)
+	}
+	setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionFalse, tfv1.ReasonPodsCreated, msg, metav1.NewTime(now))
 }
 
 // refusalChanged reports whether the new status turns PodCreationRefused on or off: an

@@ -175,8 +175,10 @@ func TestRefusedPodsSlowStartAndBackOff(t *testing.T) {
 	clk.Step(8 * time.Second)
 	posts, wait, o = try()
 	cond = refused(o)
-	if posts != 90 || wait != 0 || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != tfv1.ReasonPodsCreated {
-		t.Errorf("quota raised: %d creations, next try in %v, condition %+v; want 90, none, False %s", posts, wait, cond, tfv1.ReasonPodsCreated)
+	want := metav1.Condition{Type: string(tfv1.JobPodCreationRefused), Status: metav1.ConditionFalse, Reason: tfv1.ReasonPodsCreated,
+		Message: "the API server accepts the job's pods again: 90 created", LastTransitionTime: metav1.NewTime(clk.Now())}
+	if diff := cmp.Diff(&want, cond); posts != 90 || wait != 0 || diff != "" {
+		t.Errorf("quota raised: %d creations, next try in %v; want 90, none; condition (-want +got):\n%s", posts, wait, diff)
 	}
 }
 
