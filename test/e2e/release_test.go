@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+)
+
+// The release test's cluster has its own network, apart from the other tests'.
+const (
+	releaseBridge  = "tfk8se2ec"
+	releasePodCIDR = "10.231.0.0/24"
+	// releaseVersion is the version the test releases: not the tree's, so that what
+	// runs is seen to be the release's.
+	releaseVersion = "v0.1.1-e2e"
+	// releaseRepo is the path under the test's registry the release is pushed to.
+	releaseRepo = "tfk8s"
+)
+
+// TestRelease runs make release into a registry the test starts on loopback, then
+// installs that release into a local cluster with helm install oci://..., the chart's
+// defaults naming the release's images, and checks what a team would: a distributed
+// job succeeds in the release's Python image with the release's agent, and the
+// released CLI's tfk8s version reports the release's version for client and server.
+func TestRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(binDir)
+	for _, need := range []string{"registry", "helm", "tfk8s-nodeinit"} {
+		if !fileExists(filepath.Join(binDir, need)) {
+			t.Fatalf("no %s: make build tools install-tools", filepath.Join(binDir, need))
+		}
+	}
+	registry := startReleaseRegistry(ctx, t, filepath.Join(binDir, "registry")) + "/" + releaseRepo
+	out := t.TempDir()
+	makeRelease(ctx, t, root, registry, out)
+	dir := filepath.Join(out, releaseVersion)
+
+	opts, st := upForTest(ctx, t, localcluster.Options{
+		BinDir:   binDir,
+		NodeName: "e2e-release-node",
+		PodCIDR:  releasePodCIDR,
+		Bridge:   releaseBridge,
+		Install:  localcluster.InstallHelm,
+	}, func() {
+		if left := leftNetwork(releaseBridge); len(left) > 0 {
+			t.Errorf("left on the host after down: %v", left)
+		}
+	})
+	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
+	// The node cannot reach the host's loopback: it pulls every image through the
+	// cluster's registry, its mirror, by the image's repository path. Mirror there
+	// what the release's pods run, as a cluster's own pull-through mirror would.
+	mirrorImages(ctx, t, registry, st.Registry+"/"+releaseRepo,
+		"tfk8s-controller:"+releaseVersion, "tfk8s-agent:"+releaseVersion, "python:3.11")
+
+	helm := func(args ...string) string {
+		t.Helper()
+		args = append(args, "--namespace", localcluster.InstallNamespace, "--kubeconfig", st.Kubeconfig)
+		out, err := exec.CommandContext(ctx, filepath.Join(binDir, "helm"), args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	// local up installed the tree's chart; the release replaces it as a fresh install.
+	helm("uninstall", localcluster.ReleaseName, "--wait", "--timeout", "2m")
+	start := time.Now()
+	chartVersion := strings.TrimPrefix(releaseVersion, "v")
+	helm("install", localcluster.ReleaseName, "oci://"+registry+"/charts/tfk8s", "--version", chartVersion, "--plain-http",
+		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+localcluster.DefaultClusterDomain),
+		"--wait", "--timeout", "3m")
+	t.Logf("helm install oci://%s/charts/tfk8s --version %s: controller available in %.1f s", registry, chartVersion, time.Since(start).Seconds())
+
+	t.Run("a distributed job succeeds in the release's images", func(t *testing.T) {
+		start := time.Now()
+		r := c.tfk8s(ctx, "submit", "../../examples/trainer", "--name", "released", "--image", registry+"/python:3.11",
+			"--ps", "1", "--workers", "2", "--chief", "--follow", "--", "python3", "trainer.py", "--steps", "200")
+		if r.code != 0 {
+			c.fail(t, "submit --follow released: %s", r)
+		}
+		if job := c.job(ctx, t, "released"); job.Status.State != tfv1.JobSucceeded {
+			c.fail(t, "released state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+		}
+		t.Logf("released (1 PS, 2 workers, chief) succeeded %.1f s after submit", time.Since(start).Seconds())
+	})
+	t.Run("the released CLI reports the release's version for client and server", func(t *testing.T) {
+		cli := extractCLI(t, filepath.Join(dir, "tfk8s_"+releaseVersion+"_linux_amd64.tar.gz"))
+		out, err := exec.CommandContext(ctx, cli, "--kubeconfig", st.Kubeconfig, "version", "-o", "json").Output()
+		if err != nil {
+			t.Fatalf("tfk8s version: %v\n%s", err, out)
+		}
+		var got struct {
+			Client               struct{ Version string }
+			Server               *struct{ Version, Image string }
+			ServerError, Warning string
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("tfk8s version -o json printed %s: %v", out, err)
+		}
+		wantImage := registry + "/tfk8s-controller:" + releaseVersion
+		if got.Client.Version != releaseVersion || got.Server == nil || got.Server.Version != releaseVersion ||
+			got.Server.Image != wantImage || got.Warning != "" {
+			t.Errorf("tfk8s version -o json:\n%s\nwant client and server %s, image %s, no warning", out, releaseVersion, wantImage)
+		}
+		t.Logf("tfk8s version -o json:\n%s", out)
+	})
+}
+
+// startReleaseRegistry starts bin/registry on a free loopback port, storing in a
+// temporary directory, stopped when the test ends; it returns its host:port.
+func startReleaseRegistry(ctx context.Context, t *testing.T, bin string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
+		filepath.Join(dir, "data"), addr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "serve", config)
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("the release registry's log:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("the registry on %s does not answer: %v\n%s", addr, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// makeRelease runs make release of releaseVersion to registry, writing under out, and
+// logs its time, its summary and the size of the release's files.
+func makeRelease(ctx context.Context, t *testing.T, root, registry, out string) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "release", "VERSION="+releaseVersion, "REGISTRY="+registry,
+		"RELEASE_PLAIN_HTTP=1", "RELEASE_OUT="+out)
+	cmd.Dir = root
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make release: %v\n%s", err, lastLines(string(output), 60))
+	}
+	summary := string(output)
+	if i := strings.Index(summary, "\nrelease "+releaseVersion+", to "); i >= 0 {
+		summary = summary[i+1:]
+	}
+	t.Logf("make release VERSION=%s REGISTRY=%s: %.1f s\n%s", releaseVersion, registry, time.Since(start).Seconds(), summary)
+	dir := filepath.Join(out, releaseVersion)
+	for _, want := range []string{"SHA256SUMS", "tfk8s.yaml", "tfk8s-" + strings.TrimPrefix(releaseVersion, "v") + ".tgz",
+		"tfk8s_" + releaseVersion + "_darwin_arm64.tar.gz", "tfk8s_" + releaseVersion + "_linux_amd64.tar.gz"} {
+		if !fileExists(filepath.Join(dir, want)) {
+			t.Errorf("make release wrote no %s", filepath.Join(dir, want))
+		}
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// mirrorImages copies each image (name:tag) from the repository path from to the
+// repository path to, every platform with it.
+func mirrorImages(ctx context.Context, t *testing.T, from, to string, images ...string) {
+	t.Helper()
+	for _, image := range images {
+		src, err := name.ParseReference(from+"/"+image, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := name.ParseReference(to+"/"+image, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := remote.Index(src, remote.WithContext(ctx))
+		if err != nil {
+			t.Fatalf("reading %s: %v", src, err)
+		}
+		if err := remote.WriteIndex(dst, idx, remote.WithContext(ctx)); err != nil {
+			t.Fatalf("mirroring %s to %s: %v", src, dst, err)
+		}
+	}
+}
+
+// extractCLI unpacks the tfk8s binary of a release archive and returns its path.
+func extractCLI(t *testing.T, archive string) string {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	hdr, err := tr.Next()
+	if err != nil || hdr.Name != "tfk8s" {
+		t.Fatalf("%s: first entry %v, %v; want tfk8s", archive, hdr, err)
+	}
+	bin := filepath.Join(t.TempDir(), "tfk8s")
+	data, err := io.ReadAll(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
