@@ -113,6 +113,11 @@ func s3Args(opts Options, p paths) []string {
 	return []string{"--port", netip.AddrPortFrom(br, uint16(opts.Ports.S3)).String(), "--quiet", "posix", p.s3Data}
 }
 
+// gangScheduler is the gang scheduler of local mode's controller for the jobs that name
+// none: its control plane serves Kubernetes' own (PodGroup, gates GangScheduling and
+// GenericWorkload), so minAvailable means what it says there.
+const gangScheduler = "native"
+
 // controllerArgs are tfk8s-controller's flags.
 func controllerArgs(opts Options, p paths) []string {
 	args := []string{
@@ -121,6 +126,7 @@ func controllerArgs(opts Options, p paths) []string {
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(opts.Ports.ControllerHealth),
 		"--leader-elect=false",
 		"--cluster-domain=" + opts.ClusterDomain,
+		"--gang-scheduler=" + gangScheduler,
 	}
 	if n := opts.CompactTFConfigAbove; n != nil {
 		args = append(args, "--compact-tf-config-above="+strconv.Itoa(*n))

@@ -143,6 +143,7 @@ func TestArgs(t *testing.T) {
 			want: []string{
 				"--kubeconfig=/state/kubeconfig", "--metrics-bind-address=127.0.0.1:10280",
 				"--health-probe-bind-address=127.0.0.1:10281", "--leader-elect=false", "--cluster-domain=cluster.local",
+				"--gang-scheduler=native",
 			},
 		},
 		{
@@ -150,7 +151,7 @@ func TestArgs(t *testing.T) {
 			got: func() []string {
 				o := opts
 				o.CompactTFConfigAbove = ptr.To(0)
-				return controllerArgs(o, p)[5:]
+				return controllerArgs(o, p)[6:]
 			}(),
 			want: []string{"--compact-tf-config-above=0"},
 		},

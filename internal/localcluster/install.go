@@ -125,6 +125,7 @@ func (u *starter) helmInstall(ctx context.Context) error {
 		"--set", "agentImage.repository=" + version.Repository + "/tfk8s-agent",
 		"--set", "agentImage.tag=" + version.Version,
 		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+u.opts.ClusterDomain),
+		"--set", "gangScheduler=" + gangScheduler,
 	}
 	out, err := u.runTool(ctx, helm, args...)
 	if err != nil {
