@@ -24,8 +24,10 @@ import (
 // batches of 1, 2, 4, … pods, a batch sent only once the one before got through whole,
 // and a batch stops sending at its first failure. A job that a ResourceQuota of 10 pods
 // holds back then costs the API server a dozen requests a try, not one per missing pod.
-// The reconciler's fan-out width (PodCreateConcurrency) bounds the pods in flight, not
-// the batch: the 10,000 pods of a large job pass 14 batch boundaries rather than 300.
+// Once a batch is as wide as the reconciler's fan-out (PodCreateConcurrency), the rest
+// is one last batch with that many pods in flight: a larger batch would send no more
+// before a refusal stops it, and each boundary idles the API server while the slowest
+// pod of the batch is created.
 
 // A job whose pods the API server refused is tried again after a delay that doubles with
 // each refusal in a row, as the Job controller's does (1s up to 1m).
@@ -127,7 +129,7 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 			failed.Store(true)
 		}
 	}
-	for _, batch := range slowStartBatches(len(missing)) {
+	for _, batch := range slowStartBatches(len(missing), cap(r.createSlots)) {
 		var wg sync.WaitGroup
 		for _, key := range missing[batch.start:batch.end] {
 			r.createSlots <- struct{}{}
@@ -155,10 +157,14 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 // span is a batch of pods to create: missing[start:end].
 type span struct{ start, end int }
 
-// slowStartBatches splits n pods into batches of 1, 2, 4, … pods.
-func slowStartBatches(n int) []span {
+// slowStartBatches splits n pods into batches of 1, 2, 4, … pods, up to width, and a
+// last batch of the rest.
+func slowStartBatches(n, width int) []span {
 	var out []span
 	for start, size := 0, 1; start < n; start, size = start+size, 2*size {
+		if size >= width {
+			size = n - start
+		}
 		out = append(out, span{start, min(start+size, n)})
 	}
 	return out

@@ -28,24 +28,24 @@ import (
 
 func TestSlowStartBatches(t *testing.T) {
 	tests := []struct {
-		n    int
-		want []span
+		n, width int
+		want     []span
 	}{
-		{0, nil},
-		{1, []span{{0, 1}}},
-		{4, []span{{0, 1}, {1, 3}, {3, 4}}},
-		{15, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}}},
-		{20, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 20}}},
+		{0, 32, nil},
+		{1, 32, []span{{0, 1}}},
+		{4, 32, []span{{0, 1}, {1, 3}, {3, 4}}},
+		{15, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}}},
+		{20, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 20}}},
+		{20, 4, []span{{0, 1}, {1, 3}, {3, 20}}},
+		{10_000, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 31}, {31, 10_000}}},
+		{3, 1, []span{{0, 3}}},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, slowStartBatches(tc.n), cmp.AllowUnexported(span{})); diff != "" {
-				t.Errorf("slowStartBatches(%d) (-want +got):\n%s", tc.n, diff)
+		t.Run(fmt.Sprintf("%d by %d", tc.n, tc.width), func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, slowStartBatches(tc.n, tc.width), cmp.AllowUnexported(span{})); diff != "" {
+				t.Errorf("slowStartBatches(%d, %d) (-want +got):\n%s", tc.n, tc.width, diff)
 			}
 		})
-	}
-	if got := len(slowStartBatches(10_000)); got != 14 {
-		t.Errorf("10,000 pods take %d batches, want 14", got)
 	}
 }
 
