@@ -89,12 +89,14 @@ func TestArtifactsListAndDownload(t *testing.T) {
 // job's files are listed.
 func TestInClusterNothingOfAnotherNamespace(t *testing.T) {
 	nsA, nsB := testutil.Namespace(t, k8sClient), testutil.Namespace(t, k8sClient)
-	finishedJobWithStoredLogs(t, testutil.MakeTFJob("job-of-a", nsA).Workers(1).Obj(), "a's log\n")
+	srvA := finishedJobWithStoredLogs(t, testutil.MakeTFJob("job-of-a", nsA).Workers(1).Obj(), "a's log\n")
 	srvB := finishedJobWithStoredLogs(t, testutil.MakeTFJob("job-of-b", nsB).Workers(1).Obj(), "b's log\n")
 	storeArtifact(t, srvB, nsB, "job-of-b", "/workspace/secret-model.bin", "b's weights")
 	alice := userWithRole(t, nsA, "alice")
-	// The dashboard's own environment names b's S3 server: it must not be used.
-	base, _ := startDashboardWithEnv(t, "default", srvB.Env(), "--in-cluster")
+	// The dashboard's own environment names b's S3 server: it must not be used. Both
+	// servers are endpoints the admin allows.
+	base, _ := startDashboardWithEnv(t, "default", srvB.Env(), "--in-cluster",
+		"--allowed-s3-endpoint", srvA.Endpoint, "--allowed-s3-endpoint", srvB.Endpoint)
 	ctx := browser.Start(t)
 	signIn(t, ctx, base, alice)
 

@@ -170,7 +170,7 @@ func TestInClusterLogsNeedTheStorageSecret(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	srv := finishedJobWithStoredLogs(t, testutil.MakeTFJob("stored", ns).Workers(1).Obj(), "a line only the Secret's readers see\n")
 	carol, dave := userWithRules(t, ns, "carol", false), userWithRules(t, ns, "dave", true)
-	base, _ := startDashboardWithEnv(t, "default", srv.Env(), "--in-cluster")
+	base, _ := startDashboardWithEnv(t, "default", srv.Env(), "--in-cluster", "--allowed-s3-endpoint", srv.Endpoint)
 
 	for _, tc := range []struct {
 		user, token string
