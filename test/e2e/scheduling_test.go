@@ -93,7 +93,7 @@ print("mesh done", flush=True)
 `
 
 // schedManifest keeps a job's pods when it finishes, so that where they ran stays to
-// be seen, and asks for the native gang scheduler when gang is set. The job succeeds
+// be seen, and sets the scheduling policy it is given, if any. The job succeeds
 // once every worker has, not worker 0 alone: a mesh has succeeded when each worker
 // has reached every other, and the test reads each one's log after that.
 const schedManifest = `apiVersion: tfk8s.io/v1alpha1
@@ -139,6 +139,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("GPU workers spread over the nodes and reach each other", func(t *testing.T) { testGPUWorkersSpread(ctx, t, c) })
 	t.Run("a gang that does not fit binds nothing until capacity appears", func(t *testing.T) { testGangWaitsForCapacity(ctx, t, c) })
 	t.Run("two gangs that fit one at a time never deadlock", func(t *testing.T) { testGangsTakeTurns(ctx, t, c) })
+	t.Run("minAvailable with no provider is a native gang by default", func(t *testing.T) { testDefaultGangMinAvailable(ctx, t, c) })
 }
 
 // schedCluster is the test's cluster and the directory of the jobs' code.
@@ -148,12 +149,22 @@ type schedCluster struct {
 }
 
 // submit submits a job of workers replicas of gpus GPUs each, running the script with
-// args, through the CLI.
+// args, through the CLI; gang asks for the native gang scheduler.
 func (c *schedCluster) submit(ctx context.Context, t *testing.T, name string, workers, gpus int, gang bool, args ...string) {
 	t.Helper()
 	policy := ""
 	if gang {
-		policy = "    schedulingPolicy: {provider: native}\n"
+		policy = "{provider: native}"
+	}
+	c.submitWithPolicy(ctx, t, name, workers, gpus, policy, args...)
+}
+
+// submitWithPolicy is submit with runPolicy.schedulingPolicy given as YAML, or none.
+func (c *schedCluster) submitWithPolicy(ctx context.Context, t *testing.T, name string, workers, gpus int, schedulingPolicy string, args ...string) {
+	t.Helper()
+	policy := ""
+	if schedulingPolicy != "" {
+		policy = "    schedulingPolicy: " + schedulingPolicy + "\n"
 	}
 	manifest := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(schedManifest, name, policy)), 0o644); err != nil {
@@ -306,6 +317,38 @@ func testGangWaitsForCapacity(ctx context.Context, t *testing.T, c *schedCluster
 		t.Fatalf("gang state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
 	}
 	c.mustTfk8s(ctx, t, "delete", "gang")
+}
+
+// testDefaultGangMinAvailable: the cluster was started with no flag about gangs, and a
+// job that names no provider but sets minAvailable (as a Kubeflow manifest does) gets
+// a native PodGroup of that minimum. 4 GPU workers, minAvailable 3, 2 GPUs free: none
+// binds (one by one, two would, and hold their GPUs); once 4 are free, all run.
+func testDefaultGangMinAvailable(ctx context.Context, t *testing.T, c *schedCluster) {
+	c.submit(ctx, t, "holder", 1, 2, false, "hold")
+	if err := c.waitAllRunning(ctx, "holder", 1, 50*time.Millisecond, nil); err != nil {
+		c.fail(t, "%v", err)
+	}
+	c.submitWithPolicy(ctx, t, "least", 4, 1, "{minAvailable: 3}", "done")
+	c.waitGangRefused(ctx, t, "least", 4)
+	group, err := c.cs.SchedulingV1alpha2().PodGroups("default").Get(ctx, "least", metav1.GetOptions{})
+	if err != nil {
+		c.fail(t, "the job's native PodGroup: %v", err)
+	}
+	if gang := group.Spec.SchedulingPolicy.Gang; gang == nil || gang.MinCount != 3 {
+		t.Errorf("PodGroup least: gang policy %+v, want minCount 3 from minAvailable", gang)
+	}
+	t.Logf("minAvailable 3, no provider, 2 GPUs free: 0 of 4 pods bound, all 4 reported unschedulable")
+	c.mustTfk8s(ctx, t, "delete", "holder")
+	job := c.waitFinished(ctx, t, "least")
+	if job.Status.State != tfv1.JobSucceeded {
+		t.Errorf("least state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	}
+	for _, cond := range job.Status.Conditions {
+		if cond.Type == string(tfv1.JobFieldsIgnored) {
+			t.Errorf("condition %s: %s; want none: local mode's controller honours minAvailable", cond.Type, cond.Message)
+		}
+	}
+	c.mustTfk8s(ctx, t, "delete", "least")
 }
 
 // turns are two gangs of 3 GPU workers each, on 4 GPUs: either fits alone, not both.
