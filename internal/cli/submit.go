@@ -198,7 +198,8 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 	}
 	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !hasVolume(s.job, "logs") &&
 		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning: --tensorboard without --artifacts: TensorBoard shows the summaries stored from the --artifacts paths (e.g. --artifacts logs), and there are none")
+		s.archive.Remove()
+		return nil, errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)")
 	}
 	return s, nil
 }

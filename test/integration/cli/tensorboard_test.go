@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,21 @@ func TestTensorBoard(t *testing.T) {
 		}
 		if a := f.getJob("plain").Annotations[tfjob.AnnotationTensorBoardRequested]; a != "" {
 			t.Errorf("a refused job was annotated %s=%s", tfjob.AnnotationTensorBoardRequested, a)
+		}
+	})
+
+	t.Run("RefusesATensorBoardWithNothingToRead", func(t *testing.T) {
+		objects := len(f.objects())
+		r := f.tfk8s("submit", code, "--name", "nosummaries", "--image", "tf", "--tensorboard", "--", "python3", "train.py")
+		want := "--tensorboard: the job stores no summaries for it to show; add --artifacts"
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("want an error %q:\n%s", want, r)
+		}
+		if jobs := f.jobs(); slices.Contains(jobs, "nosummaries") {
+			t.Errorf("the refused job was created: jobs %v", jobs)
+		}
+		if n := len(f.objects()); n != objects {
+			t.Errorf("the refused job stored %d objects in S3", n-objects)
 		}
 	})
 
