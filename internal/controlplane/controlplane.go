@@ -54,8 +54,8 @@ type Options struct {
 	Address string
 	// Scheduler also starts kube-scheduler.
 	Scheduler bool
-	// GangScheduling serves the scheduling.k8s.io/v1alpha2 API with the GenericWorkload
-	// and GangScheduling feature gates on.
+	// GangScheduling serves Kubernetes' PodGroup API (scheduling.k8s.io/v1beta1 from
+	// 1.37, v1alpha2 in 1.36) with the feature gates it needs on.
 	GangScheduling bool
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags, such as
 	// --kubelet-client-certificate for a node's kubelet API.
@@ -103,10 +103,6 @@ type ControlPlane struct {
 	logf       func(format string, args ...any)
 }
 
-// gangSchedulingGates are the feature gates native gang scheduling needs on the API
-// server, the controller manager and the scheduler alike.
-const gangSchedulingGates = "--feature-gates=GenericWorkload=true,GangScheduling=true"
-
 // starter brings up one control plane: where its binaries and manifests are, and the
 // ports its components listen on.
 type starter struct {
@@ -115,6 +111,7 @@ type starter struct {
 	binDir, crdDir, policyDir            string
 	etcdPort, peerPort, apiPort          int
 	controllerManagerPort, schedulerPort int
+	gang                                 gangFlags // set when opts.GangScheduling
 }
 
 // Start starts a control plane and waits until it serves, with the CRDs installed and
@@ -126,6 +123,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	s := &starter{opts: opts}
 	if err := s.locate(); err != nil {
 		return nil, err
+	}
+	if opts.GangScheduling {
+		v, err := binaryVersion(ctx, s.binDir, "kube-apiserver")
+		if err != nil {
+			return nil, err
+		}
+		if s.gang, err = gangFlagsFor(v); err != nil {
+			return nil, err
+		}
 	}
 	if cp, err = newControlPlane(opts); err != nil {
 		return nil, err
@@ -223,7 +229,7 @@ func (s *starter) startEtcd(ctx context.Context) error {
 // administrator's kubeconfig the other components use.
 func (s *starter) startAPIServer(ctx context.Context) error {
 	cp := s.cp
-	args, err := cp.apiServerArgs(s.opts, s.etcdPort, s.apiPort)
+	args, err := cp.apiServerArgs(s.opts, s.etcdPort, s.apiPort, s.gang)
 	if err != nil {
 		return err
 	}
@@ -270,7 +276,7 @@ func (s *starter) componentArgs(port int) []string {
 		"--leader-elect=false",
 	}
 	if s.opts.GangScheduling {
-		args = append(args, gangSchedulingGates)
+		args = append(args, s.gang.gates)
 	}
 	return args
 }
@@ -318,7 +324,7 @@ func (s *starter) installManifests(ctx context.Context) error {
 
 // apiServerArgs are kube-apiserver's flags: etcd through its client certificate,
 // the admin's token, service-account keys, and the Pod Security level if any.
-func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]string, error) {
+func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int, gang gangFlags) ([]string, error) {
 	apiArgs := append(cp.etcd.apiServerArgs(etcdPort),
 		"--bind-address="+apiServerAddress(opts),
 		"--advertise-address="+apiServerAddress(opts),
@@ -352,9 +358,7 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int) ([]st
 		apiArgs = append(apiArgs, "--admission-control-config-file="+file)
 	}
 	if opts.GangScheduling {
-		apiArgs = append(apiArgs,
-			"--runtime-config=scheduling.k8s.io/v1alpha2=true",
-			gangSchedulingGates)
+		apiArgs = append(apiArgs, gang.runtimeConfig, gang.gates)
 	}
 	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
 }
