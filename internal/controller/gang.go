@@ -1,12 +1,13 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -61,12 +62,27 @@ func gangProvider(job *tfv1.TFJob, def tfv1.GangProvider) tfv1.GangProvider {
 	return def
 }
 
-// gangKinds are the group object kinds of each provider, checked against discovery.
-var gangKinds = map[tfv1.GangProvider]schema.GroupVersionKind{
-	tfv1.GangProviderNative:           schedulingv1alpha2.SchemeGroupVersion.WithKind("PodGroup"),
-	tfv1.GangProviderVolcano:          volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"),
-	tfv1.GangProviderSchedulerPlugins: pluginsv1alpha1.SchemeGroupVersion.WithKind("PodGroup"),
+// gangKinds are the group object kinds of each provider, with the versions tfk8s speaks,
+// newest first: the first one the API server serves is used.
+var gangKinds = map[tfv1.GangProvider]gangKind{
+	tfv1.GangProviderNative:           {nativePodGroup, nativeVersions},
+	tfv1.GangProviderVolcano:          {volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), []string{volcanov1beta1.SchemeGroupVersion.Version}},
+	tfv1.GangProviderSchedulerPlugins: {pluginsv1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), []string{pluginsv1alpha1.SchemeGroupVersion.Version}},
 }
+
+// gangKind is a group object's kind and the versions of it tfk8s can write.
+type gangKind struct {
+	schema.GroupKind
+	versions []string
+}
+
+// nativePodGroup is Kubernetes' own PodGroup. Kubernetes 1.37 serves it as v1beta1 and
+// 1.36 as v1alpha2: the same spec (schedulingPolicy.gang.minCount) in both, and pods
+// join it through spec.schedulingGroup in both.
+var (
+	nativePodGroup = schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PodGroup"}
+	nativeVersions = []string{"v1beta1", "v1alpha2"}
+)
 
 // gangMinMember is how many pods must be placed at once: minAvailable, else (unset or
 // 0) every replica of the job.
@@ -129,20 +145,16 @@ func gangMeta(job *tfv1.TFJob) metav1.ObjectMeta {
 	}
 }
 
-// ConstructGang builds the job's group object for provider, or nil for none.
-func ConstructGang(job *tfv1.TFJob, provider tfv1.GangProvider) client.Object {
+// ConstructGang builds the job's group object for provider, or nil for none. A native
+// PodGroup is written as version (v1beta1 when empty), which discovery chooses.
+func ConstructGang(job *tfv1.TFJob, provider tfv1.GangProvider, version string) client.Object {
 	sp := job.Spec.RunPolicy.SchedulingPolicy
 	if sp == nil {
 		sp = &tfv1.SchedulingPolicy{}
 	}
 	switch provider {
 	case tfv1.GangProviderNative:
-		return &schedulingv1alpha2.PodGroup{
-			ObjectMeta: gangMeta(job),
-			Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
-				Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: gangMinMember(job)},
-			}},
-		}
+		return nativeGang(job, cmp.Or(version, nativeVersions[0]))
 	case tfv1.GangProviderVolcano:
 		spec := volcanov1beta1.PodGroupSpec{
 			MinMember:         gangMinMember(job),
@@ -161,6 +173,23 @@ func ConstructGang(job *tfv1.TFJob, provider tfv1.GangProvider) client.Object {
 		}}
 	}
 	return nil
+}
+
+// nativeGang is the job's native PodGroup as version, unstructured: the API types tfk8s
+// builds against have one version of it, the clusters it runs on serve one of two.
+func nativeGang(job *tfv1.TFJob, version string) *unstructured.Unstructured {
+	meta := gangMeta(job)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"schedulingPolicy": map[string]any{
+			"gang": map[string]any{"minCount": int64(gangMinMember(job))},
+		}},
+	}}
+	u.SetGroupVersionKind(nativePodGroup.WithVersion(version))
+	u.SetName(meta.Name)
+	u.SetNamespace(meta.Namespace)
+	u.SetLabels(meta.Labels)
+	u.SetOwnerReferences(meta.OwnerReferences)
+	return u
 }
 
 // bindToGang makes pod a member of its job's group, the way provider's scheduler finds

@@ -36,19 +36,36 @@ func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods 
 	if provider == "" || len(pods) > 0 {
 		return "", nil
 	}
-	gvk := gangKinds[provider]
-	if _, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			return fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s",
-				provider, gvk.Kind, gvk.GroupVersion()), nil
-		}
-		return "", fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+	kind := gangKinds[provider]
+	version, err := r.servedVersion(kind)
+	if err != nil {
+		return "", err
 	}
-	group := ConstructGang(job, provider)
+	if version == "" {
+		return fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s/%s",
+			provider, kind.Kind, kind.Group, strings.Join(kind.versions, " or ")), nil
+	}
+	group := ConstructGang(job, provider, version)
 	if err := r.Create(ctx, group); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating %s %s: %w", gvk.Kind, group.GetName(), err)
+		return "", fmt.Errorf("creating %s %s: %w", kind.Kind, group.GetName(), err)
 	}
-	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", provider, "kind", gvk.GroupKind())
+	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", provider, "kind", kind.WithVersion(version))
+	return "", nil
+}
+
+// servedVersion is the first of kind's versions the API server serves, "" for none.
+// Each is asked alone: asked together, the mapper fails the whole lookup when any one
+// of them is missing.
+func (r *TFJobReconciler) servedVersion(kind gangKind) (string, error) {
+	for _, v := range kind.versions {
+		_, err := r.RESTMapper().RESTMapping(kind.GroupKind, v)
+		if err == nil {
+			return v, nil
+		}
+		if !meta.IsNoMatchError(err) {
+			return "", fmt.Errorf("discovering %s: %w", kind.WithVersion(v).GroupVersion(), err)
+		}
+	}
 	return "", nil
 }
 

@@ -1,13 +1,13 @@
 package controller
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -50,14 +50,6 @@ func TestConstructGang(t *testing.T) {
 		sp       *tfv1.SchedulingPolicy
 		want     client.Object
 	}{{
-		name: "native, every replica", provider: tfv1.GangProviderNative,
-		want: &schedulingv1alpha2.PodGroup{ObjectMeta: meta, Spec: schedulingv1alpha2.PodGroupSpec{
-			SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: 3}}}},
-	}, {
-		name: "native, minAvailable", provider: tfv1.GangProviderNative, sp: &tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](2)},
-		want: &schedulingv1alpha2.PodGroup{ObjectMeta: meta, Spec: schedulingv1alpha2.PodGroupSpec{
-			SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: 2}}}},
-	}, {
 		name: "volcano, resources summed", provider: tfv1.GangProviderVolcano,
 		sp: &tfv1.SchedulingPolicy{Queue: "research", PriorityClass: "high"},
 		want: &volcanov1beta1.PodGroup{ObjectMeta: meta, Spec: volcanov1beta1.PodGroupSpec{
@@ -72,9 +64,39 @@ func TestConstructGang(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ConstructGang(gangJob(tc.sp), tc.provider)
+			got := ConstructGang(gangJob(tc.sp), tc.provider, "")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("group (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConstructNativeGang: Kubernetes' own PodGroup is written in the version discovery
+// found, with the same spec in both: minCount from minAvailable or every replica.
+func TestConstructNativeGang(t *testing.T) {
+	meta := `"metadata":{"labels":{"tfk8s.io/job-name":"mnist"},"name":"mnist","namespace":"ml",` +
+		`"ownerReferences":[{"apiVersion":"tfk8s.io/v1alpha1","blockOwnerDeletion":true,"controller":true,"kind":"TFJob","name":"mnist","uid":"uid-1"}]}`
+	cases := []struct {
+		name, version string
+		sp            *tfv1.SchedulingPolicy
+		want          string
+	}{
+		{"1.37, every replica", "v1beta1", nil,
+			`{"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup",` + meta + `,"spec":{"schedulingPolicy":{"gang":{"minCount":3}}}}`},
+		{"1.36, minAvailable", "v1alpha2", &tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](2)},
+			`{"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup",` + meta + `,"spec":{"schedulingPolicy":{"gang":{"minCount":2}}}}`},
+		{"no version found yet", "", nil,
+			`{"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup",` + meta + `,"spec":{"schedulingPolicy":{"gang":{"minCount":3}}}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(ConstructGang(gangJob(tc.sp), tfv1.GangProviderNative, tc.version))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("PodGroup (-want +got):\n%s", diff)
 			}
 		})
 	}

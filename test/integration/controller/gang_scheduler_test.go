@@ -26,7 +26,7 @@ import (
 )
 
 // The gang tests below run Kubernetes' own kube-scheduler with native gang scheduling
-// (scheduling.k8s.io/v1alpha2 PodGroups, the GenericWorkload and GangScheduling gates)
+// (scheduling.k8s.io PodGroups, v1beta1 from Kubernetes 1.37, and their feature gates)
 // and no kubelet: the test creates Node objects with GPUs, keeps their leases fresh,
 // and plays the kubelet of the pods the scheduler binds.
 

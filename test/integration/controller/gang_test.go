@@ -11,10 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,7 +181,7 @@ func TestGangGroupsOfVolcanoAndSchedulerPlugins(t *testing.T) {
 }
 
 // TestGangRefusedWhenAPINotServed checks that a job whose gang scheduler's API is not
-// served (this control plane serves no scheduling.k8s.io/v1alpha2) fails with a
+// served (this control plane serves no scheduling.k8s.io PodGroup) fails with a
 // condition naming the provider and the API, and gets no pod.
 func TestGangRefusedWhenAPINotServed(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
@@ -192,8 +194,8 @@ func TestGangRefusedWhenAPINotServed(t *testing.T) {
 	job = waitCondition(t, ns, job.Name, tfv1.JobFailed)
 	c := findCondition(job, tfv1.JobFailed)
 	if c.Reason != tfv1.ReasonGangSchedulerUnavailable || !strings.Contains(c.Message, `"native"`) ||
-		!strings.Contains(c.Message, "PodGroup scheduling.k8s.io/v1alpha2") {
-		t.Errorf("Failed condition: %s: %s; want %s naming native and PodGroup scheduling.k8s.io/v1alpha2",
+		!strings.Contains(c.Message, "PodGroup scheduling.k8s.io/v1beta1 or v1alpha2") {
+		t.Errorf("Failed condition: %s: %s; want %s naming native and PodGroup scheduling.k8s.io/v1beta1 or v1alpha2",
 			c.Reason, c.Message, tfv1.ReasonGangSchedulerUnavailable)
 	}
 	if msg := eventMessage(t, ns, job.UID, tfv1.ReasonGangSchedulerUnavailable); msg != c.Message {
@@ -247,8 +249,8 @@ func TestGangScheduleTimeout(t *testing.T) {
 }
 
 // TestGangNative checks Kubernetes' own gang scheduling on a control plane that serves
-// it (feature gates GenericWorkload and GangScheduling, scheduling.k8s.io/v1alpha2):
-// the job's PodGroup asks for every replica, and each pod names it in
+// it (scheduling.k8s.io/v1beta1 from Kubernetes 1.37, v1alpha2 in 1.36): the job's
+// PodGroup, in the newest version served, asks for every replica, and each pod names it in
 // spec.schedulingGroup, as the API server keeps it.
 func TestGangNative(t *testing.T) {
 	ctx := context.Background()
@@ -271,18 +273,56 @@ func TestGangNative(t *testing.T) {
 		err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{tfv1.LabelJobName: job.Name})
 		return err == nil && len(pods.Items) == 3, err
 	})
-	group := &schedulingv1alpha2.PodGroup{}
+	version := newestPodGroupVersion(t, native.Config)
+	group := &unstructured.Unstructured{}
+	group.SetGroupVersionKind(schema.GroupVersionKind{Group: "scheduling.k8s.io", Version: version, Kind: "PodGroup"})
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, group); err != nil {
-		t.Fatalf("reading the job's PodGroup: %v", err)
+		t.Fatalf("reading the job's PodGroup %s: %v", version, err)
 	}
 	checkOwnedByJob(t, group, job)
-	if diff := cmp.Diff(&schedulingv1alpha2.GangSchedulingPolicy{MinCount: 3}, group.Spec.SchedulingPolicy.Gang); diff != "" {
-		t.Errorf("gang policy (-want +got):\n%s", diff)
+	minCount, _, _ := unstructured.NestedInt64(group.Object, "spec", "schedulingPolicy", "gang", "minCount")
+	if minCount != 3 {
+		t.Errorf("PodGroup %s spec %v, want schedulingPolicy.gang.minCount 3", version, group.Object["spec"])
+	}
+	if f := managedBy(group); !strings.Contains(f, "apiVersion=scheduling.k8s.io/"+version) {
+		t.Errorf("PodGroup written as %s, want scheduling.k8s.io/%s, the newest served", f, version)
 	}
 	for _, p := range pods.Items {
 		if g := p.Spec.SchedulingGroup; g == nil || ptr.Deref(g.PodGroupName, "") != job.Name {
 			t.Errorf("%s: schedulingGroup %+v, want podGroupName %s", p.Name, g, job.Name)
 		}
 	}
-	t.Logf("PodGroup %s: minCount %d; %d pods in it", group.Name, group.Spec.SchedulingPolicy.Gang.MinCount, len(pods.Items))
+	t.Logf("PodGroup %s (%s): minCount %d; %d pods in it", group.GetName(), version, minCount, len(pods.Items))
+}
+
+// newestPodGroupVersion is the newest version of scheduling.k8s.io that serves
+// PodGroups, as discovery lists it.
+func newestPodGroupVersion(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"v1beta1", "v1alpha2"} {
+		list, err := dc.ServerResourcesForGroupVersion("scheduling.k8s.io/" + v)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if r.Name == "podgroups" {
+				return v
+			}
+		}
+	}
+	t.Fatal("the control plane serves no scheduling.k8s.io PodGroup")
+	return ""
+}
+
+// managedBy lists the apiVersion each field manager wrote the object with.
+func managedBy(o client.Object) string {
+	var out []string
+	for _, m := range o.GetManagedFields() {
+		out = append(out, m.Manager+" apiVersion="+m.APIVersion)
+	}
+	return strings.Join(out, ", ")
 }
