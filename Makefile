@@ -21,8 +21,8 @@ export GOFLAGS ?= -buildvcs=false
 
 # Versions of the tools built from the Go module proxy. Each binary is rebuilt only when
 # its stamp, bin/.stamp/<name>-<version>, is missing.
-KUBE_VERSION := v1.36.3
-ETCD_VERSION := v3.6.16
+KUBE_VERSION := v1.37.2
+ETCD_VERSION := v3.7.0
 CONTROLLER_GEN_VERSION := v0.21.0
 STATICCHECK_VERSION := v0.8.2
 VERSITYGW_VERSION := v1.8.0

@@ -114,7 +114,7 @@ func s3Args(opts Options, p paths) []string {
 }
 
 // gangScheduler is the gang scheduler of local mode's controller for the jobs that name
-// none: its control plane serves Kubernetes' own (PodGroup, gates GangScheduling and
+// none: its control plane serves Kubernetes' own (PodGroup and its feature gates,
 // GenericWorkload), so minAvailable means what it says there.
 const gangScheduler = "native"
 

@@ -228,7 +228,7 @@ func checkAPIServer(t *testing.T, kubeconfig string) {
 		t.Errorf("server version %q", v.GitVersion)
 	}
 	t.Logf("kube-apiserver %s", v.GitVersion)
-	for _, gv := range []string{"scheduling.k8s.io/v1alpha2", "tfk8s.io/v1alpha1"} {
+	for _, gv := range []string{"scheduling.k8s.io/v1beta1", "tfk8s.io/v1alpha1"} {
 		if _, err := dc.ServerResourcesForGroupVersion(gv); err != nil {
 			t.Errorf("%s not served: %v", gv, err)
 		}
