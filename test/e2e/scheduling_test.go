@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,12 +331,26 @@ func testDefaultGangMinAvailable(ctx context.Context, t *testing.T, c *schedClus
 	}
 	c.submitWithPolicy(ctx, t, "least", 4, 1, "{minAvailable: 3}", "done")
 	c.waitGangRefused(ctx, t, "least", 4)
-	group, err := c.cs.SchedulingV1alpha2().PodGroups("default").Get(ctx, "least", metav1.GetOptions{})
+	// Kubernetes 1.37 serves PodGroups as v1beta1, which the API types tfk8s builds
+	// against do not have: the object is read as JSON.
+	raw, err := c.cs.CoreV1().RESTClient().Get().AbsPath("/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/least").DoRaw(ctx)
 	if err != nil {
 		c.fail(t, "the job's native PodGroup: %v", err)
 	}
+	var group struct {
+		Spec struct {
+			SchedulingPolicy struct {
+				Gang *struct {
+					MinCount int32 `json:"minCount"`
+				} `json:"gang"`
+			} `json:"schedulingPolicy"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &group); err != nil {
+		c.fail(t, "the job's native PodGroup: %v: %s", err, raw)
+	}
 	if gang := group.Spec.SchedulingPolicy.Gang; gang == nil || gang.MinCount != 3 {
-		t.Errorf("PodGroup least: gang policy %+v, want minCount 3 from minAvailable", gang)
+		t.Errorf("PodGroup least: %s, want schedulingPolicy.gang.minCount 3 from minAvailable", raw)
 	}
 	t.Logf("minAvailable 3, no provider, 2 GPUs free: 0 of 4 pods bound, all 4 reported unschedulable")
 	c.mustTfk8s(ctx, t, "delete", "holder")
