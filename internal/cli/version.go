@@ -14,16 +14,13 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
-// Where the chart and config/default install the controller: its Deployment, and the
-// container in it that runs tfk8s-controller.
-const (
-	controllerNamespace  = "tfk8s-system"
-	controllerDeployment = "tfk8s-controller"
-	controllerContainer  = "controller"
-)
+// controllerContainer is the container of tfjob.ControllerDeployment that runs
+// tfk8s-controller.
+const controllerContainer = "controller"
 
 // serverVersionTimeout bounds the one request for the controller's Deployment, so that
 // an unreachable cluster costs seconds, not a TCP timeout.
@@ -88,7 +85,7 @@ apart get a warning on stderr.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
-	cmd.Flags().StringVar(&namespace, "controller-namespace", controllerNamespace, "namespace of the controller's Deployment")
+	cmd.Flags().StringVar(&namespace, "controller-namespace", tfjob.InstallNamespace, "namespace of the controller's Deployment")
 	return cmd
 }
 
@@ -109,8 +106,8 @@ func (o *rootOptions) serverVersion(ctx context.Context, namespace string) (*ser
 func readServerVersion(ctx context.Context, kube kubernetes.Interface, namespace string) (*serverVersion, error) {
 	ctx, cancel := context.WithTimeout(ctx, serverVersionTimeout)
 	defer cancel()
-	d, err := kube.AppsV1().Deployments(namespace).Get(ctx, controllerDeployment, metav1.GetOptions{})
-	where := namespace + "/" + controllerDeployment
+	d, err := kube.AppsV1().Deployments(namespace).Get(ctx, tfjob.ControllerDeployment, metav1.GetOptions{})
+	where := namespace + "/" + tfjob.ControllerDeployment
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("no deployment %s: tfk8s is not installed there", where)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
@@ -68,7 +69,7 @@ current-context: c
 func TestReadServerVersion(t *testing.T) {
 	deployment := func(image string) *appsv1.Deployment {
 		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: controllerDeployment},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tfjob.InstallNamespace, Name: tfjob.ControllerDeployment},
 			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
 				{Name: "sidecar", Image: "example.com/sidecar:v9.9.9"},
 				{Name: controllerContainer, Image: image},
@@ -76,7 +77,7 @@ func TestReadServerVersion(t *testing.T) {
 		}
 	}
 	forbidden := func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, controllerDeployment, nil)
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, tfjob.ControllerDeployment, nil)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -98,7 +99,7 @@ func TestReadServerVersion(t *testing.T) {
 			if tc.forbid {
 				kube.PrependReactor("get", "deployments", forbidden)
 			}
-			got, err := readServerVersion(context.Background(), kube, controllerNamespace)
+			got, err := readServerVersion(context.Background(), kube, tfjob.InstallNamespace)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)

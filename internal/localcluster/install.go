@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/manifests"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
@@ -35,10 +36,10 @@ const (
 // Where an install puts tfk8s: the namespace config/default names, and the Helm
 // release's name.
 const (
-	InstallNamespace = "tfk8s-system"
+	InstallNamespace = tfjob.InstallNamespace
 	ReleaseName      = "tfk8s"
 	// ControllerDeployment is the controller's Deployment, in InstallNamespace.
-	ControllerDeployment = "tfk8s-controller"
+	ControllerDeployment = tfjob.ControllerDeployment
 	// ControllerLease is the leader election Lease the controller's replicas share.
 	ControllerLease = "tfk8s-controller.tfk8s.io"
 	// installFieldOwner is the field manager of the kustomize install's server-side

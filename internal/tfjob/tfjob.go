@@ -36,6 +36,13 @@ const (
 	AgentLogDir = AgentDir + "/logs"
 )
 
+// Where the chart and config/default install the controller: the namespace and its
+// Deployment, which the CLI reads to learn the server's version.
+const (
+	InstallNamespace     = "tfk8s-system"
+	ControllerDeployment = "tfk8s-controller"
+)
+
 // Keys of the storage Secret named by spec.storage.secretRef.
 const (
 	SecretKeyEndpoint        = "endpoint"
