@@ -43,8 +43,8 @@ COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
-CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
+CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
 
@@ -57,8 +57,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
-# The node of local mode. The kubelet comes last, so that it compiles once the cluster's
-# build has cached the packages they share.
+# The node of local mode; the kubelet and kube-proxy come with the cluster's build.
 NODE_TOOLS := $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP) pause-image runc nftables $(KUBELET_STAMP)
 # What a local cluster runs, and no more: make demo builds these (not Kueue, nor the
 # Prometheus CRDs, which only the tests use).
@@ -67,10 +66,12 @@ LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
 # other, so that one lane compiles while the other waits on module downloads or a link.
-# The targets are prerequisites of one goal, so that make does not report each one that
-# is up to date; + runs the sub-make under make -n too. Not make -j for everything: it
-# would also run, say, make clean build side by side.
-parallel = $(MAKE) --no-print-directory -j2 prerequisites PREREQUISITES="$(1)"
+# Callers list tensorflow-image right after the cluster: it waits on Debian and PyPI
+# most of its 5 minutes, which the cluster's build fills. The targets are prerequisites
+# of one goal, so that make does not report each one that is up to date; + runs the
+# sub-make under make -n too. Not make -j for everything: it would also run, say, make
+# clean build side by side. A second argument adds variables, as make demo's arches.
+parallel = $(MAKE) --no-print-directory -j2 prerequisites PREREQUISITES="$(1)" $(2)
 
 .PHONY: prerequisites
 prerequisites: $(PREREQUISITES)
@@ -97,23 +98,18 @@ nftables:
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
-# kube-apiserver, kube-controller-manager, kube-scheduler, etcd and CoreDNS share one module
-# and one go build, so that the packages they have in common compile once.
+# The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, CoreDNS)
+# and the node's kubelet and kube-proxy share one module and one go build, so that the
+# packages they have in common compile once: two builds side by side compiled them twice.
 $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go hack/tools/cluster/coredns/main.go
 	cd hack/tools/cluster && go build -ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS)" -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler \
-		./etcd ./coredns
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
-
-# The kubelet and kube-proxy of local mode's nodes, from the cluster's module so that they
-# share its versions; a stamp of their own, so that make node-tools builds no control plane.
-$(KUBELET_STAMP): hack/tools/cluster/go.mod
-	cd hack/tools/cluster && go build -ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS)" -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kubelet \
-		k8s.io/kubernetes/cmd/kube-proxy
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kubelet-* && touch $@
+		k8s.io/kubernetes/cmd/kube-proxy \
+		./etcd ./coredns
+	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
 
 # containerd and its runc shim run the pods of local mode's nodes; static, as containerd's
 # releases are. Without the btrfs (cgo only anyway), devmapper and ZFS snapshotters, which
@@ -152,9 +148,10 @@ $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
 	cd hack/tools/versitygw && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
 	mkdir -p $(STAMP) && rm -f $(STAMP)/versitygw-* && touch $@
 
-# The CNCF Distribution registry serves the images of local mode's pods.
-$(DISTRIBUTION_STAMP): hack/tools/registry/go.mod
-	cd hack/tools/registry && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry github.com/distribution/distribution/v3/cmd/registry
+# The CNCF Distribution registry serves the images of local mode's pods; hack/tools/registry
+# links only the filesystem driver and htpasswd, which halves what a cold build compiles.
+$(DISTRIBUTION_STAMP): hack/tools/registry/go.mod hack/tools/registry/main.go
+	cd hack/tools/registry && go build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry .
 	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
 
 # Kueue admits, queues and preempts TFJobs in test/integration/kueue; its CRDs come from
@@ -185,11 +182,12 @@ generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	@$(MAKE) --no-print-directory chart
 
-# The agent runs in every pod, on whatever the image holds: static, without cgo.
+# Static and -trimpath, as the images and the Jupyter image's CLI are built, so that a
+# cold build compiles their packages once, not three times. The agent needs static
+# anyway: it runs in every pod, on whatever the image holds.
 .PHONY: build
 build:
-	go build -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit
-	CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/tfk8s-agent
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
@@ -207,7 +205,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images tensorflow-image $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: test-unit
@@ -232,13 +230,13 @@ fuzz:
 # runs a short one (8 jobs, 20 s, 10 s).
 .PHONY: chaos
 chaos:
-	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
 		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
 bench:
-	@+$(call parallel,$(TEST_TOOLS) build images tensorflow-image $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
 # The main job: a local cluster (a real control plane, a registry holding the images and a
@@ -252,7 +250,7 @@ DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
 demo:
-	@+$(call parallel,$(LOCAL_TOOLS) build images tensorflow-image)
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(LOCAL_TOOLS) build images,IMAGE_ARCHES=$(HOST_ARCH))
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
 	if $(DEMO_ENV) bin/tfk8s get demo >/dev/null 2>&1; then $(DEMO_ENV) bin/tfk8s delete demo --wait; fi; \
@@ -292,6 +290,8 @@ IMAGE_REPO ?= ghcr.io/tfk8s
 IMAGE_SOURCE ?= https://github.com/tfk8s/tfk8s
 IMAGES := tfk8s-controller tfk8s-agent tfk8s-dashboard
 IMAGE_ARCHES := amd64 arm64
+# make demo builds its images for this machine only: its cluster runs nothing else.
+HOST_ARCH := $(shell go env GOARCH)
 VERSION_PKG := github.com/tfk8s/tfk8s/internal/version
 IMAGE_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
 	-X $(VERSION_PKG).Repository=$(IMAGE_REPO)
@@ -321,7 +321,7 @@ $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 # second, plus the CLI's go build (about 10 s after a change to the CLI).
 .PHONY: tensorflow-image
 tensorflow-image:
-	go run ./hack/tensorflow-image --out $(OUT)/images
+	CGO_ENABLED=0 go run -trimpath ./hack/tensorflow-image --out $(OUT)/images
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.
@@ -331,7 +331,7 @@ images:
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "$(IMAGE_LDFLAGS)" \
 			-o $(OUT)/bin/linux_$$arch/ $(addprefix ./cmd/,$(IMAGES)); \
 	done
-	go run ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
+	CGO_ENABLED=0 go run -trimpath ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
 		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) $(IMAGES)
 
 # The pause image, PID 1 of every pod's sandbox: hack/pause as an OCI layout named
@@ -339,20 +339,22 @@ images:
 # local up pushes to its registry; so no node pulls it from the internet. It runs as
 # 65535:65535, as the upstream image does.
 PAUSE_VERSION := 3.10.2
+# Only local nodes run it, on this machine: its arch alone.
+PAUSE_ARCHES := $(HOST_ARCH)
 PAUSE_LAYOUT := $(OUT)/images/pause/index.json
 .PHONY: pause-image
 pause-image: $(PAUSE_LAYOUT)
 $(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ociimage/*.go)
-	for arch in $(IMAGE_ARCHES); do \
+	for arch in $(PAUSE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "-s -w" -o $(OUT)/bin/linux_$$arch/ ./hack/pause; \
 	done
-	go run ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
+	CGO_ENABLED=0 go run -trimpath ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(PAUSE_ARCHES)" \
 		--version $(PAUSE_VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) \
 		--repository registry.k8s.io --user 65535:65535 pause
 
 push:
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }
-	go run ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
+	CGO_ENABLED=0 go run -trimpath ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
 
 # make release VERSION=vX.Y.Z REGISTRY=host:port[/path] builds a release stamped with
 # VERSION and publishes it (hack/release says how): the images to REGISTRY, the chart to
