@@ -26,7 +26,7 @@ type Client struct {
 }
 
 // New returns a client for the storage described by cfg, which should come from
-// ResolveConfig or LoadConfig. No request is made.
+// LoadConfig. No request is made.
 func New(cfg Config) (*Client, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {

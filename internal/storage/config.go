@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The environment variables ResolveConfig reads are tfjob.EnvS3Endpoint, EnvS3Bucket,
+// The environment variables LoadConfig reads are tfjob.EnvS3Endpoint, EnvS3Bucket,
 // EnvAccessKeyID, EnvSecretAccessKey, EnvRegion and EnvS3Insecure: the tfk8s agent
 // receives the same names from the controller, so a job and a user's shell share one
 // contract.
@@ -47,12 +47,6 @@ func DefaultConfigFile() string {
 		return ""
 	}
 	return filepath.Join(home, ".tfk8s", "config")
-}
-
-// ResolveConfig completes the explicit settings (typically from flags) with the
-// environment and then with ~/.tfk8s/config; see LoadConfig.
-func ResolveConfig(explicit Config) (Config, error) {
-	return LoadConfig(explicit, os.Getenv, DefaultConfigFile())
 }
 
 // LoadConfig resolves each setting from the first source that has it: explicit, then
