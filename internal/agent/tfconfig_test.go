@@ -28,7 +28,7 @@ func podEnv(t *testing.T) (env []string, want string) {
 			env = append(env, e.Name+"="+e.Value)
 		}
 	}
-	if want, err = controller.GenTFConfig(job, tfv1.ReplicaTypeWorker, 3, controller.AddressOptions{}); err != nil {
+	if want, err = controller.NewTFConfigs(job, controller.AddressOptions{}, controller.DefaultCompactTFConfigAbove).For(tfv1.ReplicaTypeWorker, 3); err != nil {
 		t.Fatal(err)
 	}
 	return env, want

@@ -90,11 +90,7 @@ func gangMinMember(job *tfv1.TFJob) int32 {
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.MinAvailable != nil && *sp.MinAvailable > 0 {
 		return *sp.MinAvailable
 	}
-	var n int32
-	for _, spec := range job.Spec.TFReplicaSpecs {
-		n += tfjob.Replicas(spec)
-	}
-	return n
+	return tfjob.TotalReplicas(job)
 }
 
 // gangMinResources is the total the gang needs: minResources, else the sum of the

@@ -21,7 +21,7 @@ var DefaultHostPortRange = PortRange{Min: 20000, Max: 29999}
 // scheduler never puts two pods using one port on the same node.
 func allocateHostPorts(job *tfv1.TFJob, r PortRange) (map[ReplicaKey]int32, error) {
 	size := r.Max - r.Min + 1
-	total := totalReplicas(job)
+	total := tfjob.TotalReplicas(job)
 	if size <= 0 || total > size {
 		return nil, fmt.Errorf("host port range %d-%d has %d ports, the job needs %d", r.Min, r.Max, max(size, 0), total)
 	}

@@ -138,10 +138,7 @@ func (r *TFJobReconciler) recordGangWait(job *tfv1.TFJob, o *observation, now ti
 		gangWaiting.Delete(job.UID)
 		return
 	}
-	var want, bound int32
-	for _, spec := range job.Spec.TFReplicaSpecs {
-		want += tfjob.Replicas(spec)
-	}
+	want, bound := tfjob.TotalReplicas(job), int32(0)
 	for _, pod := range o.pods {
 		if isActive(pod) && pod.Spec.NodeName != "" {
 			bound++

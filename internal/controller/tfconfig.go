@@ -12,23 +12,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// TFConfig is the TF_CONFIG environment variable TensorFlow's TFConfigClusterResolver
-// reads: the addresses of every task in the cluster, and which task this process is.
-type TFConfig struct {
-	// Cluster maps a task type ("chief", "master", "ps", "worker") to its addresses,
-	// index by index; with a sparse cluster, "worker" maps indexes to addresses.
-	Cluster map[string]any `json:"cluster"`
-	Task    TFTask         `json:"task"`
-	// Environment is "cloud", as TensorFlow expects outside Google.
-	Environment string `json:"environment"`
-}
-
-// TFTask names one task of the cluster.
-type TFTask struct {
-	Type  string `json:"type"`
-	Index int32  `json:"index"`
-}
-
 // AddressOptions say how replicas are addressed.
 type AddressOptions struct {
 	// ClusterDomain, when set, makes addresses fully qualified:
@@ -59,15 +42,6 @@ const (
 	// dashboard.
 	DefaultCompactTFConfigAbove = 8 << 10
 )
-
-// GenTFConfig returns the TF_CONFIG of one replica of job, or "" when the job has a single
-// replica in all: a single-node job runs TensorFlow locally, without a cluster.
-//
-// The evaluator is not part of the cluster: TensorFlow's examples leave it out (its task
-// type alone says what it is), and other tasks waiting for it would wait forever.
-func GenTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) (string, error) {
-	return NewTFConfigs(job, opts, DefaultCompactTFConfigAbove).For(rt, index)
-}
 
 // TFConfigs builds the TF_CONFIG of every replica of one job, or the constant-size
 // cluster its pods carry instead. The cluster, the same for all replicas and as long as
@@ -105,7 +79,8 @@ func (o PodOptions) newTFConfigs(job *tfv1.TFJob) *TFConfigs {
 	return NewTFConfigs(job, o.AddressOptions, above)
 }
 
-// For returns the TF_CONFIG of one replica, as GenTFConfig does.
+// For returns the TF_CONFIG of one replica, or "" when the job has a single replica in
+// all: a single-node job runs TensorFlow locally, without a cluster.
 func (t *TFConfigs) For(rt tfv1.ReplicaType, index int32) (string, error) {
 	if t.err != nil || t.tasks == "" {
 		return "", t.err
@@ -201,13 +176,4 @@ func replicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
 		}
 	}
 	return tfjob.DefaultPort
-}
-
-// totalReplicas is the number of replicas of the job, all types together.
-func totalReplicas(job *tfv1.TFJob) int32 {
-	var n int32
-	for _, spec := range job.Spec.TFReplicaSpecs {
-		n += tfjob.Replicas(spec)
-	}
-	return n
 }

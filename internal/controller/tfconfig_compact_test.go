@@ -21,7 +21,7 @@ import (
 // built one by one. The bytes a program reads must not change.
 func referenceTFConfig(t *testing.T, job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) string {
 	t.Helper()
-	if totalReplicas(job) <= 1 {
+	if tfjob.TotalReplicas(job) <= 1 {
 		return ""
 	}
 	address := func(typ tfv1.ReplicaType, i int32) string {
@@ -51,11 +51,32 @@ func referenceTFConfig(t *testing.T, job *tfv1.TFJob, rt tfv1.ReplicaType, index
 		}
 		cluster[strings.ToLower(string(typ))] = addrs
 	}
-	data, err := json.Marshal(TFConfig{Cluster: cluster, Task: TFTask{Type: strings.ToLower(string(rt)), Index: index}, Environment: "cloud"})
+	data, err := json.Marshal(tfConfigDoc{Cluster: cluster, Task: tfTask{Type: strings.ToLower(string(rt)), Index: index}, Environment: "cloud"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// tfConfigDoc is TF_CONFIG as TensorFlow's TFConfigClusterResolver reads it, encoded
+// whole by json.Marshal: the reference the bytes tfk8s splices together must equal.
+type tfConfigDoc struct {
+	// Cluster maps a task type to its addresses, index by index; with a sparse
+	// cluster, "worker" maps indexes to addresses.
+	Cluster     map[string]any `json:"cluster"`
+	Task        tfTask         `json:"task"`
+	Environment string         `json:"environment"`
+}
+
+// tfTask names one task of the cluster.
+type tfTask struct {
+	Type  string `json:"type"`
+	Index int32  `json:"index"`
+}
+
+// genTFConfig is the TF_CONFIG of one replica of job, under the default compaction.
+func genTFConfig(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts AddressOptions) (string, error) {
+	return NewTFConfigs(job, opts, DefaultCompactTFConfigAbove).For(rt, index)
 }
 
 // tfConfigShape is a job and how its replicas are addressed.

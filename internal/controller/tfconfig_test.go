@@ -216,9 +216,9 @@ func TestGenTFConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := GenTFConfig(tc.job, tc.rt, tc.index, tc.opts)
+			got, err := genTFConfig(tc.job, tc.rt, tc.index, tc.opts)
 			if err != nil {
-				t.Fatalf("GenTFConfig: %v", err)
+				t.Fatalf("TF_CONFIG: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, decodeTFConfig(t, got)); diff != "" {
 				t.Errorf("TF_CONFIG (-want +got):\n%s", diff)
@@ -235,9 +235,9 @@ func TestGenTFConfigGolden(t *testing.T) {
 		`"ps":["mnist-ps-0.mnist.ml.svc:2222","mnist-ps-1.mnist.ml.svc:2222"],` +
 		`"worker":["mnist-worker-0.mnist.ml.svc:2222","mnist-worker-1.mnist.ml.svc:2222"]},` +
 		`"task":{"type":"worker","index":1},"environment":"cloud"}`
-	got, err := GenTFConfig(job, tfv1.ReplicaTypeWorker, 1, AddressOptions{})
+	got, err := genTFConfig(job, tfv1.ReplicaTypeWorker, 1, AddressOptions{})
 	if err != nil {
-		t.Fatalf("GenTFConfig: %v", err)
+		t.Fatalf("TF_CONFIG: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("TF_CONFIG (-want +got):\n%s", diff)
@@ -270,9 +270,9 @@ func TestGenTFConfigSingleNode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := GenTFConfig(tc.job, tc.rt, 0, AddressOptions{})
+			got, err := genTFConfig(tc.job, tc.rt, 0, AddressOptions{})
 			if err != nil {
-				t.Fatalf("GenTFConfig: %v", err)
+				t.Fatalf("TF_CONFIG: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("TF_CONFIG (-want +got):\n%s", diff)
@@ -329,20 +329,20 @@ func TestTFConfigsEncodeLikeTheStruct(t *testing.T) {
 					}
 					var whole struct {
 						Cluster     map[string]any `json:"cluster"`
-						Task        TFTask         `json:"task"`
+						Task        tfTask         `json:"task"`
 						Environment string         `json:"environment"`
 					}
 					if err := json.Unmarshal([]byte(got), &whole); err != nil {
 						t.Fatalf("%s %d: %v", rt, i, err)
 					}
-					want, err := json.Marshal(TFConfig{Cluster: whole.Cluster, Task: whole.Task, Environment: whole.Environment})
+					want, err := json.Marshal(tfConfigDoc{Cluster: whole.Cluster, Task: whole.Task, Environment: whole.Environment})
 					if err != nil {
 						t.Fatal(err)
 					}
 					if got != string(want) {
 						t.Errorf("%s %d:\n got %s\nwant %s", rt, i, got, want)
 					}
-					if whole.Task != (TFTask{Type: tfjob.TaskType(rt), Index: i}) {
+					if whole.Task != (tfTask{Type: tfjob.TaskType(rt), Index: i}) {
 						t.Errorf("%s %d: task %+v", rt, i, whole.Task)
 					}
 				}

@@ -118,6 +118,15 @@ func Replicas(spec *tfv1.ReplicaSpec) int32 {
 	return *spec.Replicas
 }
 
+// TotalReplicas is the number of replicas of the job, all types together.
+func TotalReplicas(job *tfv1.TFJob) int32 {
+	var n int32
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		n += Replicas(spec)
+	}
+	return n
+}
+
 // UsesStorage reports whether the job's pods fetch code or data or back artifacts up:
 // they run under the agent, which talks to S3.
 func UsesStorage(job *tfv1.TFJob) bool {

@@ -291,7 +291,7 @@ func checkComposedTFConfig(ctx context.Context, t *testing.T, c *jobsCluster, na
 				t.Errorf("%s: the pod carries %s %v and TF_CONFIG %v; want the cluster alone", replica,
 					tfconfig.EnvCluster, carried[tfconfig.EnvCluster], carried[tfjob.EnvTFConfig])
 			}
-			want, err := controller.GenTFConfig(job, rt, i, controller.AddressOptions{ClusterDomain: localcluster.DefaultClusterDomain})
+			want, err := controller.NewTFConfigs(job, controller.AddressOptions{ClusterDomain: localcluster.DefaultClusterDomain}, controller.DefaultCompactTFConfigAbove).For(rt, i)
 			if err != nil {
 				t.Fatal(err)
 			}
