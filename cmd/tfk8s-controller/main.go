@@ -18,74 +18,92 @@ import (
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
+// flags is the controller's command line.
+type flags struct {
+	opts      controller.ManagerOptions
+	zap       zap.Options
+	qps       float64
+	burst     int
+	portRange string
+	showVer   bool
+	gang      string
+	compact   int
+}
+
+// bindFlags defines the controller's flags on fs.
+func bindFlags(fs *flag.FlagSet) *flags {
+	f := &flags{}
+	opts := &f.opts
+	fs.BoolVar(&f.showVer, "version", false, "print the version and the git revision, then exit")
+	fs.Float64Var(&f.qps, "kube-api-qps", 1000, "queries per second to the API server")
+	fs.IntVar(&f.burst, "kube-api-burst", 2000, "burst of queries to the API server")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "TFJobs reconciled at once")
+	fs.IntVar(&opts.PodCreateConcurrency, "pod-create-concurrency", 32, "pod creations in flight, all jobs together")
+	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "", "cluster DNS domain; when set, TF_CONFIG addresses are fully qualified (<pod>.<job>.<namespace>.svc.<domain>)")
+	fs.StringVar(&opts.Agent.Image, "agent-image", controller.DefaultAgentImage, "image holding the tfk8s-agent binary, injected into jobs that set code, data or artifacts")
+	fs.StringVar(&opts.TensorBoardImage, "tensorboard-image", controller.DefaultTensorBoardImage, "image running the TensorBoard of jobs that set spec.tensorboard without an image of their own")
+	fs.StringVar(&f.portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
+	fs.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
+	fs.IntVar(&f.compact, "compact-tf-config-above", controller.DefaultCompactTFConfigAbove,
+		"size in bytes of TF_CONFIG above which the pods of a job run by the tfk8s agent carry the cluster (TFK8S_CLUSTER) for the agent to compose TF_CONFIG from; 0 for every job of several replicas. "+
+			"Every pod carries its own TF_CONFIG, which grows with the job: a job of n replicas stores n² addresses in etcd.")
+	fs.StringVar(&f.gang, "gang-scheduler", "none", "gang scheduler of the jobs whose runPolicy.schedulingPolicy.provider is unset: none, native, volcano or scheduler-plugins")
+	fs.StringVar(&opts.Gang.SchedulerPluginsScheduler, "scheduler-plugins-scheduler-name", controller.DefaultSchedulerPluginsScheduler, "schedulerName of the pods of scheduler-plugins gangs")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
+	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", `address serving Go profiles under /debug/pprof, e.g. "127.0.0.1:6060"; "0" turns them off`)
+	fs.BoolVar(&opts.FullCache, "cache-full-objects", false, "cache whole pods, Services and TFJobs rather than what the controller reads of them; costs memory, for measuring only")
+	fs.BoolVar(&opts.JobMetricsByNamespace, "metrics-jobs-by-namespace", false, "split the tfk8s_jobs gauge by namespace as well as state (one series per namespace and state)")
+	f.zap.BindFlags(fs)
+	return f
+}
+
+// managerOptions completes the manager's options with the flags that need parsing, or
+// names the flag at fault.
+func (f *flags) managerOptions() (opts controller.ManagerOptions, badFlag string, err error) {
+	opts = f.opts
+	if opts.HostPortRange, err = parsePortRange(f.portRange); err != nil {
+		return opts, "--host-port-range", err
+	}
+	if opts.Gang.DefaultProvider, err = controller.ParseGangProvider(f.gang); err != nil {
+		return opts, "--gang-scheduler", err
+	}
+	if f.compact < 0 {
+		return opts, "--compact-tf-config-above", fmt.Errorf("%d is negative: a size in bytes, 0 or more", f.compact)
+	}
+	opts.CompactTFConfigAbove = &f.compact
+	return opts, "", nil
+}
+
 func main() {
-	var (
-		opts      controller.ManagerOptions
-		qps       float64
-		burst     int
-		portRange string
-		showVer   bool
-		gang      string
-		compact   int
-	)
-	flag.BoolVar(&showVer, "version", false, "print the version and the git revision, then exit")
-	flag.Float64Var(&qps, "kube-api-qps", 1000, "queries per second to the API server")
-	flag.IntVar(&burst, "kube-api-burst", 2000, "burst of queries to the API server")
-	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "TFJobs reconciled at once")
-	flag.IntVar(&opts.PodCreateConcurrency, "pod-create-concurrency", 32, "pod creations in flight, all jobs together")
-	flag.StringVar(&opts.ClusterDomain, "cluster-domain", "", "cluster DNS domain; when set, TF_CONFIG addresses are fully qualified (<pod>.<job>.<namespace>.svc.<domain>)")
-	flag.StringVar(&opts.Agent.Image, "agent-image", controller.DefaultAgentImage, "image holding the tfk8s-agent binary, injected into jobs that set code, data or artifacts")
-	flag.StringVar(&opts.TensorBoardImage, "tensorboard-image", controller.DefaultTensorBoardImage, "image running the TensorBoard of jobs that set spec.tensorboard without an image of their own")
-	flag.StringVar(&portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
-	flag.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
-	flag.IntVar(&compact, "compact-tf-config-above", controller.DefaultCompactTFConfigAbove, "size in bytes of TF_CONFIG beyond which the pods of a job run by the tfk8s agent carry the constant-size cluster (env TFK8S_CLUSTER) and the agent composes TF_CONFIG from it; 0 does so for every job with more than one replica. Lower it to keep pods small or to try large-job behaviour on a small job; the cost: a shell in the pod (kubectl exec) sees TFK8S_CLUSTER rather than TF_CONFIG, which tfk8s describe and the dashboard still show")
-	flag.StringVar(&gang, "gang-scheduler", "none", "gang scheduler of the jobs whose runPolicy.schedulingPolicy.provider is unset: none, native, volcano or scheduler-plugins")
-	flag.StringVar(&opts.Gang.SchedulerPluginsScheduler, "scheduler-plugins-scheduler-name", controller.DefaultSchedulerPluginsScheduler, "schedulerName of the pods of scheduler-plugins gangs")
-	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
-	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
-	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)
-	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address serving /healthz and /readyz; "0" turns them off`)
-	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", `address serving Go profiles under /debug/pprof, e.g. "127.0.0.1:6060"; "0" turns them off`)
-	flag.BoolVar(&opts.FullCache, "cache-full-objects", false, "cache whole pods, Services and TFJobs rather than what the controller reads of them; costs memory, for measuring only")
-	flag.BoolVar(&opts.JobMetricsByNamespace, "metrics-jobs-by-namespace", false, "split the tfk8s_jobs gauge by namespace as well as state (one series per namespace and state)")
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
+	f := bindFlags(flag.CommandLine)
 	flag.Parse()
-	if showVer {
+	if f.showVer {
 		fmt.Printf("tfk8s-controller %s %s\n", version.Version, version.Revision)
 		return
 	}
-	zapOpts.ZapOpts = append(zapOpts.ZapOpts, uberzap.WrapCore(logging.LazyFields))
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	f.zap.ZapOpts = append(f.zap.ZapOpts, uberzap.WrapCore(logging.LazyFields))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	log := ctrl.Log.WithName("tfk8s-controller")
 	goLimit, err := setMemoryLimit(os.Getenv)
 	if err != nil {
 		log.Error(err, "Invalid environment")
 		os.Exit(2)
 	}
-
-	r, err := parsePortRange(portRange)
+	opts, badFlag, err := f.managerOptions()
 	if err != nil {
-		log.Error(err, "Invalid flag", "flag", "--host-port-range")
+		log.Error(err, "Invalid flag", "flag", badFlag)
 		os.Exit(2)
 	}
-	opts.HostPortRange = r
-	if opts.Gang.DefaultProvider, err = controller.ParseGangProvider(gang); err != nil {
-		log.Error(err, "Invalid flag", "flag", "--gang-scheduler")
-		os.Exit(2)
-	}
-	if compact < 0 {
-		log.Error(fmt.Errorf("%d is negative: a size in bytes, 0 or more", compact), "Invalid flag", "flag", "--compact-tf-config-above")
-		os.Exit(2)
-	}
-	opts.CompactTFConfigAbove = &compact
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "Reading kubeconfig (flag --kubeconfig, env KUBECONFIG, or in-cluster)")
 		os.Exit(1)
 	}
-	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	cfg.UserAgent = "tfk8s-controller"
 
 	mgr, err := controller.NewManager(cfg, opts)
