@@ -100,10 +100,10 @@ func setTFConfigEnv(c *corev1.Container, env corev1.EnvVar) {
 	tfjob.SetEnv(c, env)
 }
 
-// Env is the variable that gives one replica its TF_CONFIG: TF_CONFIG itself, or, in the
-// pod of a job run by the agent whose TF_CONFIG is over the size NewTFConfigs was
-// given, tfconfig.EnvCluster. ok is false for a
-// single-replica job, which has no TF_CONFIG.
+// Env is the variable that gives one replica its TF_CONFIG: TF_CONFIG itself, or
+// tfconfig.EnvCluster when the agent runs the pod and TF_CONFIG is over the compaction
+// size; ok is false for a single-replica job. The agent composes TF_CONFIG from the
+// cluster, so that a large job's pods stay small.
 func (t *TFConfigs) Env(rt tfv1.ReplicaType, index int32, agent bool) (env corev1.EnvVar, ok bool, err error) {
 	if t.err != nil || t.tasks == "" {
 		return corev1.EnvVar{}, false, t.err
