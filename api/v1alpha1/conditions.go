@@ -103,6 +103,22 @@ const (
 	LabelReplicaIndex = "tfk8s.io/replica-index"
 )
 
+// LabelVolume is on the claims tfk8s creates for spec.volumes, beside LabelJobName; its
+// value is the volume's name.
+const LabelVolume = "tfk8s.io/volume"
+
+// Kueue's labels on a TFJob and its Workload, as Kueue spells them: tfk8s speaks Kueue's
+// job-framework contract without importing Kueue's API module.
+const (
+	// LabelKueueQueue names the LocalQueue a job waits in (runPolicy.schedulingPolicy.queue
+	// is Volcano's queue, not Kueue's).
+	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
+	// LabelKueuePriorityClass names the WorkloadPriorityClass of a job.
+	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	// LabelKueueJobUID is on a job's Workload; Kueue names the job by it in its messages.
+	LabelKueueJobUID = "kueue.x-k8s.io/job-uid"
+)
+
 // Pod creation refused: a condition beside the job's states, never its State. It is
 // True while the API server refuses the job's pods (a ResourceQuota, Pod Security
 // admission, a LimitRange, an invalid template), and False once pods get through again.

@@ -34,7 +34,7 @@ func ignoredFields(job *tfv1.TFJob, def tfv1.GangProvider) []ignoredField {
 	}
 	if sp.Queue != "" && def != tfv1.GangProviderVolcano {
 		out = append(out, ignoredField{schedulingPath + "queue",
-			"only volcano has queues; for Kueue, label the job kueue.x-k8s.io/queue-name"})
+			"only volcano has queues; for Kueue, label the job " + tfv1.LabelKueueQueue})
 	}
 	if len(sp.MinResources) > 0 && def != tfv1.GangProviderVolcano && def != tfv1.GangProviderSchedulerPlugins {
 		out = append(out, ignoredField{schedulingPath + "minResources", "only volcano and scheduler-plugins check it"})

@@ -39,14 +39,6 @@ import (
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;workloadpriorityclasses,verbs=get
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get
 
-const (
-	// KueueQueueLabel names the Kueue LocalQueue a job waits in: Kueue's own label.
-	// (runPolicy.schedulingPolicy.queue is the gang scheduler's queue, Volcano's.)
-	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
-	// KueuePriorityLabel names the WorkloadPriorityClass of a job: Kueue's own label.
-	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
-)
-
 // WorkloadGVK is the Kueue API tfk8s writes: the Workload of each queued job.
 var WorkloadGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
 
@@ -65,7 +57,7 @@ const (
 // admitted flavors (again in this copy's pod templates). A job in no queue is observed
 // as it is.
 func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) (*observation, error) {
-	queue := job.Labels[KueueQueueLabel]
+	queue := job.Labels[tfv1.LabelKueueQueue]
 	if queue == "" {
 		return observe(job, pods, now), nil
 	}
@@ -78,7 +70,7 @@ func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob,
 		if !jobFinished(o.status) {
 			finish(o.status, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, fmt.Sprintf(
 				"the job is labelled %s=%s but the API server does not serve Kueue's %s %s: install Kueue, or remove the label",
-				KueueQueueLabel, queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion()), now)
+				tfv1.LabelKueueQueue, queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion()), now)
 		}
 		return o, nil
 	}

@@ -148,7 +148,7 @@ func TestKueueUnavailable(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithRESTMapper(meta.NewDefaultRESTMapper(nil)).Build()
 	r := NewTFJobReconciler(c, nil, Options{})
 	job := testutil.MakeTFJob("a", "ns").Workers(1).Obj()
-	job.Labels = map[string]string{KueueQueueLabel: "q"}
+	job.Labels = map[string]string{tfv1.LabelKueueQueue: "q"}
 	o, err := r.observeWithKueue(context.Background(), job, nil, metav1.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, pri
 	u.SetName(WorkloadName(job))
 	u.SetNamespace(job.Namespace)
 	// Kueue names the job by this label in its messages (a preemptor's, a preemptee's).
-	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name, "kueue.x-k8s.io/job-uid": string(job.UID)})
+	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelKueueJobUID: string(job.UID)})
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))})
 	var m map[string]any
 	if err := fromUnstructured(spec, &m, "Workload spec"); err != nil {
@@ -146,10 +146,10 @@ func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, q
 // kueue.x-k8s.io/priority-class), else the PriorityClass of its pods
 // (runPolicy.schedulingPolicy.priorityClass), else none.
 func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob) (*priorityClassRef, *int32, error) {
-	if name := job.Labels[KueuePriorityLabel]; name != "" {
+	if name := job.Labels[tfv1.LabelKueuePriorityClass]; name != "" {
 		u := newKueueObject("WorkloadPriorityClass")
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
-			return nil, nil, fmt.Errorf("reading WorkloadPriorityClass %s (label %s): %w", name, KueuePriorityLabel, err)
+			return nil, nil, fmt.Errorf("reading WorkloadPriorityClass %s (label %s): %w", name, tfv1.LabelKueuePriorityClass, err)
 		}
 		v, _, err := unstructured.NestedInt64(u.Object, "value")
 		if err != nil {

@@ -13,10 +13,6 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
-// LabelVolume is on the claims tfk8s creates for spec.volumes; its value is the
-// volume's name, beside the job-name label.
-const LabelVolume = "tfk8s.io/volume"
-
 // ClaimName is the claim tfk8s creates for a job's volume, or the existing claim it names.
 func ClaimName(job *tfv1.TFJob, v *tfv1.JobVolume) string {
 	if v.ExistingClaim != "" {
@@ -57,7 +53,7 @@ func constructClaim(job *tfv1.TFJob, v *tfv1.JobVolume) *corev1.PersistentVolume
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ClaimName(job, v),
 			Namespace: job.Namespace,
-			Labels:    map[string]string{tfv1.LabelJobName: job.Name, LabelVolume: v.Name},
+			Labels:    map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelVolume: v.Name},
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      modes,

@@ -157,9 +157,9 @@ func setupQueue(t *testing.T, ns string, cpuQuota int) {
 // q, with the WorkloadPriorityClass priority ("" for none) and backoffLimit 0.
 func queuedJob(ns, name, priority string) *tfv1.TFJob {
 	job := testutil.MakeTFJob(name, ns).PS(1).Workers(2).BackoffLimit(0).Obj()
-	job.Labels = map[string]string{controller.KueueQueueLabel: "q"}
+	job.Labels = map[string]string{tfv1.LabelKueueQueue: "q"}
 	if priority != "" {
-		job.Labels[controller.KueuePriorityLabel] = priority
+		job.Labels[tfv1.LabelKueuePriorityClass] = priority
 	}
 	for _, spec := range job.Spec.TFReplicaSpecs {
 		spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
