@@ -145,19 +145,15 @@ func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, na
 // clearForeignPods releases and deletes the pods an earlier job of the same name left
 // behind (deleted, then submitted again at once, or while tfk8s was down): their
 // finalizers would otherwise keep them, and the names this job's pods need, forever.
-// Garbage collection would delete them in time; tfk8s does at once. It returns the
-// names they still hold, which this job's pods cannot take until they are gone.
-func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob, foreign []*corev1.Pod) (sets.Set[string], error) {
-	taken := sets.New[string]()
+// Garbage collection would delete them in time; tfk8s does at once.
+func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob, foreign []*corev1.Pod) error {
 	if len(foreign) == 0 {
-		return taken, nil
+		return nil
 	}
-	var errs []error
+	names := make([]string, 0, len(foreign))
+	errs := []error{r.releasePods(ctx, foreign)}
 	for _, pod := range foreign {
-		taken.Insert(pod.Name)
-	}
-	errs = append(errs, r.releasePods(ctx, foreign))
-	for _, pod := range foreign {
+		names = append(names, pod.Name)
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
@@ -166,10 +162,11 @@ func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob,
 			errs = append(errs, fmt.Errorf("deleting pod %s of an earlier job: %w", pod.Name, err))
 		}
 	}
+	slices.Sort(names)
 	r.event(job, corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
 		"%d pod(s) of an earlier TFJob named %s still hold this job's pod names (%s): they are being deleted, and this job's pods follow once they are gone",
-		len(foreign), job.Name, summarizeNames(sets.List(taken)))
-	return taken, errors.Join(errs...)
+		len(foreign), job.Name, summarizeNames(names))
+	return errors.Join(errs...)
 }
 
 // summarizeNames lists at most three names, then how many more.

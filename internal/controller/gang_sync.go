@@ -69,35 +69,29 @@ func (r *TFJobReconciler) servedVersion(kind gangKind) (string, error) {
 	return "", nil
 }
 
-// refuseGang fails the job whose gang scheduler is not available (announce emits the
-// event, from the written status).
-func refuseGang(o *observation, msg string, now time.Time) {
-	finish(o.status, tfv1.JobFailed, tfv1.ReasonGangSchedulerUnavailable, msg, metav1.NewTime(now))
-}
-
 // enforceScheduleTimeout fails a running job some of whose pods have waited for a node
-// longer than scheduleTimeoutSeconds, or suspends it under onScheduleTimeout: Suspend.
-// No gang scheduler gives up on a gang by itself (the native one retries forever), and
-// a job holding half its replicas blocks others. It returns when to look again, or 0.
-// (announce emits the event, from the written status; suspendOnScheduleTimeout sets
-// runPolicy.suspend.)
-func enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, o *observation, now metav1.Time) time.Duration {
-	if jobFinished(o.status) || jobSuspended(job) {
-		return 0
+// longer than scheduleTimeoutSeconds, or, under onScheduleTimeout: Suspend, sets its
+// Suspended condition and returns suspend for the act step to set runPolicy.suspend.
+// No gang scheduler gives up on a gang by itself, and a job holding half its replicas
+// blocks others. It also returns when to look again, or 0.
+func enforceScheduleTimeout(job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, now metav1.Time) (suspend bool, wait time.Duration) {
+	if jobFinished(st) || jobSuspended(job) {
+		return false, 0
 	}
 	msg, wait := scheduleTimedOut(job, pods, now.Time)
 	switch {
 	case msg == "":
-		return wait
+		return false, wait
 	case suspendsOnScheduleTimeout(job):
 		msg += "; the job is suspended: `tfk8s resume` tries again"
-		setCondition(o.status, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonGangScheduleTimeout, msg, now)
-		setCondition(o.status, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonGangScheduleTimeout, msg, now)
-		o.status.StartTime = nil
+		setCondition(st, tfv1.JobSuspended, metav1.ConditionTrue, tfv1.ReasonGangScheduleTimeout, msg, now)
+		setCondition(st, tfv1.JobRunning, metav1.ConditionFalse, tfv1.ReasonGangScheduleTimeout, msg, now)
+		st.StartTime = nil
+		return true, 0
 	default:
-		finish(o.status, tfv1.JobFailed, tfv1.ReasonGangScheduleTimeout, msg, now)
+		finish(st, tfv1.JobFailed, tfv1.ReasonGangScheduleTimeout, msg, now)
+		return false, 0
 	}
-	return 0
 }
 
 // suspendsOnScheduleTimeout reports whether the job asks to be suspended, not failed,
@@ -109,15 +103,10 @@ func suspendsOnScheduleTimeout(job *tfv1.TFJob) bool {
 
 // +kubebuilder:rbac:groups=tfk8s.io,resources=tfjobs,verbs=patch
 
-// suspendOnScheduleTimeout sets runPolicy.suspend on a job that enforceScheduleTimeout
-// just suspended, so that its pods are deleted as for any suspension and `tfk8s resume`
-// (which clears the field) schedules it again. The job is updated in place, so the rest
-// of the reconcile acts on the suspension and writes status on the new version.
-func (r *TFJobReconciler) suspendOnScheduleTimeout(ctx context.Context, job *tfv1.TFJob, o *observation) error {
-	c := findCondition(o.status, tfv1.JobSuspended)
-	if jobSuspended(job) || c == nil || c.Status != metav1.ConditionTrue || c.Reason != tfv1.ReasonGangScheduleTimeout {
-		return nil
-	}
+// suspendOnScheduleTimeout sets runPolicy.suspend on a job not scheduled in time, so
+// that `tfk8s resume` (which clears the field) schedules it again. The job is updated in
+// place, so the status is written on its new version.
+func (r *TFJobReconciler) suspendOnScheduleTimeout(ctx context.Context, job *tfv1.TFJob) error {
 	before := job.DeepCopy()
 	job.Spec.RunPolicy.Suspend = ptr.To(true)
 	if err := r.Patch(ctx, job, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -51,74 +50,112 @@ const (
 	wlFinished      = "Finished"
 )
 
-// observeWithKueue is observe for a job that may wait in a Kueue queue: it creates the
-// job's Workload, and holds the job (this reconcile's copy of it is suspended, never
-// written) until Kueue admits the Workload; then it places the job's pods on the
-// admitted flavors (again in this copy's pod templates). A job in no queue is observed
-// as it is.
-func (r *TFJobReconciler) observeWithKueue(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) (*observation, error) {
-	queue := job.Labels[tfv1.LabelKueueQueue]
-	if queue == "" {
-		return observe(job, pods, now), nil
+// kueueView is what a reconcile reads of the Workload of a job in a Kueue queue.
+type kueueView struct {
+	// queue is the job's LocalQueue, "" for a job in no queue.
+	queue string
+	// served reports whether the API server serves Kueue's Workload API.
+	served bool
+	// wl is the job's Workload, nil until it is created; status is its status.
+	wl     *unstructured.Unstructured
+	status *workloadStatus
+}
+
+// readKueue reads the job's Workload when the job waits in a Kueue queue, and starts
+// the watch of Workloads the first time they are found served.
+func (r *TFJobReconciler) readKueue(ctx context.Context, job *tfv1.TFJob) (*kueueView, error) {
+	v := &kueueView{queue: job.Labels[tfv1.LabelKueueQueue], status: &workloadStatus{}}
+	if v.queue == "" {
+		return v, nil
 	}
 	served, err := workloadsServed(r.RESTMapper())
-	if err != nil {
-		return nil, err
+	if err != nil || !served {
+		return v, err
 	}
-	if !served {
-		o := observe(job, pods, now)
-		if !jobFinished(o.status) {
-			finish(o.status, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, fmt.Sprintf(
-				"the job is labelled %s=%s but the API server does not serve Kueue's %s %s: install Kueue, or remove the label",
-				tfv1.LabelKueueQueue, queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion()), now)
-		}
-		return o, nil
-	}
+	v.served = true
 	if err := r.workloads.ensure(); err != nil {
 		return nil, err
 	}
-	wl, err := r.getWorkload(ctx, job)
-	if err != nil {
-		return nil, err
+	if v.wl, err = r.getWorkload(ctx, job); err != nil || v.wl == nil {
+		return v, err
 	}
-	if jobFinished(&job.Status) {
-		return observe(job, pods, now), r.finishWorkload(ctx, job, wl, now.Time)
-	}
-	if wl == nil {
-		if wl, err = r.createWorkload(ctx, job, queue); err != nil {
-			return nil, err
-		}
-	}
-	// The user's suspension deactivates the Workload: Kueue evicts it, and its quota is
-	// given back once the job's pods are gone.
-	active := !jobSuspended(job)
-	if err := r.syncWorkloadActive(ctx, wl, active); err != nil {
-		return nil, err
-	}
-	st, err := readWorkloadStatus(wl)
-	if err != nil {
-		return nil, err
-	}
-	if !active {
-		return observe(job, pods, now), r.releaseStoppedQuota(ctx, wl, st, pods, now.Time)
-	}
-	reason, msg := kueueHold(wl.GetName(), st, queue)
-	if reason == "" {
-		return observe(job, pods, now), r.placeOnFlavors(ctx, job, st)
-	}
-	job.Spec.RunPolicy.Suspend = ptr.To(true)
-	o := observe(job, pods, now)
-	holdJob(o.status, reason, msg, now)
-	return o, r.releaseStoppedQuota(ctx, wl, st, pods, now.Time)
+	v.status, err = readWorkloadStatus(v.wl)
+	return v, err
 }
 
-// releaseStoppedQuota gives back the quota of an evicted Workload once every pod of
-// its job is gone, as Kueue's own job reconciler does, so that Kueue queues it again.
-func (r *TFJobReconciler) releaseStoppedQuota(ctx context.Context, wl *unstructured.Unstructured, st *workloadStatus, pods []*corev1.Pod, now time.Time) error {
-	if !meta.IsStatusConditionTrue(st.Conditions, wlEvicted) || !st.hasQuota() || anyLive(pods) {
-		return nil
+// kueuePlan is what Kueue's admission asks of one reconcile: the writes to the job's
+// Workload, and whether the job waits.
+type kueuePlan struct {
+	queue string
+	// unavailable fails the job: it is labelled for a queue Kueue does not serve.
+	unavailable string
+	// create the job's Workload; active, when set, is its spec.active to write.
+	create bool
+	active *bool
+	// finish marks the Workload of a finished job Finished, so Kueue frees its quota.
+	finish bool
+	// release gives back the quota of an evicted Workload whose pods are all gone.
+	release bool
+	// holdReason and holdMsg, when set, keep the job suspended until Kueue admits it.
+	holdReason, holdMsg string
+	// admission is where Kueue placed the admitted job's pods.
+	admission *workloadAdmission
+}
+
+// decideKueue decides what Kueue's admission asks of this reconcile, as Kueue's own
+// job reconciler does for the built-in kinds: a job in a queue gets its Workload, waits
+// until Kueue admits it, and gives its quota back once evicted and stopped. The user's
+// suspension deactivates the Workload, so that Kueue evicts it.
+func decideKueue(job *tfv1.TFJob, pods []*corev1.Pod, v *kueueView) kueuePlan {
+	p := kueuePlan{queue: v.queue}
+	switch {
+	case v.queue == "":
+		return p
+	case !v.served:
+		p.unavailable = fmt.Sprintf("the job is labelled %s=%s but the API server does not serve Kueue's %s %s: install Kueue, or remove the label",
+			tfv1.LabelKueueQueue, v.queue, WorkloadGVK.Kind, WorkloadGVK.GroupVersion())
+		return p
+	case jobFinished(&job.Status):
+		p.finish = v.wl != nil && !meta.IsStatusConditionTrue(v.status.Conditions, wlFinished)
+		return p
 	}
-	return r.releaseQuota(ctx, wl, st, now)
+	p.create = v.wl == nil
+	active := !jobSuspended(job)
+	if v.wl != nil && workloadActive(v.wl) != active {
+		p.active = &active
+	}
+	if active {
+		p.holdReason, p.holdMsg = kueueHold(WorkloadName(job), v.status, v.queue)
+		if p.holdReason == "" {
+			p.admission = v.status.Admission
+			return p
+		}
+	}
+	p.release = meta.IsStatusConditionTrue(v.status.Conditions, wlEvicted) && v.status.hasQuota() && !anyLive(pods)
+	return p
+}
+
+// syncWorkload writes what decideKueue planned for the job's Workload.
+func (r *TFJobReconciler) syncWorkload(ctx context.Context, job *tfv1.TFJob, v *kueueView, p kueuePlan, now time.Time) error {
+	wl := v.wl
+	var err error
+	if p.create {
+		if wl, err = r.createWorkload(ctx, job, p.queue); err != nil {
+			return err
+		}
+	}
+	if p.active != nil {
+		if err := r.setWorkloadActive(ctx, wl, *p.active); err != nil {
+			return err
+		}
+	}
+	if p.finish {
+		return r.finishWorkload(ctx, job, wl, v.status, now)
+	}
+	if p.release {
+		return r.releaseQuota(ctx, wl, v.status, now)
+	}
+	return nil
 }
 
 // kueueHold says why the job must wait, as the reason and message of its Suspended
@@ -161,11 +198,12 @@ func anyLive(pods []*corev1.Pod) bool {
 	return false
 }
 
-// placeOnFlavors puts the job's replicas on the resource flavors Kueue admitted them to:
-// each flavor's node labels join the replica's node selector and its tolerations the
-// replica's, in this reconcile's copy of the pod templates.
-func (r *TFJobReconciler) placeOnFlavors(ctx context.Context, job *tfv1.TFJob, st *workloadStatus) error {
-	for _, psa := range st.Admission.PodSetAssignments {
+// placedOnFlavors is the job with its replicas placed on the resource flavors Kueue
+// admitted them to: each flavor's node labels join the replica's node selector and its
+// tolerations the replica's. Only the pods built from it carry the placement.
+func (r *TFJobReconciler) placedOnFlavors(ctx context.Context, job *tfv1.TFJob, adm *workloadAdmission) (*tfv1.TFJob, error) {
+	job = job.DeepCopy()
+	for _, psa := range adm.PodSetAssignments {
 		rt, ok := replicaTypeOfPodSet(job, psa.Name)
 		if !ok {
 			continue
@@ -174,7 +212,7 @@ func (r *TFJobReconciler) placeOnFlavors(ctx context.Context, job *tfv1.TFJob, s
 		for _, name := range flavorNames(psa.Flavors) {
 			flavor, err := r.getResourceFlavor(ctx, name)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if len(flavor.NodeLabels) > 0 && spec.NodeSelector == nil {
 				spec.NodeSelector = map[string]string{}
@@ -185,7 +223,7 @@ func (r *TFJobReconciler) placeOnFlavors(ctx context.Context, job *tfv1.TFJob, s
 			spec.Tolerations = append(spec.Tolerations, flavor.Tolerations...)
 		}
 	}
-	return nil
+	return job, nil
 }
 
 // getResourceFlavor reads a Kueue ResourceFlavor's placement.

@@ -167,13 +167,15 @@ func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob)
 	return nil, nil, nil
 }
 
-// syncWorkloadActive makes the Workload active while the job is not suspended by its
-// user: Kueue evicts an inactive Workload and frees its quota.
-func (r *TFJobReconciler) syncWorkloadActive(ctx context.Context, wl *unstructured.Unstructured, active bool) error {
-	current, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
-	if (current || !found) == active {
-		return nil
-	}
+// workloadActive reports whether the Workload is active: Kueue's default when unset.
+func workloadActive(wl *unstructured.Unstructured) bool {
+	active, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
+	return active || !found
+}
+
+// setWorkloadActive sets the Workload's spec.active: Kueue evicts an inactive Workload
+// and frees its quota.
+func (r *TFJobReconciler) setWorkloadActive(ctx context.Context, wl *unstructured.Unstructured, active bool) error {
 	patch := fmt.Appendf(nil, `{"spec":{"active":%t}}`, active)
 	if err := r.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("setting Workload %s active=%t: %w", wl.GetName(), active, err)
@@ -183,14 +185,7 @@ func (r *TFJobReconciler) syncWorkloadActive(ctx context.Context, wl *unstructur
 
 // finishWorkload marks the Workload of a finished job Finished: Kueue then frees its
 // quota for the jobs queued behind it.
-func (r *TFJobReconciler) finishWorkload(ctx context.Context, job *tfv1.TFJob, wl *unstructured.Unstructured, now time.Time) error {
-	if wl == nil {
-		return nil
-	}
-	st, err := readWorkloadStatus(wl)
-	if err != nil || meta.IsStatusConditionTrue(st.Conditions, wlFinished) {
-		return err
-	}
+func (r *TFJobReconciler) finishWorkload(ctx context.Context, job *tfv1.TFJob, wl *unstructured.Unstructured, st *workloadStatus, now time.Time) error {
 	reason, msg := "Succeeded", "TFJob succeeded"
 	if c := findCondition(&job.Status, tfv1.JobFailed); c != nil && c.Status == metav1.ConditionTrue {
 		reason, msg = "Failed", c.Message

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -36,60 +35,23 @@ const (
 	createBackoffMax  = time.Minute
 )
 
-// createMissingPods creates the pod of every replica that has none and has not
-// finished, for the replica types the startup policy lets start, in slow-start batches.
-// A refusal by the API server (a quota, Pod Security admission) sets the job's
-// PodCreationRefused condition and delays the next try; pods getting through clear it.
-// It returns when to try again, or 0.
-func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, o *observation, taken sets.Set[string]) (time.Duration, error) {
-	opts := r.PodOptions
-	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
-		ports, err := allocateHostPorts(job, r.HostPortRange)
-		if err != nil {
-			return 0, err
-		}
-		opts.HostPorts = ports
-	}
-	opts.tfConfigs = opts.newTFConfigs(job)
-	missing := missingReplicas(job, o, taken)
-	now := r.clock.Now()
-	if len(missing) == 0 {
-		clearRefusal(o, 0, now)
-		return 0, nil
-	}
-	if msg := opts.tfConfigs.Refusal(tfjob.UsesStorage(job)); msg != "" {
-		finish(o.status, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, metav1.NewTime(now))
-		return 0, nil
-	}
-	if wait := r.refusals.wait(job, now); wait > 0 {
-		return wait, nil
-	}
-	if len(job.Spec.Volumes) > 0 {
-		invalid, err := r.ensureClaims(ctx, job)
-		if err != nil {
-			return 0, err
-		}
-		if invalid != "" {
-			finish(o.status, tfv1.JobFailed, tfv1.ReasonInvalidVolume, invalid, metav1.NewTime(now))
-			return 0, nil
-		}
-	}
-	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(missing))
-
-	created, errs := r.createPods(ctx, job, missing, opts)
-	// The new pods are pending: count them now, so the status written at the end of this
-	// reconcile is already right and the cache catching up does not call for another
-	// write. (No event per creation either: at a thousand replicas those writes would
-	// cost the API server as much as the pods.)
-	for _, key := range created {
-		o.status.ReplicaStatuses[key.Type].Active++
-	}
+// createMissingPods creates the pods of the replicas the plan finds missing, in
+// slow-start batches, and returns what the API server said of them and when to try
+// again, or 0. A refusal (a quota, Pod Security admission) delays the next try, so that
+// a job held back costs the API server a few requests a minute.
+func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob, sp *startPlan) (startOutcome, time.Duration, error) {
+	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(sp.missing))
+	// No event per creation: at a thousand replicas those writes would cost the API
+	// server as much as the pods.
+	created, errs := r.createPods(ctx, job, sp.missing, sp.opts)
 	if len(created) > 0 {
 		now := r.clock.Now()
 		r.lastCreation.LoadOrStore(job.UID, now)
 		r.lastAnyCreation.Store(now.UnixNano())
 	}
-	return r.noteCreationOutcome(job, o, len(created), errs)
+	out, wait, err := r.noteCreationOutcome(job, len(created), errs)
+	out.created = created
+	return out, wait, err
 }
 
 // createPods creates the pods of the missing replicas in slow-start batches, and returns
@@ -170,12 +132,11 @@ func slowStartBatches(n, width int) []span {
 	return out
 }
 
-// noteCreationOutcome records what the API server said to the job's pods: a refusal
-// sets the PodCreationRefused condition, with its message, and delays the next try;
-// pods getting through set it False. It returns when to try again, or 0, and the
-// errors that are not refusals, for the work queue to retry.
-func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, o *observation, created int, errs []error) (time.Duration, error) {
-	now := r.clock.Now()
+// noteCreationOutcome sorts what the API server said to the job's pods: a refusal is
+// returned for the PodCreationRefused condition and delays the next try; pods getting
+// through end the delay. It returns when to try again, or 0, and the errors that are
+// not refusals, for the work queue to retry.
+func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, created int, errs []error) (startOutcome, time.Duration, error) {
 	var refusal string
 	var other []error
 	for _, err := range errs {
@@ -186,32 +147,30 @@ func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, o *observation, c
 		}
 	}
 	if refusal != "" {
-		wait := r.refusals.refused(job, now)
-		setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionTrue, tfv1.ReasonPodCreationFailed, refusal, metav1.NewTime(now))
+		wait := r.refusals.refused(job, r.clock.Now())
 		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed,
 			"%s (%d pod(s) created before it; trying again in %v)", refusal, created, wait)
-		return wait, errors.Join(other...)
+		return startOutcome{refusal: refusal}, wait, errors.Join(other...)
 	}
 	if len(other) > 0 {
 		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed, "%d pod(s) not created: %v", len(other), other[0])
-		return 0, errors.Join(other...)
+		return startOutcome{}, 0, errors.Join(other...)
 	}
 	r.refusals.forget(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
-	clearRefusal(o, created, now)
-	return 0, nil
+	return startOutcome{accepted: true}, 0, nil
 }
 
 // clearRefusal sets the PodCreationRefused condition False, if it was True, once the
 // job's pods got through.
-func clearRefusal(o *observation, created int, now time.Time) {
-	if !isConditionTrue(o.status, tfv1.JobPodCreationRefused) {
+func clearRefusal(st *tfv1.TFJobStatus, created int, now metav1.Time) {
+	if !isConditionTrue(st, tfv1.JobPodCreationRefused) {
 		return
 	}
 	msg := "the API server accepts the job's pods again"
 	if created > 0 {
 		msg += fmt.Sprintf(": %d created", created)
 	}
-	setCondition(o.status, tfv1.JobPodCreationRefused, metav1.ConditionFalse, tfv1.ReasonPodsCreated, msg, metav1.NewTime(now))
+	setCondition(st, tfv1.JobPodCreationRefused, metav1.ConditionFalse, tfv1.ReasonPodsCreated, msg, now)
 }
 
 // refusalChanged reports whether the new status turns PodCreationRefused on or off: an

@@ -116,6 +116,15 @@ func newQuotaClient(limit int32) *quotaClient {
 	return q
 }
 
+// createMissing runs the act step that creates the pods the plan finds missing, and
+// records what the API server said in o.status, as a reconcile does.
+func createMissing(ctx context.Context, r *TFJobReconciler, job *tfv1.TFJob, o *observation) (time.Duration, error) {
+	now := metav1.NewTime(r.clock.Now())
+	out, wait, err := r.startPods(ctx, job, r.planStart(job, o, nil, now.Time))
+	recordStart(o.status, out, now)
+	return wait, err
+}
+
 // TestRefusedPodsSlowStartAndBackOff: a job of 100 workers under a quota of 10 pods
 // sends its pods in batches of 1, 2, 4, 8 and stops at the refusal, which becomes the
 // PodCreationRefused condition with the API server's message; it is tried again only
@@ -139,9 +148,9 @@ func TestRefusedPodsSlowStartAndBackOff(t *testing.T) {
 		}
 		o = observe(job, pods, metav1.NewTime(clk.Now()))
 		before := c.posts.Load()
-		wait, err = r.createMissingPods(ctx, job, o, nil)
+		wait, err = createMissing(ctx, r, job, o)
 		if err != nil {
-			t.Fatalf("createMissingPods: %v", err)
+			t.Fatalf("creating the missing pods: %v", err)
 		}
 		job.Status = *o.status
 		return c.posts.Load() - before, wait, o
@@ -204,7 +213,7 @@ func TestPodCreationErrors(t *testing.T) {
 			r := NewTFJobReconciler(c, nil, Options{})
 			job := testutil.MakeTFJob("big", "ns").UID("uid-big").Workers(100).Obj()
 			o := observe(job, nil, metav1.Now())
-			wait, err := r.createMissingPods(context.Background(), job, o, nil)
+			wait, err := createMissing(context.Background(), r, job, o)
 			if posts := c.posts.Load(); posts != 1 {
 				t.Errorf("%d creations, want 1: the first batch failed", posts)
 			}

@@ -18,20 +18,19 @@ import (
 )
 
 // syncTensorBoard creates the job's TensorBoard while it is wanted and deletes it once
-// its time is over, and records where it is in st. It returns when to look again.
-func (r *TFJobReconciler) syncTensorBoard(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus, now time.Time) (time.Duration, error) {
+// its time is over. It returns where the TensorBoard is, for the status (nil for none),
+// and when to look again.
+func (r *TFJobReconciler) syncTensorBoard(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus, now time.Time) (*tfv1.TensorBoardStatus, time.Duration, error) {
 	tb := job.Spec.TensorBoard
 	if tb == nil || !tb.Enabled {
 		if st.TensorBoard == nil {
-			return 0, nil
+			return nil, 0, nil
 		}
-		st.TensorBoard = nil
-		return 0, r.deleteTensorBoard(ctx, job)
+		return nil, 0, r.deleteTensorBoard(ctx, job)
 	}
 	expiry := tensorBoardExpiry(job, st)
 	if !expiry.IsZero() && !now.Before(expiry) {
-		st.TensorBoard = nil
-		return 0, r.deleteTensorBoard(ctx, job)
+		return nil, 0, r.deleteTensorBoard(ctx, job)
 	}
 	key := client.ObjectKey{Namespace: job.Namespace, Name: tfjob.TensorBoardName(job.Name)}
 	var errs []error
@@ -47,17 +46,17 @@ func (r *TFJobReconciler) syncTensorBoard(ctx context.Context, job *tfv1.TFJob, 
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("reading the TensorBoard service: %w", err))
 	}
-	st.TensorBoard = &tfv1.TensorBoardStatus{
+	status := &tfv1.TensorBoardStatus{
 		ServiceName: key.Name,
 		URL:         tensorBoardURL(job),
 		Ready:       metav1.IsControlledBy(deploy, job) && deploy.Status.ReadyReplicas > 0,
 	}
 	var requeue time.Duration
 	if !expiry.IsZero() {
-		st.TensorBoard.ExpiresAt = &metav1.Time{Time: expiry.Truncate(time.Second)}
+		status.ExpiresAt = &metav1.Time{Time: expiry.Truncate(time.Second)}
 		requeue = expiry.Sub(now)
 	}
-	return requeue, errors.Join(errs...)
+	return status, requeue, errors.Join(errs...)
 }
 
 // createOwned creates an object the job owns; one that exists already is left alone.

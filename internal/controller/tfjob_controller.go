@@ -109,163 +109,101 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return res, err
 }
 
+// reconcile observes, decides and then acts: everything it writes is a named step after
+// decide, which reads nothing and writes nothing.
 func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	job := &tfv1.TFJob{}
-	if err := r.Get(ctx, req.NamespacedName, job); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The job is gone: release its pods, so garbage collection can delete them.
-			r.refusals.forget(req.NamespacedName)
-			return ctrl.Result{}, r.releaseOrphanedPods(ctx, req.Namespace, req.Name)
-		}
+	job, err := r.getJob(ctx, req)
+	if job == nil || err != nil {
 		return ctrl.Result{}, err
-	}
-	if !managedByTFK8s(job) {
-		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("tfjob", klog.KObj(job))
 	ctx = log.IntoContext(ctx, logger)
 
-	// 1. List the job's pods, and those an earlier job of its name left behind.
+	// 1. Observe: the job's pods, those an earlier job of its name left behind.
 	pods, foreign, err := r.listPods(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
 	// 2. Act only on a cache that shows tfk8s's own last writes.
 	if !r.expectations.satisfied(job.UID, job.ResourceVersion, pods) {
 		logger.V(2).Info("Waiting for the cache to show the last writes")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-
 	// 3. A job being deleted only releases its pods.
 	if job.DeletionTimestamp != nil {
 		r.expectations.forget(job.UID)
 		return ctrl.Result{}, r.releasePods(ctx, pods)
 	}
-
-	// 4. Count the outcomes of the pods that finished into a new status; a job in a
-	// Kueue queue waits, as if suspended, until Kueue admits it (kueue.go).
-	now := metav1.NewTime(r.clock.Now())
-	o, err := r.observeWithKueue(ctx, job, pods, now)
+	// 4. Observe the job's Kueue Workload, if it waits in a queue (kueue.go).
+	kv, err := r.readKueue(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
-	// 5. Decide where the job stands: started, suspended, failed, succeeded, running,
-	// or failed because its pods were not scheduled in time; and which of its fields
-	// the controller's flags leave without effect.
-	var errs []error
-	requeue := updateConditions(job, o, now)
-	requeue = minPositive(requeue, enforceScheduleTimeout(job, pods, o, now))
-	noteIgnoredFields(job, r.Gang.DefaultProvider, o.status, now)
-	if err := r.suspendOnScheduleTimeout(ctx, job, o); err != nil {
+	// 5. Decide, without a write: the job's new status and what each step below writes.
+	now := metav1.NewTime(r.clock.Now())
+	p := r.decide(job, pods, foreign, kv, now)
+
+	// 6. Act: Kueue's admission and release, and the suspension of a job not scheduled
+	// in time; the rest of the reconcile acts on the job as they left it.
+	if err := r.syncWorkload(ctx, job, kv, p.kueue, now.Time); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// 6. Carry out the decision on the pods.
-	wait, err := r.act(ctx, job, pods, foreign, o, now.Time)
-	requeue = minPositive(requeue, wait)
-	errs = append(errs, err)
-	wait, err = r.syncTensorBoard(ctx, job, o.status, now.Time)
-	requeue = minPositive(requeue, wait)
-	errs = append(errs, err)
-
-	// 7. Write the status once, if it changed; right after pods were created, routine
-	// changes wait for the batch period, so a burst of jobs costs one write each.
-	if wait := r.statusDeferral(job, o); wait > 0 {
-		requeue = minPositive(requeue, wait)
-	} else if err := r.writeStatus(ctx, job, o.status); err != nil {
-		return ctrl.Result{}, errors.Join(append(errs, err)...)
-	} else {
-		r.announce(job, o, now)
-	}
-
-	// 8. The outcomes are recorded: release the finished pods.
-	errs = append(errs, r.releasePods(ctx, o.release))
-
-	// 9. Delete the job once its TTL after finishing has passed.
-	if jobFinished(o.status) {
-		job.Status = *o.status
-		expired, left := ttlExpired(job, now.Time)
-		if expired {
-			errs = append(errs, r.deleteJob(ctx, job))
-		} else if left > 0 {
-			requeue = minPositive(requeue, left)
+	if p.suspend {
+		if err := r.suspendOnScheduleTimeout(ctx, job); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	run, st := p.run, p.o.status
+
+	// 7. Act on the pods, the claims, the gang and the Service, then the TensorBoard;
+	// what the API server said of them goes into the status.
+	out, requeue, err := r.actOnPods(ctx, run, pods, p)
+	requeue = minPositive(requeue, p.requeue)
+	errs := []error{err}
+	recordStart(st, out, now)
+	tb, wait, err := r.syncTensorBoard(ctx, run, st, now.Time)
+	st.TensorBoard = tb
+	requeue = minPositive(requeue, wait)
+	errs = append(errs, err)
+
+	// 8. Write the status once, if it changed; right after pods were created, routine
+	// changes wait for the batch period, so a burst of jobs costs one write each.
+	if wait := r.statusDeferral(run, p.o); wait > 0 {
+		requeue = minPositive(requeue, wait)
+	} else if err := r.writeStatus(ctx, run, st); err != nil {
+		return ctrl.Result{}, errors.Join(append(errs, err)...)
+	} else {
+		r.announce(run, p.o, now)
+	}
+
+	// 9. The outcomes are recorded: release the finished pods.
+	errs = append(errs, r.releasePods(ctx, p.o.release))
+
+	// 10. Delete the job once its TTL after finishing has passed.
+	wait, err = r.deleteExpired(ctx, run, st, now.Time)
+	requeue = minPositive(requeue, wait)
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// act carries out on the job's pods what its status calls for: clean up a finished
-// job, stop a suspended one, else replace failed replicas once their delay is over and
-// create the missing pods and the Service; a Service of the job's name that is not the
-// job's fails it. It returns when to look again, or 0.
-func (r *TFJobReconciler) act(ctx context.Context, job *tfv1.TFJob, pods, foreign []*corev1.Pod, o *observation, now time.Time) (time.Duration, error) {
-	switch {
-	case jobFinished(o.status):
-		return 0, r.deletePods(ctx, job, podsToClean(job, pods))
-	case jobSuspended(job):
-		return 0, r.deletePods(ctx, job, activePods(pods))
-	}
-	taken, err := r.clearForeignPods(ctx, job, foreign)
-	errs := []error{err}
-	requeue, err := r.replaceFailedPods(ctx, job, o, now)
-	errs = append(errs, err)
-	// The gang's group comes before its pods; a job whose gang scheduler is not
-	// served gets no pods.
-	refused, err := r.ensureGang(ctx, job, pods)
-	switch {
-	case err != nil:
-		return requeue, errors.Join(append(errs, err)...)
-	case refused != "":
-		refuseGang(o, refused, now)
-		return 0, errors.Join(errs...)
-	}
-	wait, err := r.createMissingPods(ctx, job, o, taken)
-	requeue = minPositive(requeue, wait)
-	errs = append(errs, err)
-	if wait := r.serviceDeferral(job, pods); wait > 0 {
-		return minPositive(requeue, wait), errors.Join(errs...)
-	}
-	takenBy, err := r.ensureService(ctx, job)
-	if takenBy != "" {
-		finish(o.status, tfv1.JobFailed, tfv1.ReasonServiceNameTaken, takenBy, metav1.NewTime(now))
-	}
-	return requeue, errors.Join(append(errs, err)...)
-}
-
-// replaceFailedPods deletes the failed pods whose retry delay is over, so that they are
-// created again, and returns when the next delay ends, or 0.
-func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob, o *observation, now time.Time) (time.Duration, error) {
-	var due []*corev1.Pod
-	var next time.Duration
-	for _, pod := range o.retry {
-		if isDisruption(pod) {
-			// No failure of the program: no delay, and no failure in a row.
-			due = append(due, pod)
-			continue
+// getJob reads the job to reconcile; nil when it is gone, after releasing its pods so
+// that garbage collection can delete them, or when another controller manages it.
+func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.TFJob, error) {
+	job := &tfv1.TFJob{}
+	if err := r.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.refusals.forget(req.NamespacedName)
+			return nil, r.releaseOrphanedPods(ctx, req.Namespace, req.Name)
 		}
-		n := failuresInARow(pod)
-		ok, left := retryDue(pod, r.RetryBackoff, now)
-		if hasFinalizer(pod) {
-			// The failure is being counted: say once when the replica comes back.
-			r.event(job, corev1.EventTypeNormal, tfv1.ReasonRetryBackoff,
-				"pod %s failed (%s); re-creating it in %v (failure %d in a row)",
-				pod.Name, exitSummary(pod), left.Round(time.Second), n)
-		}
-		if !ok {
-			next = minPositive(next, left)
-			continue
-		}
-		if key, ok := podKey(pod); ok {
-			r.retries.remember(job.UID, key, n)
-		}
-		due = append(due, pod)
+		return nil, err
 	}
-	return next, r.deletePods(ctx, job, due)
+	if !managedByTFK8s(job) {
+		return nil, nil
+	}
+	return job, nil
 }
 
 // exitSummary says how a failed pod ended, for an event.
@@ -350,15 +288,24 @@ func (r *TFJobReconciler) writeStatus(ctx context.Context, job *tfv1.TFJob, st *
 	return nil
 }
 
-// deleteJob deletes a job whose TTL has passed; garbage collection deletes what it owns.
-func (r *TFJobReconciler) deleteJob(ctx context.Context, job *tfv1.TFJob) error {
+// deleteExpired deletes a finished job once its TTL after finishing has passed, and
+// otherwise returns when it will have, or 0. Garbage collection deletes what it owns.
+func (r *TFJobReconciler) deleteExpired(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus, now time.Time) (time.Duration, error) {
+	if !jobFinished(st) {
+		return 0, nil
+	}
+	job.Status = *st
+	expired, left := ttlExpired(job, now)
+	if !expired {
+		return left, nil
+	}
 	log.FromContext(ctx).V(2).Info("Deleting TFJob: its TTL after finishing has passed")
 	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &job.UID})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting TFJob after its TTL: %w", err)
+		return 0, fmt.Errorf("deleting TFJob after its TTL: %w", err)
 	}
-	return nil
+	return 0, nil
 }
 
 func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format string, args ...any) {

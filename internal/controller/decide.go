@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// plan is what one reconcile decided before writing anything: the job's new status and
+// what each act step writes. Every act step reads its part and no act step decides.
+type plan struct {
+	// o is the outcome of the job's pods; o.status is the job's new status.
+	o *observation
+	// run is the job as this reconcile runs it: a suspended copy while Kueue holds it.
+	run *tfv1.TFJob
+	// kueue is what the job's Workload needs written.
+	kueue kueuePlan
+	// suspend sets runPolicy.suspend: the job was not scheduled in time and asks to be
+	// suspended rather than failed.
+	suspend bool
+	// remove are the pods to delete: those the clean-up policy names once the job has
+	// finished, or every active pod of a suspended job.
+	remove []*corev1.Pod
+	// start is what running the job writes; nil when it is finished or suspended.
+	start *startPlan
+	// requeue is when to look again for a deadline or a timeout, or 0.
+	requeue time.Duration
+}
+
+// startPlan is what a running job's act steps write: the pods of an earlier job to
+// clear, the failed pods to replace, and the missing pods to create.
+type startPlan struct {
+	foreign []*corev1.Pod
+	retries []retry
+	// retryIn is when the next failed pod's delay ends, or 0.
+	retryIn time.Duration
+	missing []ReplicaKey
+	// opts builds the missing pods: host ports allocated, TF_CONFIG prepared.
+	opts PodOptions
+	// err is why the missing pods cannot be built (no host port range large enough).
+	err error
+	// admission places the pods on the flavors Kueue admitted them to; nil outside Kueue.
+	admission *workloadAdmission
+}
+
+// retry is a failed pod whose replica is to be created again.
+type retry struct {
+	pod *corev1.Pod
+	// failures is how many times in a row the replica has now failed; 0 for a disruption.
+	failures int32
+	// left is how long the pod's delay still runs; 0 when it is due.
+	left time.Duration
+}
+
+// decide observes the job's pods and decides what this reconcile does, as a pure
+// function of the job, its pods, its Workload as read, and the clock. Keeping it free of
+// writes lets every policy be table-tested without an API server.
+func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, kv *kueueView, now metav1.Time) *plan {
+	p := &plan{kueue: decideKueue(job, pods, kv), run: job}
+	if p.kueue.holdReason != "" {
+		// Held by Kueue: this reconcile's copy is suspended, and never written.
+		p.run = job.DeepCopy()
+		p.run.Spec.RunPolicy.Suspend = ptr.To(true)
+	}
+	run := p.run
+	p.o = observe(run, pods, now)
+	st := p.o.status
+	switch {
+	case p.kueue.unavailable != "" && !jobFinished(st):
+		finish(st, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, p.kueue.unavailable, now)
+	case p.kueue.holdReason != "":
+		holdJob(st, p.kueue.holdReason, p.kueue.holdMsg, now)
+	}
+	p.requeue = updateConditions(run, p.o, now)
+	var wait time.Duration
+	p.suspend, wait = enforceScheduleTimeout(run, pods, st, now)
+	p.requeue = minPositive(p.requeue, wait)
+	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
+	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
+		p.start = r.planStart(run, p.o, foreign, now.Time)
+		p.start.admission = p.kueue.admission
+		if msg := tfConfigRefusal(run, p.start); msg != "" {
+			finish(st, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, now)
+			p.start = nil
+		}
+	}
+	switch {
+	case jobFinished(st):
+		p.remove = podsToClean(run, pods)
+	case p.start == nil:
+		p.remove = activePods(pods)
+	}
+	return p
+}
+
+// planStart decides what running the job writes: the pods of an earlier job to clear
+// (their names are not free yet), the failed pods due for re-creation, and the missing
+// pods with what builds them.
+func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, foreign []*corev1.Pod, now time.Time) *startPlan {
+	sp := &startPlan{foreign: foreign}
+	sp.retries, sp.retryIn = planRetries(o.retry, r.RetryBackoff, now)
+	taken := sets.New[string]()
+	for _, pod := range foreign {
+		taken.Insert(pod.Name)
+	}
+	sp.missing = missingReplicas(job, o, taken)
+	if len(sp.missing) == 0 {
+		return sp
+	}
+	sp.opts = r.PodOptions
+	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
+		sp.opts.HostPorts, sp.err = allocateHostPorts(job, r.HostPortRange)
+	}
+	sp.opts.tfConfigs = sp.opts.newTFConfigs(job)
+	return sp
+}
+
+// tfConfigRefusal says why the job's missing pods cannot carry their TF_CONFIG, or "".
+func tfConfigRefusal(job *tfv1.TFJob, sp *startPlan) string {
+	if len(sp.missing) == 0 || sp.err != nil {
+		return ""
+	}
+	return sp.opts.tfConfigs.Refusal(tfjob.UsesStorage(job))
+}
+
+// planRetries sorts the failed pods into those whose retry delay is over and those
+// still waiting, and returns when the next delay ends, or 0. A disruption is no failure
+// of the program: it waits for nothing and starts no failure in a row.
+func planRetries(pods []*corev1.Pod, backoff time.Duration, now time.Time) (retries []retry, next time.Duration) {
+	for _, pod := range pods {
+		if isDisruption(pod) {
+			retries = append(retries, retry{pod: pod})
+			continue
+		}
+		due, left := retryDue(pod, backoff, now)
+		if !due {
+			next = minPositive(next, left)
+		}
+		retries = append(retries, retry{pod: pod, failures: failuresInARow(pod), left: left})
+	}
+	return retries, next
+}
+
+// startOutcome is what the act steps of a running job learned from the API server that
+// the job's status records.
+type startOutcome struct {
+	// failReason and failMessage fail the job: its gang scheduler is not served, a
+	// volume cannot be, or its Service's name is taken.
+	failReason, failMessage string
+	// created are the replicas whose pods were created.
+	created []ReplicaKey
+	// refusal is the API server's message refusing the job's pods.
+	refusal string
+	// accepted: every missing pod got through, or none was missing.
+	accepted bool
+}
+
+// recordStart records in the job's status what the act steps of a running job learned:
+// the new pods as active, whether the API server refuses the job's pods, and a failure.
+// Counting the new pods now keeps the status written right, so the cache catching up
+// calls for no other write.
+func recordStart(st *tfv1.TFJobStatus, out startOutcome, now metav1.Time) {
+	for _, key := range out.created {
+		st.ReplicaStatuses[key.Type].Active++
+	}
+	switch {
+	case out.refusal != "":
+		setCondition(st, tfv1.JobPodCreationRefused, metav1.ConditionTrue, tfv1.ReasonPodCreationFailed, out.refusal, now)
+	case out.accepted:
+		clearRefusal(st, len(out.created), now)
+	}
+	if out.failReason != "" {
+		finish(st, tfv1.JobFailed, out.failReason, out.failMessage, now)
+	}
+}
