@@ -30,6 +30,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,6 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/images"
-	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // version is the build's own version: change it when the way the images are made
@@ -75,14 +75,20 @@ func build(args []string) error {
 	if o.cache, err = filepath.Abs(o.cache); err != nil {
 		return err
 	}
+	cliBuild := startCLI(o)
 	k, err := inputKeys(o)
 	if err != nil {
 		return err
 	}
 	pyDir, tfDir, jDir := filepath.Join(o.out, "python"), filepath.Join(o.out, "tensorflow"), filepath.Join(o.out, "jupyter")
-	if layoutKey(pyDir) == k.tf && layoutKey(tfDir) == k.tf && layoutKey(jDir) == k.jupyter {
-		fmt.Printf("tensorflow-image: up to date (key %s)\n", k.jupyter[:16])
-		return nil
+	if layoutKey(pyDir) == k.tf && layoutKey(tfDir) == k.tf {
+		if err := cliBuild.addTo(&k); err != nil {
+			return err
+		}
+		if layoutKey(jDir) == k.jupyter {
+			fmt.Printf("tensorflow-image: up to date (key %s)\n", k.jupyter[:16])
+			return nil
+		}
 	}
 	start := time.Now()
 	b := builder{o: o, rootKey: k.root[:16], key: k.tf[:16], jupyterKey: k.jupyterLayer[:16]}
@@ -96,6 +102,9 @@ func build(args []string) error {
 	}
 	jupyter, err := b.jupyterLayer(tf)
 	if err != nil {
+		return err
+	}
+	if err := cliBuild.addTo(&k); err != nil {
 		return err
 	}
 	cli, err := b.cliLayer(k.cliBinary)
@@ -122,8 +131,59 @@ type keys struct {
 	jupyter, cliBinary string // the jupyter image; the CLI binary, which it includes
 }
 
-// inputKeys reads the requirements and builds the CLI (Go's build cache makes that
-// quick when nothing changed) to hash what each image is made of.
+// cliBuild is the go build of the CLI the Jupyter image holds. It runs beside
+// debootstrap and pip, which mostly wait on the network: a cold build of the CLI took
+// minutes before debootstrap could start.
+type cliBuild struct {
+	done chan struct{}
+	sum  string // the binary's SHA-256
+	err  error
+}
+
+// startCLI starts building the CLI (Go's build cache makes that quick when nothing
+// changed).
+func startCLI(o options) *cliBuild {
+	c := &cliBuild{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		bin, err := buildCLI(o.cli, filepath.Join(o.cache, "cli", "tfk8s"))
+		if err == nil {
+			if c.sum, err = fileSHA256(bin); err != nil {
+				err = fmt.Errorf("hashing the CLI: %w", err)
+			}
+		}
+		c.err = err
+	}()
+	return c
+}
+
+// addTo waits for the CLI and adds its hash to k: the Jupyter image's key.
+func (c *cliBuild) addTo(k *keys) error {
+	<-c.done
+	if c.err != nil {
+		return c.err
+	}
+	k.jupyter = hashOf(k.jupyterLayer, c.sum)
+	k.cliBinary = c.sum
+	return nil
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// inputKeys reads the requirements to hash what each layer is made of; the CLI's part
+// of the Jupyter image's key comes from its build (cliBuild.addTo).
 func inputKeys(o options) (keys, error) {
 	req, err := os.ReadFile(o.requirements)
 	if err != nil {
@@ -133,20 +193,10 @@ func inputKeys(o options) (keys, error) {
 	if err != nil {
 		return keys{}, fmt.Errorf("reading --jupyter-requirements: %w", err)
 	}
-	bin, err := buildCLI(o.cli, filepath.Join(o.cache, "cli", "tfk8s"))
-	if err != nil {
-		return keys{}, err
-	}
-	sum, err := storage.FileSHA256(bin)
-	if err != nil {
-		return keys{}, fmt.Errorf("hashing the CLI: %w", err)
-	}
 	var k keys
 	k.root = hashOf("tensorflow-image", version, suite, strings.Join(packages, ","), strings.Join(junk, ","))
 	k.tf = hashOf(k.root, pipWheel, string(req))
 	k.jupyterLayer = hashOf(k.tf, jupyterVersion, string(jreq))
-	k.jupyter = hashOf(k.jupyterLayer, sum)
-	k.cliBinary = sum
 	return k, nil
 }
 
