@@ -27,6 +27,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // Options configure a control plane. The zero value is a complete test control plane.
@@ -95,10 +97,9 @@ type ControlPlane struct {
 
 	creds      *credentials
 	kubeconfig string
-	procs      []*process
+	procs      proc.Group
 	removeDir  bool
 	detach     bool
-	adopted    map[*process]bool // detached processes found running, not started
 	etcd       EtcdPKI
 	logf       func(format string, args ...any)
 }
@@ -137,22 +138,14 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	s.cp = cp
-	defer func() {
-		if err != nil {
-			if cp.detach {
-				cp.stopStarted()
-			} else {
-				cp.Stop()
-			}
-			cp = nil
-		}
-	}()
-	for _, step := range []func(context.Context) error{
-		s.pickPorts, s.startEtcd, s.startAPIServer, s.startControllerManager, s.startScheduler, s.installManifests,
-	} {
-		if err := step(ctx); err != nil {
-			return cp, err
-		}
+	undo := cp.Stop
+	if cp.detach {
+		undo = cp.stopStarted
+	}
+	err = proc.RunSteps(ctx, undo,
+		s.pickPorts, s.startEtcd, s.startAPIServer, s.startControllerManager, s.startScheduler, s.installManifests)
+	if err != nil {
+		return nil, err
 	}
 	return cp, nil
 }
@@ -186,7 +179,7 @@ func (s *starter) locate() (err error) {
 // newControlPlane makes the control plane's directory and credentials: new ones, or
 // for a detached control plane those it kept.
 func newControlPlane(opts Options) (*ControlPlane, error) {
-	cp := &ControlPlane{Dir: opts.Dir, detach: opts.Detach, adopted: map[*process]bool{}, logf: opts.Logf}
+	cp := &ControlPlane{Dir: opts.Dir, detach: opts.Detach, logf: opts.Logf}
 	if cp.logf == nil {
 		cp.logf = func(string, ...any) {}
 	}
@@ -211,7 +204,7 @@ func newControlPlane(opts Options) (*ControlPlane, error) {
 
 // pickPorts takes the fixed ports given, and free ones for the rest.
 func (s *starter) pickPorts(context.Context) error {
-	ports, err := FreePorts(5)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		return fmt.Errorf("finding free ports: %w", err)
 	}
@@ -381,35 +374,10 @@ func (cp *ControlPlane) Kubeconfig() string { return cp.kubeconfig }
 // Stop stops every process, newest first, and removes the state directory if Start
 // created it. It is safe to call more than once.
 func (cp *ControlPlane) Stop() {
-	for i := len(cp.procs) - 1; i >= 0; i-- {
-		_ = cp.procs[i].stop(10 * time.Second)
-	}
-	cp.procs = nil
+	cp.procs.Stop(stopGrace)
 	if cp.removeDir {
 		_ = os.RemoveAll(cp.Dir)
 	}
-}
-
-// Check returns an error naming the first process that has exited.
-func (cp *ControlPlane) Check() error {
-	for _, p := range cp.procs {
-		if p.exited() {
-			return p.exitError()
-		}
-	}
-	return nil
-}
-
-func (cp *ControlPlane) start(name, binDir string, args []string) (*process, error) {
-	if cp.detach {
-		return cp.startDetached(name, binDir, args)
-	}
-	p, err := startProcess(name, filepath.Join(binDir, name), args, cp.Dir)
-	if err != nil {
-		return nil, err
-	}
-	cp.procs = append(cp.procs, p)
-	return p, nil
 }
 
 func (cp *ControlPlane) writeKubeconfig() (string, error) {
@@ -426,11 +394,11 @@ func (cp *ControlPlane) writeKubeconfig() (string, error) {
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or a minute passes.
-func waitHTTP(ctx context.Context, p *process, url string, httpClient *http.Client) error {
+func waitHTTP(ctx context.Context, p *proc.Process, url string, httpClient *http.Client) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
-			return false, p.exitError()
+		if p.Exited() {
+			return false, p.ExitError()
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -449,10 +417,10 @@ func waitHTTP(ctx context.Context, p *process, url string, httpClient *http.Clie
 		return true, nil
 	})
 	if err != nil {
-		if lastErr != nil && !p.exited() {
-			err = fmt.Errorf("%w (last: %v); last lines of %s:\n%s", err, lastErr, p.logPath, p.logTail(20))
+		if lastErr != nil && !p.Exited() {
+			err = fmt.Errorf("%w (last: %v); last lines of %s:\n%s", err, lastErr, p.LogPath(), p.LogTail(20))
 		}
-		return fmt.Errorf("waiting for %s: %w", p.name, err)
+		return fmt.Errorf("waiting for %s: %w", p.Name(), err)
 	}
 	return nil
 }

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // Timeouts of Down.
@@ -124,7 +124,7 @@ func stopNodes(ctx context.Context, opts Options, p paths, nodes []clusterNode) 
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		grace := defaultStopGrace(compNode)
-		if controlplane.FindDetached(p.run, n.component) != nil {
+		if proc.FindDetached(p.run, n.component) != nil {
 			grace = nodeStopGrace(ctx, p.kubeconfig, n.name)
 		}
 		wg.Add(1)
@@ -139,12 +139,12 @@ func stopNodes(ctx context.Context, opts Options, p paths, nodes []clusterNode) 
 
 // stopComponent stops a component within grace, or removes its stale pid file.
 func stopComponent(opts Options, p paths, name string, grace time.Duration) error {
-	proc := controlplane.FindDetached(p.run, name)
-	if proc == nil { // not running: a stale pid file may remain
-		return controlplane.StopDetached(p.run, name, 0)
+	running := proc.FindDetached(p.run, name)
+	if running == nil { // not running: a stale pid file may remain
+		return proc.StopDetached(p.run, name, 0)
 	}
-	fmt.Fprintf(opts.Progress, "stopping %s (pid %d, up to %v)\n", name, proc.Pid(), grace)
-	return proc.Stop(grace)
+	fmt.Fprintf(opts.Progress, "stopping %s (pid %d, up to %v)\n", name, running.Pid(), grace)
+	return running.Stop(grace)
 }
 
 // leftovers lists what remains of the cluster on the host: processes of its

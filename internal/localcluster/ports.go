@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // endpoint is an address a component listens on.
@@ -162,7 +162,7 @@ func socketOwner(inode string) string {
 // FreePorts picks free ports for every component of a cluster, DNS on 53 (it listens
 // on the cluster's own bridge address): for clusters started side by side, as tests do.
 func FreePorts() (Ports, error) {
-	p, err := controlplane.FreePorts(11)
+	p, err := proc.FreePorts(11)
 	if err != nil {
 		return Ports{}, err
 	}

@@ -59,12 +59,12 @@ func (u *starter) startRegistry(ctx context.Context) error {
 	if err := writeFileAtomic(u.paths.registryConfig, registryConfig(u.opts, u.paths), 0o644); err != nil {
 		return err
 	}
-	proc, _, err := u.ensureRunning(compRegistry, registryArgs(u.paths), registryEnv, false)
+	p, _, err := u.ensureRunning(compRegistry, registryArgs(u.paths), registryEnv, false)
 	if err != nil {
 		return err
 	}
 	url := registryURL(u.opts) + "/v2/"
-	if err := u.waitReady(ctx, proc, "the registry on "+registryAddr(u.opts), func(ctx context.Context) error {
+	if err := u.waitReady(ctx, p, "the registry on "+registryAddr(u.opts), func(ctx context.Context) error {
 		return httpOK(ctx, url)
 	}); err != nil {
 		return err

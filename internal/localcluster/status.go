@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -100,14 +100,14 @@ func statusOf(opts Options) *Status {
 		if len(c.endpoints) > 0 {
 			cs.Address = c.endpoints[0].addr.String()
 		}
-		if proc := controlplane.FindDetached(p.run, c.name); proc != nil {
-			cs.PID = proc.Pid()
+		if running := proc.FindDetached(p.run, c.name); running != nil {
+			cs.PID = running.Pid()
 		}
 		s.Components = append(s.Components, cs)
 	}
 	if opts.Install != "" {
 		s.Install = &InstallStatus{Method: opts.Install}
-		if s.Kubeconfig != "" && controlplane.FindDetached(p.run, compAPIServer) != nil {
+		if s.Kubeconfig != "" && proc.FindDetached(p.run, compAPIServer) != nil {
 			s.Install = readInstallStatus(opts.Install, s.Kubeconfig)
 		}
 	}
@@ -123,7 +123,7 @@ func anyRunning(dir string, nodes int) bool {
 		names = append(names, compNode+nodeSuffix(i))
 	}
 	for _, name := range names {
-		if controlplane.FindDetached(run, name) != nil {
+		if proc.FindDetached(run, name) != nil {
 			return true
 		}
 	}

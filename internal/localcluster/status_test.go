@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 func TestStatusOf(t *testing.T) {
@@ -18,7 +18,7 @@ func TestStatusOf(t *testing.T) {
 	if err := os.MkdirAll(p.run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sleep, err := controlplane.StartDetached(compDNS, "/bin/sleep", []string{"60"}, nil, p.run)
+	sleep, err := proc.StartDetached(compDNS, "/bin/sleep", []string{"60"}, nil, p.run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -41,7 +42,7 @@ const certValidity = 10 * 365 * 24 * time.Hour
 // found running are kept. It writes the kubeconfig and the S3 settings, and the user's
 // ~/.tfk8s/config if there is none or it holds other keys for the cluster's endpoint. On error, the processes this call started are
 // stopped again and those it found running are left alone.
-func Up(ctx context.Context, opts Options) (st *Status, err error) {
+func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 	if err := checkHost(); err != nil {
 		return nil, err
 	}
@@ -64,23 +65,13 @@ func Up(ctx context.Context, opts Options) (st *Status, err error) {
 		return nil, err
 	}
 	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run)}
-	defer func() {
-		if err != nil {
-			u.stopStarted()
-		}
-	}()
-	for _, step := range []func(context.Context) error{
+	err = proc.RunSteps(ctx, u.stopStarted,
 		u.startNodeNetwork, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
-	} {
-		if err := step(ctx); err != nil {
-			return nil, err
-		}
-	}
-	st = statusOf(opts)
-	if err := u.recordUserConfig(st); err != nil {
+		u.recordStatus)
+	if err != nil {
 		return nil, err
 	}
-	return st, nil
+	return u.status, nil
 }
 
 // starter brings up the components of one Up call.
@@ -94,8 +85,8 @@ type starter struct {
 	cp *controlplane.ControlPlane
 	// s3 are the S3 server's settings.
 	s3 storage.Config
-	// started are the components this call started, in order.
-	started []string
+	// procs are the components this call started, in order.
+	procs proc.Group
 	// networkReset says the bridge was (re)created by this call, so the components
 	// listening on its address must be restarted to be sure to serve on it.
 	networkReset bool
@@ -103,6 +94,8 @@ type starter struct {
 	createdBridge bool
 	// pushed are the digests of the images pushed into the registry, by reference.
 	pushed map[string]string
+	// status is the cluster's, once it is up.
+	status *Status
 }
 
 // logf reports progress.
@@ -114,7 +107,7 @@ func (u *starter) logf(format string, args ...any) {
 // kube-scheduler (those not running), installs the CRDs and writes the kubeconfig.
 func (u *starter) startControlPlane(ctx context.Context) error {
 	for _, name := range controlPlaneComponents {
-		if controlplane.FindDetached(u.paths.run, name) == nil {
+		if proc.FindDetached(u.paths.run, name) == nil {
 			if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
 				return err
 			}
@@ -148,13 +141,13 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	for _, name := range controlPlaneComponents {
-		if !cp.Adopted(name) {
-			u.started = append(u.started, name)
+		if p := cp.Process(name); p != nil && !cp.Adopted(name) {
+			u.procs.Add(p)
 		}
 	}
 	for _, name := range []string{compControllerManager, compScheduler} {
-		if proc := controlplane.FindDetached(u.paths.run, name); proc != nil {
-			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), proc.Pid())
+		if p := cp.Process(name); p != nil {
+			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), p.Pid())
 		}
 	}
 	u.cfg, u.cp = cp.Config, cp
@@ -193,14 +186,14 @@ func (u *starter) startDNS(ctx context.Context) error {
 	if err := writeFileAtomic(u.paths.corefile, corefile, 0o644); err != nil {
 		return err
 	}
-	proc, _, err := u.ensureRunning(compDNS, []string{"-conf", u.paths.corefile}, nil, u.networkReset)
+	p, _, err := u.ensureRunning(compDNS, []string{"-conf", u.paths.corefile}, nil, u.networkReset)
 	if err != nil {
 		return err
 	}
 	br, _ := bridgeIP(u.opts.PodCIDR)
 	server := netip.AddrPortFrom(br, uint16(u.opts.Ports.DNS)).String()
 	name := "kubernetes.default.svc." + u.opts.ClusterDomain + "."
-	err = u.waitReady(ctx, proc, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
+	err = u.waitReady(ctx, p, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
 		_, err := LookupHost(ctx, server, name)
 		return err
 	})
@@ -241,7 +234,7 @@ func (u *starter) startS3(ctx context.Context) error {
 	}
 	u.s3 = cfg
 	env := []string{"ROOT_ACCESS_KEY_ID=" + cfg.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
-	proc, _, err := u.ensureRunning(compS3, s3Args(u.opts, u.paths), env, u.networkReset)
+	p, _, err := u.ensureRunning(compS3, s3Args(u.opts, u.paths), env, u.networkReset)
 	if err != nil {
 		return err
 	}
@@ -253,7 +246,7 @@ func (u *starter) startS3(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the S3 client: %w", err)
 	}
-	return u.waitReady(ctx, proc, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
+	return u.waitReady(ctx, p, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
 		ok, err := mc.BucketExists(ctx, cfg.Bucket)
 		if err != nil || ok {
 			return err
@@ -270,34 +263,45 @@ func (u *starter) startController(ctx context.Context) error {
 	}
 	args := append(controllerArgs(u.opts, u.paths), pinnedImageArgs(u.pushed)...)
 	restart := false
-	if running := controlplane.FindDetached(u.paths.run, compController); running != nil {
+	if running := proc.FindDetached(u.paths.run, compController); running != nil {
 		same, err := runsWithArgs(running.Pid(), args)
 		if err != nil {
 			return err
 		}
 		restart = !same
 	}
-	proc, _, err := u.ensureRunning(compController, args, nil, restart)
+	p, _, err := u.ensureRunning(compController, args, nil, restart)
 	if err != nil {
 		return err
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", u.opts.Ports.ControllerHealth)
-	return u.waitReady(ctx, proc, "tfk8s-controller to be ready", func(ctx context.Context) error {
+	return u.waitReady(ctx, p, "tfk8s-controller to be ready", func(ctx context.Context) error {
 		return httpOK(ctx, url)
 	})
 }
 
+// recordStatus reads the status of the cluster, now up, and records in it what
+// became of the user's config file.
+func (u *starter) recordStatus(context.Context) error {
+	st := statusOf(u.opts)
+	if err := u.recordUserConfig(st); err != nil {
+		return err
+	}
+	u.status = st
+	return nil
+}
+
 // ensureRunning adopts the component if it runs, unless restart asks to restart it;
 // else it checks the component's ports and starts it. It reports whether it started it.
-func (u *starter) ensureRunning(name string, args, env []string, restart bool) (*controlplane.Process, bool, error) {
-	proc := controlplane.FindDetached(u.paths.run, name)
-	if proc != nil && !restart {
-		u.logf("%s running (pid %d)", name, proc.Pid())
-		return proc, false, nil
+func (u *starter) ensureRunning(name string, args, env []string, restart bool) (*proc.Process, bool, error) {
+	p := proc.FindDetached(u.paths.run, name)
+	if p != nil && !restart {
+		u.logf("%s running (pid %d)", name, p.Pid())
+		return p, false, nil
 	}
-	if proc != nil {
+	if p != nil {
 		u.logf("restarting %s: its bridge or its settings changed", name)
-		if err := proc.Stop(defaultStopGrace(name)); err != nil {
+		if err := p.Stop(defaultStopGrace(name)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -305,22 +309,22 @@ func (u *starter) ensureRunning(name string, args, env []string, restart bool) (
 		return nil, false, err
 	}
 	bin := filepath.Join(u.opts.BinDir, componentNamed(u.opts, name).binary)
-	proc, err := controlplane.StartDetached(name, bin, args, env, u.paths.run)
+	p, err := proc.StartDetached(name, bin, args, env, u.paths.run)
 	if err != nil {
 		return nil, false, err
 	}
-	u.started = append(u.started, name)
-	u.logf("%s started (pid %d), log %s", name, proc.Pid(), proc.LogPath())
-	return proc, true, nil
+	u.procs.Add(p)
+	u.logf("%s started (pid %d), log %s", name, p.Pid(), p.LogPath())
+	return p, true, nil
 }
 
 // waitReady polls check until it succeeds, the process exits, or the timeout passes.
-func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, what string, check func(context.Context) error) error {
+func (u *starter) waitReady(ctx context.Context, p *proc.Process, what string, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, u.opts.Timeout)
 	defer cancel()
 	for {
-		if proc.Exited() {
-			return fmt.Errorf("waiting for %s: %w", what, proc.ExitError())
+		if p.Exited() {
+			return fmt.Errorf("waiting for %s: %w", what, p.ExitError())
 		}
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 		err := check(cctx)
@@ -332,7 +336,7 @@ func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, wha
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last: %v); last lines of %s:\n%s",
-				what, ctx.Err(), err, proc.LogPath(), proc.LogTail(20))
+				what, ctx.Err(), err, p.LogPath(), p.LogTail(20))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -341,12 +345,7 @@ func (u *starter) waitReady(ctx context.Context, proc *controlplane.Process, wha
 // stopStarted stops the components this call started, in stopOrder, and deletes the
 // bridge if it created it.
 func (u *starter) stopStarted() {
-	for _, name := range stopOrderOf(u.opts) {
-		if slices.Contains(u.started, name) {
-			_ = controlplane.StopDetached(u.paths.run, name, defaultStopGrace(name))
-		}
-	}
-	u.started = nil
+	u.procs.StopStarted(defaultStopGrace, stopOrderOf(u.opts)...)
 	if u.createdBridge {
 		_ = deleteBridge(u.opts.Bridge)
 		// Up's context may be over: the host's network is undone regardless.

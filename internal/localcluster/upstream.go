@@ -26,6 +26,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -256,20 +257,20 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 		return err
 	}
 	configs := upstreamNodeConfigs(u.opts)
-	procs := make([]*controlplane.Process, len(nodes))
+	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {
 		if err := writeNodeFiles(u.cp, configs[i], u.pki.CACert); err != nil {
 			return err
 		}
-		proc, started, err := u.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)
+		p, started, err := u.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)
 		if err != nil {
 			return err
 		}
 		if started {
 			since[i] = time.Now().Truncate(time.Second)
 		}
-		procs[i] = proc
+		procs[i] = p
 	}
 	for i, n := range nodes {
 		err := u.waitReady(ctx, procs[i], "node "+n.name+" to be Ready", func(ctx context.Context) error {
