@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/localnode/gpus"
 	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // Timeouts of the inner half.
@@ -28,14 +28,6 @@ const (
 	// programStopGrace is how long each program has after SIGTERM.
 	programStopGrace = 15 * time.Second
 )
-
-// program is one process the inner half supervises.
-type program struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
 
 // RunInner is the node's inner half, in its own namespaces. It waits until the outer
 // half has connected its network (a byte on release), lays out its mounts and
@@ -62,7 +54,7 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 	if err := writeConfigs(c); err != nil {
 		return err
 	}
-	var running []*program
+	var running []*proc.Process
 	defer func() { stopPrograms(c, running) }()
 	p := pathsOf(c)
 	containerd, err := startProgram(c, "containerd", "--config", p.containerdConfig)
@@ -92,7 +84,7 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 // runUntilStopped serves the node's fake GPUs to its kubelet and provisions the
 // claims scheduled to it while the programs run, and returns when ctx ends or a
 // program exits.
-func runUntilStopped(ctx context.Context, c Config, running []*program) error {
+func runUntilStopped(ctx context.Context, c Config, running []*proc.Process) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.ProvisionerKubeconfig)
@@ -113,7 +105,7 @@ func runUntilStopped(ctx context.Context, c Config, running []*program) error {
 	var pluginErr error
 	wg.Go(func() { pluginErr = plugin.Run(ctx) })
 	wg.Go(func() { volumes.Run(ctx) })
-	err = waitPrograms(ctx, running)
+	err = proc.WaitAny(ctx, running)
 	cancel()
 	wg.Wait()
 	return errors.Join(err, pluginErr)
@@ -161,31 +153,16 @@ func writeConfigs(c Config) error {
 }
 
 // startProgram starts bin/name with args, its output appended to name.log in the
-// state directory.
-func startProgram(c Config, name string, args ...string) (*program, error) {
-	log, err := os.OpenFile(filepath.Join(c.StateDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s's log: %w", name, err)
-	}
-	defer log.Close()
-	cmd := exec.Command(filepath.Join(c.BinDir, name), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":/usr/sbin:/usr/bin:/sbin:/bin")
-	// Pdeathsig: a program outlives no inner half that was killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &program{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+// state directory. It dies with the inner half (proc.Start's Pdeathsig).
+func startProgram(c Config, name string, args ...string) (*proc.Process, error) {
+	return proc.Start(name, filepath.Join(c.BinDir, name), args, c.StateDir, proc.Options{
+		Env:    []string{"PATH=" + c.BinDir + ":/usr/sbin:/usr/bin:/sbin:/bin"},
+		Append: true,
+	})
 }
 
 // waitForSocket waits until the program listens on the unix socket.
-func waitForSocket(ctx context.Context, p *program, socket string) error {
+func waitForSocket(ctx context.Context, p *proc.Process, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, socketTimeout)
 	defer cancel()
 	for {
@@ -194,29 +171,12 @@ func waitForSocket(ctx context.Context, p *program, socket string) error {
 			return nil
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it listened on %s: %v", p.name, socket, p.err)
+		case <-p.Done():
+			return fmt.Errorf("%s exited before it listened on %s: %v", p.Name(), socket, p.Err())
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s to listen on %s: %w", p.name, socket, ctx.Err())
+			return fmt.Errorf("waiting for %s to listen on %s: %w", p.Name(), socket, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
-	}
-}
-
-// waitPrograms returns nil when ctx ends, or an error when a program exits first.
-func waitPrograms(ctx context.Context, programs []*program) error {
-	exited := make(chan *program, len(programs))
-	for _, p := range programs {
-		go func() {
-			<-p.done
-			exited <- p
-		}()
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case p := <-exited:
-		return fmt.Errorf("%s exited: %v", p.name, p.err)
 	}
 }
 
@@ -224,22 +184,15 @@ func waitPrograms(ctx context.Context, programs []*program) error {
 // containerd). Once the kubelet is gone, so that it starts nothing again, the pods'
 // containers are stopped within their grace periods and whatever is left in the pods'
 // cgroups is killed.
-func stopPrograms(c Config, programs []*program) {
-	for i := len(programs) - 1; i >= 0; i-- {
-		p := programs[i]
-		if p.name == "containerd" {
+func stopPrograms(c Config, programs []*proc.Process) {
+	for _, p := range slices.Backward(programs) {
+		if p.Name() == "containerd" {
 			if err := stopContainers(pathsOf(c).containerdSocket); err != nil {
 				fmt.Fprintf(os.Stderr, "stopping the pods of node %s: %v\n", c.Name, err)
 			}
 			killPods(c)
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(programStopGrace):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		_ = p.Stop(programStopGrace)
 	}
 }
 
