@@ -5,7 +5,7 @@
 #                 kube-proxy, containerd, CNI plugins, the pause image; installs runc, nft
 # make generate   regenerates deepcopy code, the CRD and RBAC
 # make build      builds tfk8s's own commands into bin/
-# make verify     gofmt, go vet, staticcheck, and generated files up to date
+# make verify     gofmt, go vet, staticcheck, generated files up to date, the tree's shape
 # make test       unit and integration tests against a real control plane
 # make chaos      the chaos suite in full, three runs in a row
 # make bench      benchmarks against a real control plane
@@ -196,6 +196,8 @@ verify: generate $(STATICCHECK_STAMP)
 	go vet ./...
 	staticcheck ./...
 	git diff --exit-code -- api config charts || { echo "generated files are out of date: run make generate and commit"; exit 1; }
+	go run ./hack/shape
+	go run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
 export TFK8S_BIN := $(BIN)
