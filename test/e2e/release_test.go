@@ -56,7 +56,7 @@ func TestRelease(t *testing.T) {
 	}
 	registry := startReleaseRegistry(ctx, t, filepath.Join(binDir, "registry")) + "/" + releaseRepo
 	out := t.TempDir()
-	makeRelease(ctx, t, root, registry, out)
+	makeRelease(ctx, t, root, registry, releaseVersion, out)
 	dir := filepath.Join(out, releaseVersion)
 
 	opts, st := upForTest(ctx, t, localcluster.Options{
@@ -176,12 +176,12 @@ func startReleaseRegistry(ctx context.Context, t *testing.T, bin string) string 
 	}
 }
 
-// makeRelease runs make release of releaseVersion to registry, writing under out, and
-// logs its time, its summary and the size of the release's files.
-func makeRelease(ctx context.Context, t *testing.T, root, registry, out string) {
+// makeRelease runs make release of version to registry, writing under out, and logs
+// its time, its summary and the size of the release's files.
+func makeRelease(ctx context.Context, t *testing.T, root, registry, version, out string) {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "release", "VERSION="+releaseVersion, "REGISTRY="+registry,
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "release", "VERSION="+version, "REGISTRY="+registry,
 		"RELEASE_PLAIN_HTTP=1", "RELEASE_OUT="+out)
 	cmd.Dir = root
 	output, err := cmd.CombinedOutput()
@@ -189,13 +189,13 @@ func makeRelease(ctx context.Context, t *testing.T, root, registry, out string) 
 		t.Fatalf("make release: %v\n%s", err, lastLines(string(output), 60))
 	}
 	summary := string(output)
-	if i := strings.Index(summary, "\nrelease "+releaseVersion+", to "); i >= 0 {
+	if i := strings.Index(summary, "\nrelease "+version+", to "); i >= 0 {
 		summary = summary[i+1:]
 	}
-	t.Logf("make release VERSION=%s REGISTRY=%s: %.1f s\n%s", releaseVersion, registry, time.Since(start).Seconds(), summary)
-	dir := filepath.Join(out, releaseVersion)
-	for _, want := range []string{"SHA256SUMS", "tfk8s.yaml", "tfk8s-" + strings.TrimPrefix(releaseVersion, "v") + ".tgz",
-		"tfk8s_" + releaseVersion + "_darwin_arm64.tar.gz", "tfk8s_" + releaseVersion + "_linux_amd64.tar.gz"} {
+	t.Logf("make release VERSION=%s REGISTRY=%s: %.1f s\n%s", version, registry, time.Since(start).Seconds(), summary)
+	dir := filepath.Join(out, version)
+	for _, want := range []string{"SHA256SUMS", "tfk8s.yaml", "tfk8s-" + strings.TrimPrefix(version, "v") + ".tgz",
+		"tfk8s_" + version + "_darwin_arm64.tar.gz", "tfk8s_" + version + "_linux_amd64.tar.gz"} {
 		if !fileExists(filepath.Join(dir, want)) {
 			t.Errorf("make release wrote no %s", filepath.Join(dir, want))
 		}
