@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,11 @@ type gangFlags struct {
 	gates         string
 }
 
+// ErrNoGangScheduling is Start's error, wrapped with the release, when
+// Options.GangScheduling asks for the PodGroup API of a release that has none: a test of
+// native gang scheduling skips on it.
+var ErrNoGangScheduling = errors.New("native gang scheduling needs Kubernetes 1.36 or later")
+
 // gangFlagsFor returns the gang flags of a Kubernetes release: 1.37 serves
 // scheduling.k8s.io/v1beta1 behind the GenericWorkload gate (beta, off by default),
 // 1.36 v1alpha2 behind GenericWorkload and GangScheduling. Older releases have no
@@ -30,7 +36,7 @@ func gangFlagsFor(v *version.Version) (gangFlags, error) {
 	case v.AtLeast(version.MajorMinor(1, 36)):
 		return gangFlags{"--runtime-config=scheduling.k8s.io/v1alpha2=true", "--feature-gates=GenericWorkload=true,GangScheduling=true"}, nil
 	}
-	return gangFlags{}, fmt.Errorf("native gang scheduling needs Kubernetes 1.36 or later; kube-apiserver is %s", v)
+	return gangFlags{}, fmt.Errorf("%w; kube-apiserver is %s", ErrNoGangScheduling, v)
 }
 
 // binaryVersion asks a Kubernetes binary its version (`--version` prints

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/version"
@@ -23,6 +24,9 @@ func TestGangFlagsFor(t *testing.T) {
 		got, err := gangFlagsFor(version.MustParseGeneric(tc.version))
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
 			t.Errorf("gangFlagsFor(%s) = %+v, %v; want %+v, %q", tc.version, got, err, tc.want, tc.err)
+		}
+		if err != nil && !errors.Is(err, ErrNoGangScheduling) {
+			t.Errorf("gangFlagsFor(%s) error %v is not ErrNoGangScheduling, which tests skip on", tc.version, err)
 		}
 	}
 }
