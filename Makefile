@@ -7,6 +7,7 @@
 # make build      builds tfk8s's own commands into bin/
 # make verify     gofmt, go vet, staticcheck, generated files up to date, the tree's shape
 # make test       unit and integration tests against a real control plane
+# make test-compat  the API and controller suites on the oldest and newest Kubernetes
 # make chaos      the chaos suite in full, three runs in a row
 # make bench      benchmarks against a real control plane
 
@@ -50,10 +51,12 @@ CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
 TOOL_LDFLAGS := -s -w
-KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+# $(call kube_ldflags,vX.Y.Z) stamps a Kubernetes binary with its version.
+kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
+KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
@@ -110,6 +113,24 @@ $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go h
 		k8s.io/kubernetes/cmd/kube-proxy \
 		./etcd ./coredns
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
+
+# The control plane of the oldest Kubernetes tfk8s supports, for make test-compat, from a
+# module of its own into bin/k8s-<version>/, with etcd linked from bin/: etcd sits
+# behind kube-apiserver, out of tfk8s's sight. 1.35, not 1.32: older releases refuse
+# the CEL of the CRD (1.32) or of the notebook policy (1.34); see docs/compatibility.md.
+KUBE_COMPAT_MINOR := 1.35
+KUBE_COMPAT_VERSION := v$(KUBE_COMPAT_MINOR).4
+COMPAT_BIN := $(BIN)/k8s-$(KUBE_COMPAT_VERSION)
+COMPAT_STAMP := $(STAMP)/k8s-$(KUBE_COMPAT_VERSION)
+$(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
+	rm -rf $(BIN)/k8s-v$(KUBE_COMPAT_MINOR).* && rm -f $(STAMP)/k8s-v$(KUBE_COMPAT_MINOR).*
+	cd hack/tools/cluster-$(KUBE_COMPAT_MINOR) && go build -ldflags "$(TOOL_LDFLAGS) $(call kube_ldflags,$(KUBE_COMPAT_VERSION))" \
+		-o $(COMPAT_BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler
+	ln -sf ../etcd $(COMPAT_BIN)/etcd
+	touch $@
 
 # containerd and its runc shim run the pods of local mode's nodes; static, as containerd's
 # releases are. Without the btrfs (cgo only anyway), devmapper and ZFS snapshotters, which
@@ -209,6 +230,30 @@ export TFK8S_BIN := $(BIN)
 test:
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
+
+# make test-compat runs the suites that speak to the API server alone (the CRD and its
+# CEL rules, the admission policies, a job's life under the controller) against the
+# oldest Kubernetes tfk8s supports and the newest, one after the other, and ends with a
+# matrix: release, suite, result, time. docs/compatibility.md keeps the last one.
+COMPAT_SUITES := ./test/integration/api ./test/integration/controller
+COMPAT_OUT = $(OUT)/compat
+.PHONY: test-compat
+test-compat:
+	@+$(call parallel,$(CLUSTER_STAMPS) $(COMPAT_STAMP))
+	@mkdir -p $(COMPAT_OUT); rows=(); fail=0; \
+	for bin in $(COMPAT_BIN) $(BIN); do \
+		kube=$$($$bin/kube-apiserver --version); kube=$${kube#Kubernetes }; \
+		for suite in $(COMPAT_SUITES); do \
+			log=$(COMPAT_OUT)/$$kube-$$(basename $$suite).log; start=$$(date +%s); \
+			echo "TFK8S_BIN=$$bin go test -count=1 -timeout 30m -v $$suite"; \
+			if TFK8S_BIN=$$bin go test -count=1 -timeout 30m -v $$suite 2>&1 | tee $$log | grep -v -E "^=== (RUN|PAUSE|CONT)"; \
+				then result=PASS; else result=FAIL; fail=1; fi; \
+			rows+=("$$(printf '%-10s %-30s %-6s %5ss %3s skipped' $$kube $$suite $$result \
+				$$(( $$(date +%s) - start )) $$(grep -c -- '--- SKIP' $$log || true))"); \
+		done; \
+	done; \
+	echo; printf '%-10s %-30s %-6s %6s\n' kubernetes suite result time; printf '%s\n' "$${rows[@]}"; \
+	echo "logs: $(COMPAT_OUT)"; exit $$fail
 
 .PHONY: test-unit
 test-unit:

@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the Kubernetes 1.35 commands this module builds.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
