@@ -115,8 +115,8 @@ $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go h
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
 
 # The control plane of the oldest Kubernetes tfk8s supports, for make test-compat, from a
-# module of its own into bin/k8s-<version>/, with etcd linked from bin/: etcd sits
-# behind kube-apiserver, out of tfk8s's sight. 1.35, not 1.32: older releases refuse
+# module of its own into bin/k8s-<version>/, with etcd and Kueue linked from bin/: etcd
+# sits behind kube-apiserver, out of tfk8s's sight, and Kueue is tested on both. 1.35, not 1.32: older releases refuse
 # the CEL of the CRD (1.32) or of the notebook policy (1.34); see docs/compatibility.md.
 KUBE_COMPAT_MINOR := 1.35
 KUBE_COMPAT_VERSION := v$(KUBE_COMPAT_MINOR).4
@@ -129,7 +129,7 @@ $(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler
-	ln -sf ../etcd $(COMPAT_BIN)/etcd
+	ln -sf ../etcd ../kueue ../kueue-crds $(COMPAT_BIN)/
 	touch $@
 
 # containerd and its runc shim run the pods of local mode's nodes; static, as containerd's
@@ -232,16 +232,20 @@ test:
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 # make test-compat runs the suites that speak to the API server alone (the CRD and its
-# CEL rules, the admission policies, a job's life under the controller) against the
-# oldest Kubernetes tfk8s supports and the newest, one after the other, and ends with a
-# matrix: release, suite, result, time. docs/compatibility.md keeps the last one.
-COMPAT_SUITES := ./test/integration/api ./test/integration/controller
+# CEL rules, the admission policies, a job's life under the controller, Kueue's
+# admission of jobs) against the oldest Kubernetes tfk8s supports and the newest, one
+# after the other, and ends with a matrix: release, suite, result, time, tests skipped.
+# COMPAT_RELEASES=oldest runs the oldest alone (CI, whose make test has just run the
+# suites on the newest).
+COMPAT_SUITES := ./test/integration/api ./test/integration/controller ./test/integration/kueue
+COMPAT_RELEASES ?= oldest newest
+COMPAT_BINS = $(patsubst oldest,$(COMPAT_BIN),$(patsubst newest,$(BIN),$(COMPAT_RELEASES)))
 COMPAT_OUT = $(OUT)/compat
 .PHONY: test-compat
 test-compat:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(COMPAT_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(KUEUE_STAMP) $(COMPAT_STAMP))
 	@mkdir -p $(COMPAT_OUT); rows=(); fail=0; \
-	for bin in $(COMPAT_BIN) $(BIN); do \
+	for bin in $(COMPAT_BINS); do \
 		kube=$$($$bin/kube-apiserver --version); kube=$${kube#Kubernetes }; \
 		for suite in $(COMPAT_SUITES); do \
 			log=$(COMPAT_OUT)/$$kube-$$(basename $$suite).log; start=$$(date +%s); \
