@@ -92,10 +92,11 @@ func (b builder) cliLayer(sum string) (*layerFile, error) {
 	return l, err
 }
 
-// buildCLI builds pkg (./cmd/tfk8s) for linux/amd64, static, to out: the same bytes for
-// the same sources, so that its hash says when the CLI layer must be made again.
-func buildCLI(pkg, out string) (string, error) {
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, pkg)
+// buildCLI builds pkg (./cmd/tfk8s) for linux/amd64, static, to out, linked with
+// ldflags too: the same bytes for the same sources and stamp, so that its hash says
+// when the CLI layer must be made again.
+func buildCLI(pkg, ldflags, out string) (string, error) {
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", strings.TrimSpace("-s -w "+ldflags), "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the CLI %s: %w: %s", pkg, err, strings.TrimSpace(string(out)))

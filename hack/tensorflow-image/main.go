@@ -55,6 +55,7 @@ func main() {
 type options struct {
 	out, cache, mirror, requirements string
 	jupyterRequirements, cli         string
+	cliLdflags                       string
 }
 
 func build(args []string) error {
@@ -67,6 +68,7 @@ func build(args []string) error {
 	fs.StringVar(&o.jupyterRequirements, "jupyter-requirements", "hack/tensorflow-image/jupyter-requirements.txt",
 		"the pinned Python packages JupyterLab adds")
 	fs.StringVar(&o.cli, "cli", "./cmd/tfk8s", "the Go package of the tfk8s CLI the Jupyter image holds")
+	fs.StringVar(&o.cliLdflags, "cli-ldflags", "", "linker flags of the CLI besides -s -w: its version stamp (make passes the images')")
 	_ = fs.Parse(args)
 	if o.mirror == "" {
 		o.mirror = aptMirror()
@@ -146,7 +148,7 @@ func startCLI(o options) *cliBuild {
 	c := &cliBuild{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		bin, err := buildCLI(o.cli, filepath.Join(o.cache, "cli", "tfk8s"))
+		bin, err := buildCLI(o.cli, o.cliLdflags, filepath.Join(o.cache, "cli", "tfk8s"))
 		if err == nil {
 			if c.sum, err = fileSHA256(bin); err != nil {
 				err = fmt.Errorf("hashing the CLI: %w", err)
