@@ -120,7 +120,7 @@ func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
 			}
 			abs, _ := filepath.Abs(dir)
 			fmt.Fprintf(o.env.Out, "%d files (%s) downloaded to %s, %d already there\n",
-				stats.Transferred, formatBytes(stats.Bytes), abs, stats.Files-stats.Transferred)
+				stats.Transferred, storage.FormatBytes(stats.Bytes), abs, stats.Files-stats.Transferred)
 			v, err := files.verify(cmd.Context(), dir)
 			if err != nil {
 				return err

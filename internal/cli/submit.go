@@ -120,10 +120,10 @@ type submission struct {
 	userSecret string
 	// dir is the code directory, "" for none; archive its archive.
 	dir     string
-	archive codeArchive
+	archive storage.CodeArchive
 	// localData is whether data is a local directory to upload.
 	localData bool
-	data      dataSet
+	data      storage.DataSet
 	cache     pack.DigestCache
 }
 
@@ -209,21 +209,21 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 func (s *submission) scanTrees(dataDir string) error {
 	var err error
 	if s.dir != "" {
-		if s.archive, err = packCode(s.dir, s.cache); err != nil {
+		if s.archive, err = storage.PackCode(s.dir, s.cache); err != nil {
 			return err
 		}
 		s.p.Code = &tfv1.Code{
-			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(codePrefix)}.String(),
+			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(storage.CodePrefix)}.String(),
 			SHA256: s.archive.SHA256,
 			Path:   tfjob.DefaultCodePath,
 		}
 	}
 	if s.localData {
-		if s.data, err = scanDataCached(dataDir, s.cache); err != nil {
+		if s.data, err = storage.ScanDataSet(dataDir, s.cache); err != nil {
 			s.archive.Remove()
 			return err
 		}
-		s.p.Data = []tfv1.DataSource{{Source: s.data.prefix(s.cfg.Bucket).String(), Path: defaultDataPath}}
+		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Bucket).String(), Path: defaultDataPath}}
 	}
 	return nil
 }
@@ -270,16 +270,16 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 // upload stores the code and the data, unless S3 has them already.
 func (o *rootOptions) upload(ctx context.Context, s *submission) error {
 	if s.dir != "" {
-		if _, err := uploadCode(ctx, s.s3, &s.archive, storage.MustParseURI(s.job.Spec.Code.Source), o.env.ErrOut); err != nil {
+		if _, err := storage.UploadCode(ctx, s.s3, &s.archive, storage.MustParseURI(s.job.Spec.Code.Source), o.env.ErrOut); err != nil {
 			return err
 		}
-		s.archive.remember()
+		s.archive.Remember()
 	}
 	if s.localData {
-		if _, err := uploadData(ctx, s.s3, s.data, s.cfg.Bucket, o.env.ErrOut); err != nil {
+		if _, err := storage.UploadData(ctx, s.s3, s.data, s.cfg.Bucket, o.env.ErrOut); err != nil {
 			return err
 		}
-		s.data.remember(s.cache)
+		s.data.Remember(s.cache)
 	}
 	return nil
 }

@@ -1,25 +1,23 @@
-package cli
+package storage
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 func TestFormatBytes(t *testing.T) {
 	cases := map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"}
 	for n, want := range cases {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -71,7 +69,7 @@ func TestScanDataIsContentAddressed(t *testing.T) {
 	if changed.digest == first.digest {
 		t.Error("the digest did not change with a file's content")
 	}
-	if got, want := changed.prefix("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+"/"; got != want {
+	if got, want := changed.Prefix("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+"/"; got != want {
 		t.Errorf("prefix = %s, want %s", got, want)
 	}
 	if got, want := changed.marker("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+".json"; got != want {
@@ -79,40 +77,8 @@ func TestScanDataIsContentAddressed(t *testing.T) {
 	}
 }
 
-func TestCheckDir(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "f")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	unreadable := filepath.Join(dir, "locked")
-	if err := os.Mkdir(unreadable, 0o000); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		dir, want string
-	}{
-		{dir, ""},
-		{filepath.Join(dir, "missing"), "DIR " + filepath.Join(dir, "missing") + ": stat " + filepath.Join(dir, "missing") + ": no such file or directory"},
-		{file, "DIR " + file + ": not a directory"},
-	}
-	if os.Geteuid() != 0 { // root reads any directory
-		cases = append(cases, struct{ dir, want string }{unreadable, "DIR " + unreadable + ": open " + unreadable + ": permission denied"})
-	}
-	for _, tc := range cases {
-		err := checkDir("DIR", tc.dir)
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if got != tc.want {
-			t.Errorf("checkDir(%s) = %q, want %q", tc.dir, got, tc.want)
-		}
-	}
-}
-
 // TestScanDataDigestIsThePathOrderOne: the data set's digest is the one
-// storage.DataManifest defines, over the files in path order, which is not the order a
+// DataManifest defines, over the files in path order, which is not the order a
 // walk of the tree visits "a/b" and "a.txt" in; and the list the marker gets is that
 // order too.
 func TestScanDataDigestIsThePathOrderOne(t *testing.T) {
@@ -126,10 +92,10 @@ func TestScanDataDigestIsThePathOrderOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := sha256.New()
-	var want []storage.DataFile
+	var want []DataFile
 	for _, name := range []string{"a.txt", "a/b"} {
 		sum := sha256.Sum256([]byte(files[name]))
-		want = append(want, storage.DataFile{Path: name, Size: int64(len(files[name])), SHA256: hex.EncodeToString(sum[:])})
+		want = append(want, DataFile{Path: name, Size: int64(len(files[name])), SHA256: hex.EncodeToString(sum[:])})
 		fmt.Fprintf(tree, "%s\x00%d\x00%x\n", name, len(files[name]), sum)
 	}
 	if got := hex.EncodeToString(tree.Sum(nil)); d.digest != got {
