@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -45,7 +46,7 @@ func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobFiles
 	if err != nil {
 		return nil, err
 	}
-	job, base, c, err := o.jobStorage(ctx, cs, args[0])
+	job, base, c, err := o.storage().JobFiles(ctx, cs, args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobFiles
 // is gone.
 func (f *jobFiles) none() error {
 	if f.job == nil {
-		return fmt.Errorf("%w, and S3 has no files of it under %s", &notFoundError{namespace: f.cs.namespace, name: f.name}, f.at)
+		return fmt.Errorf("%w, and S3 has no files of it under %s", &jobs.NotFoundError{Namespace: f.cs.Namespace, Name: f.name}, f.at)
 	}
 	return fmt.Errorf("no files of tfjob %s under %s", f.name, f.at)
 }
@@ -125,7 +126,7 @@ func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			running := files.job != nil && !conditionTrue(files.job, tfv1.JobSucceeded) && !conditionTrue(files.job, tfv1.JobFailed)
+			running := files.job != nil && !jobs.ConditionTrue(files.job, tfv1.JobSucceeded) && !jobs.ConditionTrue(files.job, tfv1.JobFailed)
 			return v.report(o.env.Out, o.env.ErrOut, running)
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -57,7 +58,7 @@ func (f *jobFiles) verify(ctx context.Context, dir string) (verification, error)
 	}
 	manifests := make([]*storage.Manifest, len(replicas))
 	errs := make([]error, len(replicas))
-	parallel(len(replicas), maxParallelReads, func(i int) {
+	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
 		manifests[i], errs[i] = readManifestAt(ctx, f.s3, f.base.Join(replicas[i]+"/"))
 	})
 	v := verification{unverified: unverified}
@@ -78,7 +79,7 @@ func (f *jobFiles) verify(ctx context.Context, dir string) (verification, error)
 		}
 	}
 	problems := make([]string, len(checks))
-	parallel(len(checks), 4, func(i int) { problems[i] = checks[i]() })
+	jobs.Parallel(len(checks), 4, func(i int) { problems[i] = checks[i]() })
 	for _, p := range problems {
 		if p == "" {
 			v.verified++
@@ -153,7 +154,7 @@ func (f *jobFiles) replicasUnder(ctx context.Context) (replicas, unverified []st
 			unverified = append(unverified, replica)
 		}
 	}
-	slices.SortFunc(replicas, compareReplicas)
+	slices.SortFunc(replicas, jobs.CompareReplicas)
 	return replicas, unverified, nil
 }
 

@@ -3,22 +3,13 @@ package cli
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/tfk8s/tfk8s/internal/scheme"
 )
 
-// clients reach the cluster named by the kubeconfig flags.
-type clients struct {
-	// client reads and writes TFJobs, Secrets, pods and events.
-	client client.Client
-	// kube streams pod logs, which the controller-runtime client cannot.
-	kube kubernetes.Interface
-	// namespace is -n, else the kubeconfig context's, else "default".
-	namespace string
-}
+// clients reach the cluster named by the kubeconfig flags: -n, else the kubeconfig
+// context's namespace, else "default".
+type clients = jobs.Clients
 
 // clients connects to the cluster.
 func (o *rootOptions) clients() (*clients, error) {
@@ -35,15 +26,7 @@ func (o *rootOptions) clients() (*clients, error) {
 
 // connect makes the clients of cfg's credentials, acting in namespace.
 func connect(cfg *rest.Config, namespace string) (*clients, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	return &clients{client: c, kube: kube, namespace: namespace}, nil
+	return jobs.Connect(cfg, namespace)
 }
 
 // namespace returns the namespace a command acts in: -n, else the kubeconfig

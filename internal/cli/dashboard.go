@@ -21,6 +21,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -157,12 +158,12 @@ func (o *rootOptions) connectDashboard(cfg *rest.Config, noS3 bool) (dashboard.C
 	if err != nil {
 		return nil, err
 	}
-	return &dashboardCluster{o: o, client: cs.client, kube: cs.kube, noS3: noS3}, nil
+	return &dashboardCluster{o: o, client: cs.Client, kube: cs.Kube, noS3: noS3}, nil
 }
 
 // in is the CLI's clients, acting in namespace.
 func (d *dashboardCluster) in(namespace string) *clients {
-	return &clients{client: d.client, kube: d.kube, namespace: namespace}
+	return &clients{Client: d.client, Kube: d.kube, Namespace: namespace}
 }
 
 func (d *dashboardCluster) Namespaces(ctx context.Context) ([]string, error) {
@@ -226,7 +227,7 @@ func (d *dashboardCluster) podsByJob(ctx context.Context, namespace string) map[
 func readyPods(pods []corev1.Pod) int32 {
 	var n int32
 	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodSucceeded || podServing(&pods[i]) {
+		if pods[i].Status.Phase == corev1.PodSucceeded || jobs.PodServing(&pods[i]) {
 			n++
 		}
 	}
@@ -234,36 +235,36 @@ func readyPods(pods []corev1.Pod) int32 {
 }
 
 func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*dashboard.JobPage, error) {
-	job, err := getJob(ctx, d.client, namespace, name)
+	job, err := jobs.Get(ctx, d.client, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := listJobPods(ctx, d.client, namespace, name)
+	pods, err := jobs.Pods(ctx, d.client, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	events, err := listJobEvents(ctx, d.client, job)
+	events, err := jobs.Events(ctx, d.client, job)
 	if err != nil {
 		return nil, err
 	}
 	page := &dashboard.JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(pods), GPUsRequested: tfjob.GPUsRequested(job)}
 	for i := range pods {
 		p := &pods[i]
-		phase := podPhase(p)
-		restarts, exit := containerSummary(p)
+		phase := jobs.PodPhase(p)
+		restarts, exit := jobs.ContainerSummary(p)
 		page.Replicas = append(page.Replicas, dashboard.ReplicaRow{
-			Replica: replicaName(p), Pod: p.Name, Phase: phase, Node: p.Spec.NodeName,
+			Replica: jobs.ReplicaName(p), Pod: p.Name, Phase: phase, Node: p.Spec.NodeName,
 			Restarts: restarts, ExitCode: exit, Created: p.CreationTimestamp.Time, GPUs: tfjob.PodGPUs(&p.Spec),
 		})
 	}
 	for i := range events {
 		e := &events[i]
 		page.Events = append(page.Events, dashboard.EventRow{
-			Time: eventTime(e), Type: e.Type, Reason: e.Reason, From: e.ReportingController, Message: e.Note,
+			Time: jobs.EventTime(e), Type: e.Type, Reason: e.Reason, From: e.ReportingController, Message: e.Note,
 		})
 	}
 	var buf bytes.Buffer
-	if err := describeTFConfig(&buf, pods, ""); err == nil {
+	if err := jobs.WriteTFConfig(&buf, pods, ""); err == nil {
 		page.TFConfig = buf.String()
 	}
 	buf.Reset()
@@ -276,21 +277,21 @@ func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*da
 // Logs streams logs as tfk8s logs [-f | --previous] prints them; its notes (a
 // replica with no logs yet) go to w too.
 func (d *dashboardCluster) Logs(ctx context.Context, req dashboard.LogRequest, w io.Writer) error {
-	l := &jobLogs{
-		root: d.o, cs: d.in(req.Namespace), name: req.Job, replica: req.Replica,
-		which: attemptChoice{previous: req.Previous}, out: &lineWriter{w: w}, errOut: w,
+	l := &jobs.Logs{
+		Storage: d.o.storage(), Clients: d.in(req.Namespace), Name: req.Job, Replica: req.Replica,
+		Which: jobs.Attempt{Previous: req.Previous}, Out: &jobs.LineWriter{W: w}, ErrOut: w,
 	}
 	if req.Follow {
-		return l.follow(ctx)
+		return l.Follow(ctx)
 	}
-	return l.print(ctx)
+	return l.Print(ctx)
 }
 
 func (d *dashboardCluster) Suspend(ctx context.Context, namespace, name string, suspend bool) error {
 	// setSuspend takes the command for its context.
 	cmd := &cobra.Command{}
 	cmd.SetContext(ctx)
-	return setSuspend(cmd, d.in(namespace), name, suspend)
+	return jobs.SetSuspend(cmd.Context(), d.in(namespace), name, suspend)
 }
 
 func (d *dashboardCluster) Delete(ctx context.Context, namespace, name string) error {

@@ -15,6 +15,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -121,7 +122,7 @@ func nonEmptyLines(s string) []string {
 // and the fields the API server sets, not suspended, named <name>-2 (or -3, ...);
 // and the form's flags for what they can say of it.
 func (d *dashboardCluster) Clone(ctx context.Context, namespace, name string) (*dashboard.SubmitRequest, error) {
-	old, err := getJob(ctx, d.client, namespace, name)
+	old, err := jobs.Get(ctx, d.client, namespace, name)
 	if err != nil {
 		return nil, err
 	}

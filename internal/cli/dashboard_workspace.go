@@ -14,6 +14,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -23,7 +24,7 @@ import (
 // so that a user who may not read either gets the API server's refusal and nothing
 // of S3.
 func (d *dashboardCluster) Artifacts(ctx context.Context, namespace, name string) ([]dashboard.ArtifactRow, error) {
-	_, base, c, err := d.o.jobStorage(ctx, d.in(namespace), name)
+	_, base, c, err := d.o.storage().JobFiles(ctx, d.in(namespace), name)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file s
 	if file == "" || path.IsAbs(file) || path.Clean(file) != file || strings.HasPrefix(file, "../") || file == ".." {
 		return fmt.Errorf("path %q: want a file's path under the job's files, such as worker-0/artifacts/model.keras: %w", file, dashboard.ErrBadRequest)
 	}
-	_, base, c, err := d.o.jobStorage(ctx, d.in(namespace), name)
+	_, base, c, err := d.o.storage().JobFiles(ctx, d.in(namespace), name)
 	if err != nil {
 		return err
 	}
@@ -61,15 +62,15 @@ func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file s
 // user who may not list notebooks still sees the TensorBoards, and why the
 // notebooks are missing.
 func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*dashboard.Workspace, error) {
-	jobs := &tfv1.TFJobList{}
-	if err := d.client.List(ctx, jobs, client.InNamespace(namespace)); err != nil {
+	list := &tfv1.TFJobList{}
+	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing tfjobs: %w", err)
 	}
 	ws := &dashboard.Workspace{NoNotebookS3: d.noS3}
-	for i := range jobs.Items {
-		job := &jobs.Items[i]
+	for i := range list.Items {
+		job := &list.Items[i]
 		tb := job.Status.TensorBoard
-		if tb == nil && !tensorBoardEnabled(job) {
+		if tb == nil && !jobs.TensorBoardEnabled(job) {
 			continue
 		}
 		row := dashboard.TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), Deleted: tb == nil}
@@ -115,7 +116,7 @@ func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.Note
 	if !d.noS3 {
 		cfg, err := d.o.storageConfig()
 		if err == nil {
-			err = requireBucket(cfg)
+			err = jobs.RequireBucket(cfg)
 		}
 		if err != nil {
 			return err
@@ -144,13 +145,13 @@ func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name str
 // controller keeps its TensorBoard, or creates it again, for its time to live from
 // now.
 func (d *dashboardCluster) RequestTensorBoard(ctx context.Context, namespace, name string) error {
-	job, err := getJob(ctx, d.client, namespace, name)
+	job, err := jobs.Get(ctx, d.client, namespace, name)
 	if err != nil {
 		return err
 	}
-	if !tensorBoardEnabled(job) {
+	if !jobs.TensorBoardEnabled(job) {
 		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard: %w",
 			namespace, name, dashboard.ErrBadRequest)
 	}
-	return requestTensorBoard(ctx, d.client, job, time.Now())
+	return jobs.RequestTensorBoard(ctx, d.client, job, time.Now())
 }

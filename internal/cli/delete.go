@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 )
 
 func newDeleteCommand(o *rootOptions) *cobra.Command {
@@ -27,18 +28,18 @@ by the job); their code, data, artifacts and logs stay in S3.`,
 			}
 			var errs []error
 			for _, name := range args {
-				job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: cs.namespace, Name: name}}
-				err := cs.client.Delete(cmd.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+				job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: name}}
+				err := cs.Client.Delete(cmd.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 				switch {
 				case apierrors.IsNotFound(err):
-					errs = append(errs, &notFoundError{namespace: cs.namespace, name: name, err: err})
+					errs = append(errs, &jobs.NotFoundError{Namespace: cs.Namespace, Name: name, Err: err})
 					continue
 				case err != nil:
 					errs = append(errs, fmt.Errorf("deleting tfjob %s: %w", name, err))
 					continue
 				}
 				if wait {
-					if err := waitDeleted(cmd.Context(), cs.client, cs.namespace, name, 0); err != nil {
+					if err := waitDeleted(cmd.Context(), cs.Client, cs.Namespace, name, 0); err != nil {
 						errs = append(errs, err)
 						continue
 					}

@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +13,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/tfconfig"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -41,15 +35,15 @@ and the TF_CONFIG of one replica (--replica, default the first), read from its p
 				return err
 			}
 			ctx := cmd.Context()
-			job, err := getJob(ctx, cs.client, cs.namespace, args[0])
+			job, err := jobs.Get(ctx, cs.Client, cs.Namespace, args[0])
 			if err != nil {
 				return err
 			}
-			pods, err := listJobPods(ctx, cs.client, job.Namespace, job.Name)
+			pods, err := jobs.Pods(ctx, cs.Client, job.Namespace, job.Name)
 			if err != nil {
 				return err
 			}
-			events, err := listJobEvents(ctx, cs.client, job)
+			events, err := jobs.Events(ctx, cs.Client, job)
 			if err != nil {
 				return err
 			}
@@ -87,7 +81,7 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 		field("Data", fmt.Sprintf("%s -> %s", d.Source, d.Path))
 	}
 	if a := job.Spec.Artifacts; a != nil {
-		base := artifactsBase(job)
+		base := jobs.ArtifactsBase(job)
 		field("Artifacts", base.String()+"<replica>/artifacts/")
 		if len(a.Paths) > 0 {
 			field("  Paths", strings.Join(a.Paths, ", "))
@@ -134,13 +128,13 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	} else {
 		fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tFROM\tMESSAGE")
 		for _, e := range events {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, humanSince(eventTime(&e), now), e.ReportingController, e.Note)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, humanSince(jobs.EventTime(&e), now), e.ReportingController, e.Note)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return describeTFConfig(w, pods, replica)
+	return jobs.WriteTFConfig(w, pods, replica)
 }
 
 // describeReplicas prints each replica type's counts: its pods, restarts, disruptions
@@ -174,14 +168,6 @@ func describeReplicas(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod) {
 	}
 }
 
-// podPhase is a pod's phase, saying when the pod is being deleted.
-func podPhase(p *corev1.Pod) string {
-	if p.DeletionTimestamp != nil {
-		return string(p.Status.Phase) + " (deleting)"
-	}
-	return string(p.Status.Phase)
-}
-
 // describePods writes a line per pod.
 func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 	fmt.Fprintln(w, "Pods:")
@@ -191,121 +177,12 @@ func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 		fmt.Fprintln(w, "  NAME\tREPLICA\tPHASE\tNODE\tRESTARTS\tLAST EXIT CODE\tAGE")
 		for i := range pods {
 			p := &pods[i]
-			phase := podPhase(p)
-			restarts, exit := containerSummary(p)
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, replicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
+			phase := jobs.PodPhase(p)
+			restarts, exit := jobs.ContainerSummary(p)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, jobs.ReplicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
 		}
 	}
 
-}
-
-// describeTFConfig writes the TF_CONFIG of a replica, read from its pod: the one named
-// by replica (e.g. worker-1), else the first.
-func describeTFConfig(w io.Writer, pods []corev1.Pod, replica string) error {
-	var pod *corev1.Pod
-	for i := range pods {
-		if replica == "" || replicaName(&pods[i]) == replica {
-			pod = &pods[i]
-			break
-		}
-	}
-	if pod == nil {
-		if replica != "" {
-			return fmt.Errorf("--replica %s: the job has no pod for this replica", replica)
-		}
-		fmt.Fprintln(w, "TF_CONFIG:\n  <no pods>")
-		return nil
-	}
-	value := "<not set: a job with a single replica runs without TF_CONFIG>"
-	if c := tfjob.TensorFlowContainer(pod.Spec.Containers); c != nil {
-		// A large job's pods carry the cluster in place of TF_CONFIG, which the agent
-		// composes at start: show what the program reads.
-		composed, err := tfconfig.OfContainer(c)
-		if err != nil {
-			return fmt.Errorf("reading the TF_CONFIG of %s: %w", pod.Name, err)
-		}
-		if composed != "" {
-			var buf bytes.Buffer
-			if json.Indent(&buf, []byte(composed), "  ", "  ") == nil {
-				value = buf.String()
-			} else {
-				value = composed
-			}
-		}
-	}
-	fmt.Fprintf(w, "TF_CONFIG (%s):\n  %s\n", replicaName(pod), value)
-	return nil
-}
-
-// listJobPods lists a job's pods, in replica order: chief, master, PS, workers,
-// evaluator, each by index.
-func listJobPods(ctx context.Context, c client.Client, namespace, job string) ([]corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: job}); err != nil {
-		return nil, fmt.Errorf("listing the pods of tfjob %s: %w", job, err)
-	}
-	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return compareReplicas(replicaName(&a), replicaName(&b)) })
-	return list.Items, nil
-}
-
-// listJobEvents lists the events about a job (events.k8s.io), oldest first.
-func listJobEvents(ctx context.Context, c client.Client, job *tfv1.TFJob) ([]eventsv1.Event, error) {
-	list := &eventsv1.EventList{}
-	err := c.List(ctx, list, client.InNamespace(job.Namespace),
-		client.MatchingFields{"regarding.name": job.Name, "regarding.kind": "TFJob"})
-	if err != nil {
-		return nil, fmt.Errorf("listing the events of tfjob %s: %w", job.Name, err)
-	}
-	events := slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool { return e.Regarding.UID != job.UID })
-	slices.SortStableFunc(events, func(a, b eventsv1.Event) int { return eventTime(&a).Compare(eventTime(&b)) })
-	return events, nil
-}
-
-// eventTime is when an event last happened.
-func eventTime(e *eventsv1.Event) time.Time {
-	switch {
-	case e.Series != nil:
-		return e.Series.LastObservedTime.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.DeprecatedLastTimestamp.Time
-}
-
-// replicaName is a pod's replica, as the agent names it in S3: "<type>-<index>".
-func replicaName(pod *corev1.Pod) string {
-	return pod.Labels[tfv1.LabelReplicaType] + "-" + pod.Labels[tfv1.LabelReplicaIndex]
-}
-
-// compareReplicas orders replica names by type (chief, master, ps, worker,
-// evaluator) then index.
-func compareReplicas(a, b string) int {
-	rank := func(name string) (int, int) {
-		typ, index, _ := strings.Cut(name, "-")
-		i, _ := strconv.Atoi(index)
-		for r, rt := range tfv1.ReplicaTypes {
-			if strings.EqualFold(typ, string(rt)) {
-				return r, i
-			}
-		}
-		return len(tfv1.ReplicaTypes), i
-	}
-	ra, ia := rank(a)
-	rb, ib := rank(b)
-	return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(ia, ib), strings.Compare(a, b))
-}
-
-// containerSummary is the restarts and last exit code of a pod's main container.
-func containerSummary(pod *corev1.Pod) (int32, string) {
-	s := tfjob.TensorFlowStatus(pod)
-	if s == nil {
-		return 0, "-"
-	}
-	t := tfjob.Terminated(pod)
-	if t == nil {
-		return s.RestartCount, "-"
-	}
-	return s.RestartCount, strings.TrimSpace(fmt.Sprintf("%d %s", t.ExitCode, t.Reason))
 }
 
 // jobCommand is the command of the job's first replica type's main container.
@@ -340,17 +217,6 @@ func runPolicy(job *tfv1.TFJob) string {
 		parts = append(parts, "suspend=true")
 	}
 	return orNone(strings.Join(parts, " "))
-}
-
-// artifactsBase is the prefix of the job's replicas in S3:
-// <destination>/<namespace>/<job>/.
-func artifactsBase(job *tfv1.TFJob) storage.URI {
-	dest, err := storage.ParseURI(job.Spec.Artifacts.Destination)
-	if err != nil {
-		// The API server checked the pattern; a URI it let through parses.
-		return storage.URI{}
-	}
-	return dest.Join(job.Namespace, job.Name+"/")
 }
 
 // timeOf is the time of an optional timestamp, zero if unset.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -29,14 +30,14 @@ func (o *rootOptions) readAttempts(ctx context.Context, cs *clients, job *tfv1.T
 	if job.Spec.Artifacts == nil {
 		return nil, nil
 	}
-	c, _, err := o.storageForJob(ctx, cs, job)
+	c, _, err := o.storage().ForJob(ctx, cs, job)
 	if err != nil {
 		return nil, fmt.Errorf("reading the attempts from S3: %w", err)
 	}
-	base := artifactsBase(job)
-	replicas := jobReplicas(job)
+	base := jobs.ArtifactsBase(job)
+	replicas := jobs.Replicas(job)
 	out := make([]replicaAttempts, len(replicas))
-	parallel(len(replicas), maxParallelReads, func(i int) {
+	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
 		out[i].replica = replicas[i]
 		m, err := readManifestAt(ctx, c, base.Join(replicas[i]+"/"))
 		switch {

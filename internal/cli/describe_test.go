@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -129,7 +130,7 @@ func TestDescribeComposedTFConfig(t *testing.T) {
 		}}}},
 	}
 	var out bytes.Buffer
-	if err := describeTFConfig(&out, []corev1.Pod{pod}, ""); err != nil {
+	if err := jobs.WriteTFConfig(&out, []corev1.Pod{pod}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"big-worker-1.big.team.svc:2222"`, `"type": "worker"`, `"index": 1`} {
@@ -138,7 +139,7 @@ func TestDescribeComposedTFConfig(t *testing.T) {
 		}
 	}
 	pod.Spec.Containers[0].Env[0].Value = "{not json"
-	if err := describeTFConfig(&out, []corev1.Pod{pod}, ""); err == nil || !strings.Contains(err.Error(), "big-worker-1") {
+	if err := jobs.WriteTFConfig(&out, []corev1.Pod{pod}, ""); err == nil || !strings.Contains(err.Error(), "big-worker-1") {
 		t.Errorf("a cluster that does not decode: error %v, want one naming the pod", err)
 	}
 }

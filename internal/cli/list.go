@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -62,51 +63,51 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 	if err != nil {
 		return err
 	}
-	var jobs []tfv1.TFJob
+	var found []tfv1.TFJob
 	var errs []error
 	if names == nil {
 		var opts []client.ListOption
 		if !allNamespaces {
-			opts = append(opts, client.InNamespace(cs.namespace))
+			opts = append(opts, client.InNamespace(cs.Namespace))
 		}
 		list := &tfv1.TFJobList{}
-		if err := cs.client.List(ctx, list, opts...); err != nil {
+		if err := cs.Client.List(ctx, list, opts...); err != nil {
 			return fmt.Errorf("listing tfjobs: %w", err)
 		}
-		jobs = list.Items
-		slices.SortFunc(jobs, func(a, b tfv1.TFJob) int {
+		found = list.Items
+		slices.SortFunc(found, func(a, b tfv1.TFJob) int {
 			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
 	}
 	for _, name := range names {
-		job, err := getJob(ctx, cs.client, cs.namespace, name)
+		job, err := jobs.Get(ctx, cs.Client, cs.Namespace, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		jobs = append(jobs, *job)
+		found = append(found, *job)
 	}
 
 	table := output == outputTable || output == outputWide
 	switch {
-	case len(jobs) == 1 && len(names) == 1 && !table:
-		return printObject(o.env.Out, forPrinting(&jobs[0]), output)
-	case len(jobs) == 0 && names == nil && table && allNamespaces:
+	case len(found) == 1 && len(names) == 1 && !table:
+		return printObject(o.env.Out, forPrinting(&found[0]), output)
+	case len(found) == 0 && names == nil && table && allNamespaces:
 		fmt.Fprintln(o.env.ErrOut, "No tfjobs found.")
-	case len(jobs) == 0 && names == nil && table:
-		fmt.Fprintf(o.env.ErrOut, "No tfjobs found in %s namespace.\n", cs.namespace)
-	case len(jobs) > 0 || !table:
+	case len(found) == 0 && names == nil && table:
+		fmt.Fprintf(o.env.ErrOut, "No tfjobs found in %s namespace.\n", cs.Namespace)
+	case len(found) > 0 || !table:
 		var allocated map[string]int64
 		if table {
-			namespace := cs.namespace
+			namespace := cs.Namespace
 			if allNamespaces {
 				namespace = ""
 			}
-			if allocated, err = gpuAllocations(ctx, cs.client, namespace); err != nil {
+			if allocated, err = gpuAllocations(ctx, cs.Client, namespace); err != nil {
 				return err
 			}
 		}
-		if err := printJobs(o.env.Out, jobs, allocated, output, allNamespaces, time.Now()); err != nil {
+		if err := printJobs(o.env.Out, found, allocated, output, allNamespaces, time.Now()); err != nil {
 			return err
 		}
 	}

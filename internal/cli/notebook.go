@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -129,7 +130,7 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 	if err != nil {
 		return err
 	}
-	st, err := notebookStatus(ctx, cs.client, ns, name)
+	st, err := notebookStatus(ctx, cs.Client, ns, name)
 	switch {
 	case err != nil && !errors.Is(err, errNoNotebook):
 		return err
@@ -137,12 +138,12 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 		fmt.Fprintf(o.env.Out, "notebook %s/%s is already running: %s; tfk8s notebook open %s -n %s\n", ns, name, st.state, name, ns)
 		return nil
 	}
-	if err := checkStorageClass(ctx, cs.client, f.storageClass); err != nil {
+	if err := checkStorageClass(ctx, cs.Client, f.storageClass); err != nil {
 		return err
 	}
 	cfg, err := o.storageConfig()
 	if err == nil {
-		err = requireBucket(cfg)
+		err = jobs.RequireBucket(cfg)
 	}
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 	if s.token, err = newNotebookToken(); err != nil {
 		return err
 	}
-	if err := createNotebook(ctx, cs.client, s); err != nil {
+	if err := createNotebook(ctx, cs.Client, s); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.env.Out, "notebook %s/%s started (image %s, home claim %s); open it with: tfk8s notebook open %s -n %s\n",

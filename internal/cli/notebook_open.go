@@ -101,23 +101,23 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 	if err != nil {
 		return err
 	}
-	st, err := notebookStatus(ctx, cs.client, cs.namespace, name)
+	st, err := notebookStatus(ctx, cs.Client, cs.Namespace, name)
 	if err == nil && !st.running {
-		err = fmt.Errorf("notebook %s/%s is stopped: tfk8s notebook start %s -n %s starts it again", cs.namespace, name, name, cs.namespace)
+		err = fmt.Errorf("notebook %s/%s is stopped: tfk8s notebook start %s -n %s starts it again", cs.Namespace, name, name, cs.Namespace)
 	}
 	if err != nil {
-		return fmt.Errorf("notebook %s/%s: %w", cs.namespace, name, err)
+		return fmt.Errorf("notebook %s/%s: %w", cs.Namespace, name, err)
 	}
-	token, err := notebookToken(ctx, cs.client, cs.namespace, name)
+	token, err := notebookToken(ctx, cs.Client, cs.Namespace, name)
 	if err != nil {
 		return err
 	}
 	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelNotebook: name}).String()
-	pod, err := readyPod(ctx, cs.kube, cs.namespace, selector, f.timeout, o.env.ErrOut)
+	pod, err := readyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
 	if err != nil {
-		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.namespace, name, err)
+		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.Namespace, name, err)
 	}
-	title := fmt.Sprintf("Notebook %s/%s", cs.namespace, name)
+	title := fmt.Sprintf("Notebook %s/%s", cs.Namespace, name)
 	return o.serveForward(ctx, f, pod, tfjob.NotebookPort, title, func(addr net.Addr) string { return notebookURL(addr, token) })
 }
 

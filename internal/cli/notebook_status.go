@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -77,10 +78,10 @@ func podState(ctx context.Context, c client.Client, namespace, name string) (str
 	}
 	why := "no pod yet"
 	for i := range pods.Items {
-		if podServing(&pods.Items[i]) {
+		if jobs.PodServing(&pods.Items[i]) {
 			return notebookRunning, nil
 		}
-		why = podWaitState(&pods.Items[i])
+		why = jobs.PodWaitState(&pods.Items[i])
 	}
 	return notebookStarting + " (" + why + ")", nil
 }
@@ -95,11 +96,11 @@ func newNotebookListCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			states, err := listNotebooks(cmd.Context(), cs.client, cs.namespace)
+			states, err := listNotebooks(cmd.Context(), cs.Client, cs.Namespace)
 			if err != nil {
 				return err
 			}
-			return printNotebooks(o.env.Out, cs.namespace, states, time.Now())
+			return printNotebooks(o.env.Out, cs.Namespace, states, time.Now())
 		},
 	}
 }
@@ -169,12 +170,12 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 				return err
 			}
 			name := notebookName(args)
-			deleted, readers, err := stopNotebook(cmd.Context(), cs.client, cs.namespace, name, deleteHome)
+			deleted, readers, err := stopNotebook(cmd.Context(), cs.Client, cs.Namespace, name, deleteHome)
 			if err != nil {
 				return err
 			}
 			if deleted == 0 {
-				return fmt.Errorf("notebook %s/%s: %w", cs.namespace, name, errNoNotebook)
+				return fmt.Errorf("notebook %s/%s: %w", cs.Namespace, name, errNoNotebook)
 			}
 			kept := fmt.Sprintf("its home claim %s is kept: --delete-home deletes it", notebookHomeClaim(name))
 			if deleteHome {
@@ -184,7 +185,7 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 				kept += fmt.Sprintf("; its S3 Secret %s is kept while the jobs submitted from it exist, whose pods read it (%s): stop the notebook again once they are deleted",
 					notebookS3Secret(name), strings.Join(readers, ", "))
 			}
-			fmt.Fprintf(o.env.Out, "notebook %s/%s stopped; %s\n", cs.namespace, name, kept)
+			fmt.Fprintf(o.env.Out, "notebook %s/%s stopped; %s\n", cs.Namespace, name, kept)
 			return nil
 		},
 	}

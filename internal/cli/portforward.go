@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -189,7 +189,7 @@ func readyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector 
 				return nil, fmt.Errorf("no ready pod labelled %s in namespace %s after %s: %s", selector, namespace, timeout, state)
 			}
 			return nil, ctx.Err()
-		case <-time.After(pollInterval):
+		case <-time.After(jobs.PollInterval):
 		}
 	}
 }
@@ -207,49 +207,15 @@ func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selec
 	var states []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if podServing(p) {
+		if jobs.PodServing(p) {
 			return p, "", nil
 		}
-		states = append(states, fmt.Sprintf("pod %s is %s", p.Name, podWaitState(p)))
+		states = append(states, fmt.Sprintf("pod %s is %s", p.Name, jobs.PodWaitState(p)))
 	}
 	if len(states) == 0 {
 		return nil, "no pod yet", nil
 	}
 	return nil, strings.Join(states, "; "), nil
-}
-
-// podServing: Running, Ready and not being deleted.
-func podServing(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// podWaitState says why a pod does not serve yet: its phase, and the first
-// container's waiting reason or that it is not ready.
-func podWaitState(p *corev1.Pod) string {
-	if p.DeletionTimestamp != nil {
-		return "terminating"
-	}
-	state := string(cmp.Or(p.Status.Phase, corev1.PodPending))
-	if p.Spec.NodeName == "" {
-		return state + ", not scheduled to a node yet"
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
-			return state + " (" + c.Name + ": " + c.State.Waiting.Reason + ")"
-		}
-	}
-	if p.Status.Phase == corev1.PodRunning {
-		return "Running, not ready"
-	}
-	return state
 }
 
 // browserOpener is the program that opens a URL in the user's browser on this system.

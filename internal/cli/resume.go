@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -15,11 +16,11 @@ import (
 // has too (each replica restores from its namesake). If the earlier job still exists,
 // its own destination says where it stored.
 func checkResumeFrom(ctx context.Context, cs *clients, c *storage.Client, job *tfv1.TFJob, earlier string) error {
-	old, err := getJob(ctx, cs.client, job.Namespace, earlier)
-	var notFound *notFoundError
+	old, err := jobs.Get(ctx, cs.Client, job.Namespace, earlier)
+	var notFound *jobs.NotFoundError
 	switch {
 	case err == nil && old.Spec.Artifacts != nil:
-		job.Spec.Artifacts.ResumeFrom = artifactsBase(old).String()
+		job.Spec.Artifacts.ResumeFrom = jobs.ArtifactsBase(old).String()
 	case err == nil:
 		return fmt.Errorf("--resume-from %s: that job backs up nothing to S3: it has no spec.artifacts", earlier)
 	case !errors.As(err, &notFound):
@@ -29,10 +30,10 @@ func checkResumeFrom(ctx context.Context, cs *clients, c *storage.Client, job *t
 	if err != nil {
 		return fmt.Errorf("--resume-from %s: %w", earlier, err)
 	}
-	replicas := jobReplicas(job)
+	replicas := jobs.Replicas(job)
 	found := make([]bool, len(replicas))
 	errs := make([]error, len(replicas))
-	parallel(len(replicas), maxParallelReads, func(i int) {
+	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
 		found[i], errs[i] = c.Exists(ctx, prefix.Join(replicas[i], storage.ManifestName))
 	})
 	for i := range replicas {

@@ -1,18 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -45,6 +39,12 @@ func (o *rootOptions) storageConfig() (storage.Config, error) {
 	return cfg, nil
 }
 
+// storage is how the commands find a job's files in S3: with the S3 settings of the
+// flags, the environment or the tfk8s config file, else the job's Secret.
+func (o *rootOptions) storage() jobs.Storage {
+	return jobs.Storage{Local: o.storageConfig, CheckEndpoint: o.checkS3Endpoint}
+}
+
 // localStorage returns a client for the S3 settings of the flags, the environment or
 // the tfk8s config file.
 func (o *rootOptions) localStorage() (*storage.Client, error) {
@@ -53,64 +53,6 @@ func (o *rootOptions) localStorage() (*storage.Client, error) {
 		return nil, err
 	}
 	return storage.New(cfg)
-}
-
-// storageForJob returns a client for the storage of a job. The local settings (flags,
-// environment, config file) win, since the endpoint in the job's Secret may be one
-// only pods can reach; without a local endpoint, the job's Secret is used.
-func (o *rootOptions) storageForJob(ctx context.Context, cs *clients, job *tfv1.TFJob) (*storage.Client, storage.Config, error) {
-	cfg, err := o.storageConfig()
-	if err != nil && job != nil && job.Spec.Storage != nil {
-		var fromSecret error
-		cfg, fromSecret = configFromSecret(ctx, cs.client, job.Namespace, job.Spec.Storage.SecretRef.Name)
-		if fromSecret != nil {
-			err = errors.Join(err, fromSecret)
-		} else {
-			err = nil
-		}
-	}
-	if err == nil && o.checkS3Endpoint != nil {
-		err = o.checkS3Endpoint(cfg.Endpoint)
-	}
-	if err != nil {
-		return nil, storage.Config{}, err
-	}
-	c, err := storage.New(cfg)
-	if err != nil {
-		return nil, storage.Config{}, err
-	}
-	return c, cfg, nil
-}
-
-// configFromSecret reads the S3 settings from a job's storage Secret.
-func configFromSecret(ctx context.Context, c client.Client, namespace, name string) (storage.Config, error) {
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: %w", namespace, name, err)
-	}
-	cfg := storage.Config{
-		Endpoint:        string(secret.Data[tfjob.SecretKeyEndpoint]),
-		AccessKeyID:     string(secret.Data[tfjob.SecretKeyAccessKeyID]),
-		SecretAccessKey: string(secret.Data[tfjob.SecretKeySecretAccessKey]),
-		Region:          string(secret.Data[tfjob.SecretKeyRegion]),
-	}
-	if v := string(secret.Data[tfjob.SecretKeyInsecure]); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: key %s=%q: want true or false", namespace, name, tfjob.SecretKeyInsecure, v)
-		}
-		cfg.Insecure = b
-	}
-	// LoadConfig checks and normalises the endpoint; the environment is not consulted.
-	return storage.LoadConfig(cfg, func(string) string { return "" }, "")
-}
-
-// requireBucket checks that a bucket is configured.
-func requireBucket(cfg storage.Config) error {
-	if cfg.Bucket == "" {
-		return fmt.Errorf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", tfjob.EnvS3Bucket)
-	}
-	return nil
 }
 
 // endpointScheme splits an endpoint given as a URL into host:port and whether it is
@@ -123,29 +65,4 @@ func endpointScheme(endpoint string, insecure bool) (string, bool) {
 		return strings.TrimSuffix(strings.TrimPrefix(endpoint, "https://"), "/"), false
 	}
 	return strings.TrimSuffix(endpoint, "/"), insecure
-}
-
-// jobStorage locates what the agent backed up for a job, <destination>/<namespace>/<job>/,
-// and returns a client for it. The job is nil, and no error, when it no longer exists:
-// its files are then looked for under the default destination, s3://<bucket>/runs.
-func (o *rootOptions) jobStorage(ctx context.Context, cs *clients, name string) (*tfv1.TFJob, storage.URI, *storage.Client, error) {
-	job, err := getJob(ctx, cs.client, cs.namespace, name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, storage.URI{}, nil, err
-	}
-	if job != nil && job.Spec.Artifacts == nil {
-		return job, storage.URI{}, nil, fmt.Errorf("tfjob %s backs up nothing to S3: it has no spec.artifacts", name)
-	}
-	c, cfg, serr := o.storageForJob(ctx, cs, job)
-	if serr != nil {
-		return job, storage.URI{}, nil, errors.Join(err, serr)
-	}
-	if job != nil {
-		return job, artifactsBase(job), c, nil
-	}
-	if berr := requireBucket(cfg); berr != nil {
-		return nil, storage.URI{}, nil, errors.Join(err, berr)
-	}
-	base := storage.URI{Bucket: cfg.Bucket, Key: defaultArtifactsPrefix + "/"}.Join(cs.namespace, name+"/")
-	return nil, base, c, nil
 }

@@ -132,7 +132,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = o.createJob(context.Background(), &clients{client: c, namespace: "team"}, job, testStorage, &submitFlags{})
+	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, testStorage, &submitFlags{})
 	if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
 		t.Fatalf("createJob error = %v, want the API server's refusal", err)
 	}

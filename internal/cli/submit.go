@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -175,7 +176,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		if s.cfg, err = o.storageConfig(); err != nil {
 			return nil, err
 		}
-		if err := requireBucket(s.cfg); err != nil {
+		if err := jobs.RequireBucket(s.cfg); err != nil {
 			return nil, err
 		}
 		s.p.SecretName = storageSecretName(cmp.Or(s.p.Name, baseName(base)))
@@ -183,7 +184,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			s.p.SecretName = s.userSecret
 		}
 		if base == nil || base.Spec.Artifacts == nil {
-			s.p.ArtifactsDestination = storage.URI{Bucket: s.cfg.Bucket, Key: defaultArtifactsPrefix}.String()
+			s.p.ArtifactsDestination = storage.URI{Bucket: s.cfg.Bucket, Key: jobs.DefaultArtifactsPrefix}.String()
 		}
 	}
 	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
@@ -243,7 +244,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 		}
 	}
 	if s.userSecret != "" {
-		if err := checkStorageSecret(ctx, cs.client, s.job.Namespace, s.userSecret); err != nil {
+		if err := checkStorageSecret(ctx, cs.Client, s.job.Namespace, s.userSecret); err != nil {
 			return err
 		}
 	}
@@ -258,10 +259,10 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 			return err
 		}
 	}
-	if err := checkVolumes(ctx, cs.client, s.job); err != nil {
+	if err := checkVolumes(ctx, cs.Client, s.job); err != nil {
 		return err
 	}
-	if err := cs.client.Create(ctx, s.job.DeepCopy(), client.DryRunAll); err != nil {
+	if err := cs.Client.Create(ctx, s.job.DeepCopy(), client.DryRunAll); err != nil {
 		return fmt.Errorf("creating tfjob %s: %w", s.job.Name, err)
 	}
 	return nil
@@ -287,15 +288,13 @@ func (o *rootOptions) upload(ctx context.Context, s *submission) error {
 // awaitJob follows the new job's logs and waits for it to finish, as the flags ask.
 func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob, f *submitFlags) error {
 	if f.follow {
-		inJobNamespace := *cs
-		inJobNamespace.namespace = job.Namespace
-		l := &jobLogs{root: o, cs: &inJobNamespace, name: job.Name, out: &lineWriter{w: o.env.Out}, errOut: o.env.ErrOut}
-		if err := l.follow(ctx); err != nil {
+		l := &jobs.Logs{Storage: o.storage(), Clients: cs.In(job.Namespace), Name: job.Name, Out: &jobs.LineWriter{W: o.env.Out}, ErrOut: o.env.ErrOut}
+		if err := l.Follow(ctx); err != nil {
 			fmt.Fprintf(o.env.ErrOut, "following logs: %v\n", err)
 		}
 	}
 	if f.wait || f.follow {
-		if _, err := waitForJob(ctx, cs.client, job.Namespace, job.Name, finished, 0); err != nil {
+		if _, err := waitForJob(ctx, cs.Client, job.Namespace, job.Name, finished, 0); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s succeeded\n", job.Name)
@@ -310,20 +309,20 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 	var secret *corev1.Secret
 	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == storageSecretName(job.Name) {
 		var err error
-		if secret, err = createStorageSecret(ctx, cs.client, constructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
+		if secret, err = createStorageSecret(ctx, cs.Client, constructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.env.Out, "secret/%s created\n", secret.Name)
 	}
-	if err := cs.client.Create(ctx, job); err != nil {
+	if err := cs.Client.Create(ctx, job); err != nil {
 		err = fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 		if secret != nil {
-			err = errors.Join(err, deleteOwnSecret(ctx, cs.client, secret))
+			err = errors.Join(err, deleteOwnSecret(ctx, cs.Client, secret))
 		}
 		return err
 	}
 	if secret != nil {
-		if err := ownSecret(ctx, cs.client, secret, job); err != nil {
+		if err := ownSecret(ctx, cs.Client, secret, job); err != nil {
 			return err
 		}
 	}

@@ -2,18 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -50,46 +46,21 @@ func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f forwar
 	if err != nil {
 		return err
 	}
-	job, err := getJob(ctx, cs.client, cs.namespace, name)
+	job, err := jobs.Get(ctx, cs.Client, cs.Namespace, name)
 	if err != nil {
 		return err
 	}
-	if !tensorBoardEnabled(job) {
-		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard", cs.namespace, name)
+	if !jobs.TensorBoardEnabled(job) {
+		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard", cs.Namespace, name)
 	}
-	if err := requestTensorBoard(ctx, cs.client, job, time.Now()); err != nil {
+	if err := jobs.RequestTensorBoard(ctx, cs.Client, job, time.Now()); err != nil {
 		return err
 	}
 	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelTensorBoard: name}).String()
-	pod, err := readyPod(ctx, cs.kube, cs.namespace, selector, f.timeout, o.env.ErrOut)
+	pod, err := readyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
 	if err != nil {
-		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", cs.namespace, name, err)
+		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", cs.Namespace, name, err)
 	}
-	title := fmt.Sprintf("TensorBoard of job %s/%s", cs.namespace, name)
+	title := fmt.Sprintf("TensorBoard of job %s/%s", cs.Namespace, name)
 	return o.serveForward(ctx, f, pod, tfjob.TensorBoardPort, title, func(addr net.Addr) string { return "http://" + addr.String() + "/" })
-}
-
-// tensorBoardEnabled reports whether the job asked for a TensorBoard.
-func tensorBoardEnabled(job *tfv1.TFJob) bool {
-	return job.Spec.TensorBoard != nil && job.Spec.TensorBoard.Enabled
-}
-
-// requestTensorBoard sets the job's tfjob.AnnotationTensorBoardRequested to now with a
-// merge patch of that annotation alone: the controller then keeps the TensorBoard, or
-// creates it again, for its time to live from now.
-func requestTensorBoard(ctx context.Context, c client.Client, job *tfv1.TFJob, now time.Time) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		tfjob.AnnotationTensorBoardRequested: now.UTC().Format(time.RFC3339),
-	}}})
-	if err != nil {
-		return fmt.Errorf("encoding the TensorBoard request: %w", err)
-	}
-	err = c.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
-	if apierrors.IsNotFound(err) {
-		return &notFoundError{namespace: job.Namespace, name: job.Name, err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("annotating tfjob %s to keep its TensorBoard: %w", job.Name, err)
-	}
-	return nil
 }

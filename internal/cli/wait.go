@@ -12,10 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 )
-
-// pollInterval is how often wait and follow look at a job.
-var pollInterval = 500 * time.Millisecond
 
 // finished is the target of a wait for either terminal condition (submit --wait).
 const finished tfv1.JobState = ""
@@ -66,13 +64,13 @@ for (Failed while waiting for Succeeded) ends the wait with an error at once.`,
 				return err
 			}
 			if target.deletion {
-				if err := waitDeleted(cmd.Context(), cs.client, cs.namespace, args[0], timeout); err != nil {
+				if err := waitDeleted(cmd.Context(), cs.Client, cs.Namespace, args[0], timeout); err != nil {
 					return err
 				}
 				fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s deleted\n", args[0])
 				return nil
 			}
-			job, err := waitForJob(cmd.Context(), cs.client, cs.namespace, args[0], target.condition, timeout)
+			job, err := waitForJob(cmd.Context(), cs.Client, cs.Namespace, args[0], target.condition, timeout)
 			if err != nil {
 				return err
 			}
@@ -93,7 +91,7 @@ func waitForJob(ctx context.Context, c client.Client, namespace, name string, wa
 	defer stop()
 	var job *tfv1.TFJob
 	for {
-		got, err := getJob(ctx, c, namespace, name)
+		got, err := jobs.Get(ctx, c, namespace, name)
 		switch {
 		case err == nil:
 			job = got
@@ -110,7 +108,7 @@ func waitForJob(ctx context.Context, c client.Client, namespace, name string, wa
 			return nil, &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be %s (now %s)", timeout, name, describeTarget(want), stateOf(job))}
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(pollInterval):
+		case <-time.After(jobs.PollInterval):
 		}
 	}
 }
@@ -118,14 +116,14 @@ func waitForJob(ctx context.Context, c client.Client, namespace, name string, wa
 // waitDone reports whether the wait for want is over, with an error if it ended
 // otherwise than hoped.
 func waitDone(job *tfv1.TFJob, want tfv1.JobState) (bool, error) {
-	failed := conditionTrue(job, tfv1.JobFailed)
-	succeeded := conditionTrue(job, tfv1.JobSucceeded)
+	failed := jobs.ConditionTrue(job, tfv1.JobFailed)
+	succeeded := jobs.ConditionTrue(job, tfv1.JobSucceeded)
 	switch {
 	case want == finished && succeeded:
 		return true, nil
 	case want == finished && failed:
 		return true, &ExitError{Code: 1, Err: fmt.Errorf("tfjob %s failed: %s", job.Name, conditionMessage(job, tfv1.JobFailed))}
-	case want != finished && conditionTrue(job, want):
+	case want != finished && jobs.ConditionTrue(job, want):
 		return true, nil
 	case failed:
 		return true, &ExitError{Code: 1, Err: fmt.Errorf("tfjob %s failed, so it will never be %s: %s", job.Name, want, conditionMessage(job, tfv1.JobFailed))}
@@ -149,40 +147,9 @@ func waitDeleted(ctx context.Context, c client.Client, namespace, name string, t
 			return &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be deleted", timeout, name)}
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pollInterval):
+		case <-time.After(jobs.PollInterval):
 		}
 	}
-}
-
-// getJob reads a job. A missing job is a notFoundError, which apierrors.IsNotFound
-// still recognises.
-func getJob(ctx context.Context, c client.Client, namespace, name string) (*tfv1.TFJob, error) {
-	job := &tfv1.TFJob{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
-	if apierrors.IsNotFound(err) {
-		return nil, &notFoundError{namespace: namespace, name: name, err: err}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading tfjob %s: %w", name, err)
-	}
-	return job, nil
-}
-
-// notFoundError says that a job does not exist, in plain words.
-type notFoundError struct {
-	namespace, name string
-	err             error
-}
-
-func (e *notFoundError) Error() string {
-	return fmt.Sprintf("tfjob %q not found in namespace %q", e.name, e.namespace)
-}
-
-func (e *notFoundError) Unwrap() error { return e.err }
-
-// conditionTrue reports whether the job's condition typ is True.
-func conditionTrue(job *tfv1.TFJob, typ tfv1.JobState) bool {
-	return meta.IsStatusConditionTrue(job.Status.Conditions, string(typ))
 }
 
 // conditionMessage is the message of the job's condition typ.

@@ -1,4 +1,4 @@
-package cli
+package jobs
 
 import (
 	"errors"
@@ -31,17 +31,17 @@ func TestIndexLogsAndPick(t *testing.T) {
 	logs := indexLogs(base, objs)
 	cases := []struct {
 		replica string
-		which   attemptChoice
+		which   Attempt
 		want    string // the key under base, or the error
 	}{
-		{"worker-0", attemptChoice{}, "worker-0/attempts/10/logs/tensorflow.log"},
-		{"worker-0", attemptChoice{previous: true}, "worker-0/attempts/2/logs/tensorflow.log"},
-		{"worker-0", attemptChoice{number: 1}, "worker-0/attempts/1/logs/tensorflow.log"},
-		{"worker-0", attemptChoice{number: 3}, "--attempt 3: replica worker-0 has no attempt 3: S3 holds attempts 1, 2, 10"},
-		{"worker-1", attemptChoice{}, "worker-1/attempts/1/logs/tensorflow.log"},
-		{"worker-1", attemptChoice{previous: true}, "--previous: replica worker-1 has no attempt before its current one: S3 holds attempts 1"},
-		{"ps-0", attemptChoice{}, "ps-0/logs/tensorflow.log"},
-		{"ps-0", attemptChoice{number: 1}, "--attempt 1: replica ps-0 has no attempt 1: S3 holds no attempt of it"},
+		{"worker-0", Attempt{}, "worker-0/attempts/10/logs/tensorflow.log"},
+		{"worker-0", Attempt{Previous: true}, "worker-0/attempts/2/logs/tensorflow.log"},
+		{"worker-0", Attempt{Number: 1}, "worker-0/attempts/1/logs/tensorflow.log"},
+		{"worker-0", Attempt{Number: 3}, "--attempt 3: replica worker-0 has no attempt 3: S3 holds attempts 1, 2, 10"},
+		{"worker-1", Attempt{}, "worker-1/attempts/1/logs/tensorflow.log"},
+		{"worker-1", Attempt{Previous: true}, "--previous: replica worker-1 has no attempt before its current one: S3 holds attempts 1"},
+		{"ps-0", Attempt{}, "ps-0/logs/tensorflow.log"},
+		{"ps-0", Attempt{Number: 1}, "--attempt 1: replica ps-0 has no attempt 1: S3 holds no attempt of it"},
 	}
 	for _, tc := range cases {
 		u, err := logs[tc.replica].pick(tc.replica, tc.which)
@@ -58,7 +58,7 @@ func TestIndexLogsAndPick(t *testing.T) {
 			t.Errorf("%s %+v (-want +got):\n%s", tc.replica, tc.which, diff)
 		}
 	}
-	if _, err := (&storedLogs{}).pick("chief-0", attemptChoice{}); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := (&storedLogs{}).pick("chief-0", Attempt{}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a replica with no logs: %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package jobs
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/logline"
@@ -16,7 +17,7 @@ import (
 
 func TestLineWriterPrefixesWholeLines(t *testing.T) {
 	var buf bytes.Buffer
-	lw := &lineWriter{w: &buf}
+	lw := &LineWriter{W: &buf}
 	// Two replicas write at once: every line stays whole and carries its prefix.
 	var wg sync.WaitGroup
 	for _, r := range []string{"worker-0", "worker-1"} {
@@ -49,7 +50,7 @@ func TestLineWriterPrefixesWholeLines(t *testing.T) {
 // most 64 KiB, each marked as continuing but the last, and nothing is lost.
 func TestLineWriterSplitsLongLines(t *testing.T) {
 	var buf bytes.Buffer
-	lw := &lineWriter{w: &buf}
+	lw := &LineWriter{W: &buf}
 	long := strings.Repeat("0123456789", 20<<10) // 200 KiB
 	if err := lw.copyLines("worker-0", strings.NewReader(long+"\nafter\n")); err != nil {
 		t.Fatal(err)
@@ -73,22 +74,22 @@ func TestLineWriterSplitsLongLines(t *testing.T) {
 
 func TestReplicaOrder(t *testing.T) {
 	got := []string{"worker-10", "ps-1", "evaluator-0", "worker-2", "chief-0", "ps-0", "worker-0"}
-	slices.SortFunc(got, compareReplicas)
+	slices.SortFunc(got, CompareReplicas)
 	want := []string{"chief-0", "ps-0", "ps-1", "worker-0", "worker-2", "worker-10", "evaluator-0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sorted replicas (-want +got):\n%s", diff)
 	}
 
-	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
-		tfv1.ReplicaTypeWorker: replica(2, corev1.Container{}),
-		tfv1.ReplicaTypePS:     replica(1, corev1.Container{}),
+	job := &tfv1.TFJob{Spec: tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+		tfv1.ReplicaTypeWorker: {Replicas: ptr.To[int32](2)},
+		tfv1.ReplicaTypePS:     {Replicas: ptr.To[int32](1)},
 		tfv1.ReplicaTypeChief:  {},
-	})
-	if diff := cmp.Diff([]string{"chief-0", "ps-0", "worker-0", "worker-1"}, jobReplicas(job)); diff != "" {
-		t.Errorf("jobReplicas (-want +got):\n%s", diff)
+	}}}
+	if diff := cmp.Diff([]string{"chief-0", "ps-0", "worker-0", "worker-1"}, Replicas(job)); diff != "" {
+		t.Errorf("Replicas (-want +got):\n%s", diff)
 	}
-	l := &jobLogs{replica: "worker-1"}
-	if diff := cmp.Diff([]string{"worker-1"}, l.wanted(jobReplicas(job))); diff != "" {
+	l := &Logs{Replica: "worker-1"}
+	if diff := cmp.Diff([]string{"worker-1"}, l.wanted(Replicas(job))); diff != "" {
 		t.Errorf("wanted (-want +got):\n%s", diff)
 	}
 }

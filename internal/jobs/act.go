@@ -1,0 +1,56 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// SetSuspend sets spec.runPolicy.suspend with a merge patch of that field alone, so
+// that nothing else a concurrent writer changed is overwritten.
+func SetSuspend(ctx context.Context, cs *Clients, name string, suspend bool) error {
+	patch := fmt.Appendf(nil, `{"spec":{"runPolicy":{"suspend":%t}}}`, suspend)
+	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: name}}
+	err := cs.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) {
+		return &NotFoundError{Namespace: cs.Namespace, Name: name, Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("patching tfjob %s: %w", name, err)
+	}
+	return nil
+}
+
+// TensorBoardEnabled reports whether the job asked for a TensorBoard.
+func TensorBoardEnabled(job *tfv1.TFJob) bool {
+	return job.Spec.TensorBoard != nil && job.Spec.TensorBoard.Enabled
+}
+
+// RequestTensorBoard sets the job's tfjob.AnnotationTensorBoardRequested to now with a
+// merge patch of that annotation alone: the controller then keeps the TensorBoard, or
+// creates it again, for its time to live from now.
+func RequestTensorBoard(ctx context.Context, c client.Client, job *tfv1.TFJob, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		tfjob.AnnotationTensorBoardRequested: now.UTC().Format(time.RFC3339),
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding the TensorBoard request: %w", err)
+	}
+	err = c.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) {
+		return &NotFoundError{Namespace: job.Namespace, Name: job.Name, Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("annotating tfjob %s to keep its TensorBoard: %w", job.Name, err)
+	}
+	return nil
+}

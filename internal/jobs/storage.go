@@ -1,0 +1,109 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// Storage finds a job's files in S3 for a front end: with the front end's own S3
+// settings where it has them, else with those of the job's storage Secret.
+type Storage struct {
+	// Local resolves the front end's own S3 settings (flags, environment, config file).
+	Local func() (storage.Config, error)
+	// CheckEndpoint, if set, refuses an S3 endpoint before it is dialled: the
+	// in-cluster dashboard's allow-list.
+	CheckEndpoint func(endpoint string) error
+}
+
+// ForJob returns a client for the storage of a job. The local settings (flags,
+// environment, config file) win, since the endpoint in the job's Secret may be one
+// only pods can reach; without a local endpoint, the job's Secret is used.
+func (o Storage) ForJob(ctx context.Context, cs *Clients, job *tfv1.TFJob) (*storage.Client, storage.Config, error) {
+	cfg, err := o.Local()
+	if err != nil && job != nil && job.Spec.Storage != nil {
+		var fromSecret error
+		cfg, fromSecret = ConfigFromSecret(ctx, cs.Client, job.Namespace, job.Spec.Storage.SecretRef.Name)
+		if fromSecret != nil {
+			err = errors.Join(err, fromSecret)
+		} else {
+			err = nil
+		}
+	}
+	if err == nil && o.CheckEndpoint != nil {
+		err = o.CheckEndpoint(cfg.Endpoint)
+	}
+	if err != nil {
+		return nil, storage.Config{}, err
+	}
+	c, err := storage.New(cfg)
+	if err != nil {
+		return nil, storage.Config{}, err
+	}
+	return c, cfg, nil
+}
+
+// ConfigFromSecret reads the S3 settings from a job's storage Secret.
+func ConfigFromSecret(ctx context.Context, c client.Client, namespace, name string) (storage.Config, error) {
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: %w", namespace, name, err)
+	}
+	cfg := storage.Config{
+		Endpoint:        string(secret.Data[tfjob.SecretKeyEndpoint]),
+		AccessKeyID:     string(secret.Data[tfjob.SecretKeyAccessKeyID]),
+		SecretAccessKey: string(secret.Data[tfjob.SecretKeySecretAccessKey]),
+		Region:          string(secret.Data[tfjob.SecretKeyRegion]),
+	}
+	if v := string(secret.Data[tfjob.SecretKeyInsecure]); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return storage.Config{}, fmt.Errorf("reading storage secret %s/%s: key %s=%q: want true or false", namespace, name, tfjob.SecretKeyInsecure, v)
+		}
+		cfg.Insecure = b
+	}
+	// LoadConfig checks and normalises the endpoint; the environment is not consulted.
+	return storage.LoadConfig(cfg, func(string) string { return "" }, "")
+}
+
+// RequireBucket checks that a bucket is configured.
+func RequireBucket(cfg storage.Config) error {
+	if cfg.Bucket == "" {
+		return fmt.Errorf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", tfjob.EnvS3Bucket)
+	}
+	return nil
+}
+
+// JobFiles locates what the agent backed up for a job, <destination>/<namespace>/<job>/,
+// and returns a client for it. The job is nil, and no error, when it no longer exists:
+// its files are then looked for under the default destination, s3://<bucket>/runs.
+func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.TFJob, storage.URI, *storage.Client, error) {
+	job, err := Get(ctx, cs.Client, cs.Namespace, name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, storage.URI{}, nil, err
+	}
+	if job != nil && job.Spec.Artifacts == nil {
+		return job, storage.URI{}, nil, fmt.Errorf("tfjob %s backs up nothing to S3: it has no spec.artifacts", name)
+	}
+	c, cfg, serr := o.ForJob(ctx, cs, job)
+	if serr != nil {
+		return job, storage.URI{}, nil, errors.Join(err, serr)
+	}
+	if job != nil {
+		return job, ArtifactsBase(job), c, nil
+	}
+	if berr := RequireBucket(cfg); berr != nil {
+		return nil, storage.URI{}, nil, errors.Join(err, berr)
+	}
+	base := storage.URI{Bucket: cfg.Bucket, Key: DefaultArtifactsPrefix + "/"}.Join(cs.Namespace, name+"/")
+	return nil, base, c, nil
+}
