@@ -15,6 +15,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -83,14 +84,14 @@ func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*da
 		ws.TensorBoards = append(ws.TensorBoards, row)
 	}
 	slices.SortFunc(ws.TensorBoards, func(a, b dashboard.TensorBoardRow) int { return strings.Compare(a.Job, b.Job) })
-	states, err := listNotebooks(ctx, d.client, namespace)
+	states, err := notebook.List(ctx, d.client, namespace)
 	if err != nil {
 		ws.NotebooksError = err.Error()
 	}
 	for _, st := range states {
-		row := dashboard.NotebookRow{Name: st.name, State: st.state, Created: st.created.Time}
-		if st.running {
-			row.URL = fmt.Sprintf("http://%s.%s.svc:%d/lab", st.name, namespace, tfjob.NotebookPort)
+		row := dashboard.NotebookRow{Name: st.Name, State: st.State, Created: st.Created.Time}
+		if st.Running {
+			row.URL = fmt.Sprintf("http://%s.%s.svc:%d/lab", st.Name, namespace, tfjob.NotebookPort)
 		}
 		ws.Notebooks = append(ws.Notebooks, row)
 	}
@@ -102,15 +103,15 @@ func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*da
 // the notebook gets the user's S3 settings, as from the command; in-cluster none,
 // since the dashboard's own would hand its credentials to the user.
 func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.NotebookRequest) error {
-	s, err := defaultNotebookFlags(req.Image, req.CPU, req.Memory).spec(req.Namespace, req.Name)
+	s, err := notebook.Defaults(req.Image, req.CPU, req.Memory).Spec(req.Namespace, req.Name)
 	if err != nil {
 		return err
 	}
-	st, err := notebookStatus(ctx, d.client, req.Namespace, req.Name)
+	st, err := notebook.Status(ctx, d.client, req.Namespace, req.Name)
 	switch {
-	case err != nil && !errors.Is(err, errNoNotebook):
+	case err != nil && !errors.Is(err, notebook.ErrNoNotebook):
 		return err
-	case st.running:
+	case st.Running:
 		return nil
 	}
 	if !d.noS3 {
@@ -121,22 +122,22 @@ func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.Note
 		if err != nil {
 			return err
 		}
-		s.s3 = cfg
+		s.S3 = cfg
 	}
-	if s.token, err = newNotebookToken(); err != nil {
+	if s.Token, err = notebook.NewToken(); err != nil {
 		return err
 	}
-	return createNotebook(ctx, d.client, s)
+	return notebook.Create(ctx, d.client, s)
 }
 
 // StopNotebook stops a notebook as tfk8s notebook stop does.
 func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
-	deleted, _, err := stopNotebook(ctx, d.client, namespace, name, deleteHome)
+	deleted, _, err := notebook.Stop(ctx, d.client, namespace, name, deleteHome)
 	if err != nil {
 		return err
 	}
 	if deleted == 0 {
-		return fmt.Errorf("notebook %s/%s: %w: %w", namespace, name, errNoNotebook, dashboard.ErrNotFound)
+		return fmt.Errorf("notebook %s/%s: %w: %w", namespace, name, notebook.ErrNoNotebook, dashboard.ErrNotFound)
 	}
 	return nil
 }

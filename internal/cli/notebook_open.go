@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -101,14 +101,14 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 	if err != nil {
 		return err
 	}
-	st, err := notebookStatus(ctx, cs.Client, cs.Namespace, name)
-	if err == nil && !st.running {
+	st, err := notebook.Status(ctx, cs.Client, cs.Namespace, name)
+	if err == nil && !st.Running {
 		err = fmt.Errorf("notebook %s/%s is stopped: tfk8s notebook start %s -n %s starts it again", cs.Namespace, name, name, cs.Namespace)
 	}
 	if err != nil {
 		return fmt.Errorf("notebook %s/%s: %w", cs.Namespace, name, err)
 	}
-	token, err := notebookToken(ctx, cs.Client, cs.Namespace, name)
+	token, err := notebook.Token(ctx, cs.Client, cs.Namespace, name)
 	if err != nil {
 		return err
 	}
@@ -124,17 +124,4 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 // notebookURL is JupyterLab's URL at the forwarded address, with the token that logs in.
 func notebookURL(addr net.Addr, token string) string {
 	return fmt.Sprintf("http://%s/lab?token=%s", addr.String(), token)
-}
-
-// notebookToken reads JupyterLab's token from the notebook's Secret.
-func notebookToken(ctx context.Context, c client.Client, namespace, name string) (string, error) {
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: notebookTokenSecret(name)}, secret); err != nil {
-		return "", fmt.Errorf("reading the token of notebook %s: %w", name, err)
-	}
-	token := string(secret.Data[notebookTokenKey])
-	if token == "" {
-		return "", fmt.Errorf("reading the token of notebook %s: secret %s has no key %s", name, secret.Name, notebookTokenKey)
-	}
-	return token, nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,14 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
-)
-
-// Labels of the storage Secrets the CLI makes, so that it only ever replaces its own.
-const (
-	labelManagedBy = "app.kubernetes.io/managed-by"
-	managedByCLI   = "tfk8s"
 )
 
 // storageSecretName names the Secret that holds a job's S3 settings: one per job, so
@@ -43,22 +37,10 @@ func constructStorageSecret(namespace, job string, cfg storage.Config, clusterEn
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      storageSecretName(job),
 			Namespace: namespace,
-			Labels:    map[string]string{labelManagedBy: managedByCLI, tfv1.LabelJobName: job},
+			Labels:    map[string]string{jobs.LabelManagedBy: jobs.ManagedBy, tfv1.LabelJobName: job},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: storageSecretData(endpoint, insecure, cfg),
-	}
-}
-
-// storageSecretData is the S3 settings as a job's pods read them from the Secret
-// spec.storage.secretRef names: the endpoint as pods reach it, and cfg's credentials.
-func storageSecretData(endpoint string, insecure bool, cfg storage.Config) map[string][]byte {
-	return map[string][]byte{
-		tfjob.SecretKeyEndpoint:        []byte(endpoint),
-		tfjob.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
-		tfjob.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
-		tfjob.SecretKeyRegion:          []byte(cfg.Region),
-		tfjob.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
+		Data: jobs.SecretData(endpoint, insecure, cfg),
 	}
 }
 
@@ -127,7 +109,7 @@ func createStorageSecret(ctx context.Context, c client.Client, want *corev1.Secr
 // checkStale returns nil if the existing Secret may be replaced, else an error that
 // says why not.
 func checkStale(ctx context.Context, c client.Client, s *corev1.Secret) error {
-	if s.Labels[labelManagedBy] != managedByCLI {
+	if s.Labels[jobs.LabelManagedBy] != jobs.ManagedBy {
 		return fmt.Errorf("secret %s/%s exists and was not made by tfk8s: delete or rename it", s.Namespace, s.Name)
 	}
 	job := &tfv1.TFJob{}

@@ -360,18 +360,13 @@ func baseName(base *tfv1.TFJob) string {
 	return base.Name
 }
 
-// envStorageSecret names the default of --storage-secret. A notebook sets it to its S3
-// Secret, so that the jobs submitted from it read that Secret and the notebook's
-// account needs no access to Secrets.
-const envStorageSecret = "TFK8S_STORAGE_SECRET"
-
 // resolveStorageSecret sets f.storageSecret from the environment when the flag is not
 // given, and checks it: a Secret's name, and no --s3-cluster-endpoint beside it (the
 // Secret holds the endpoint pods reach).
 func (o *rootOptions) resolveStorageSecret(cmd *cobra.Command, f *submitFlags) error {
 	what := "--storage-secret"
 	if !cmd.Flags().Changed("storage-secret") {
-		f.storageSecret, what = o.env.Getenv(envStorageSecret), envStorageSecret
+		f.storageSecret, what = o.env.Getenv(jobs.EnvStorageSecret), jobs.EnvStorageSecret
 	}
 	if f.storageSecret == "" {
 		return nil

@@ -7,10 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -67,7 +68,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
 	fs.StringVar(&f.storageSecret, "storage-secret", "", "existing Secret of the job's namespace that its pods read the S3 settings from (keys "+
 		tfjob.SecretKeyEndpoint+", "+tfjob.SecretKeyAccessKeyID+", "+tfjob.SecretKeySecretAccessKey+", optionally "+tfjob.SecretKeyRegion+" and "+tfjob.SecretKeyInsecure+
-		"), instead of a Secret submit makes for the job from the local S3 settings (default $"+envStorageSecret+", which a notebook sets to its own)")
+		"), instead of a Secret submit makes for the job from the local S3 settings (default $"+jobs.EnvStorageSecret+", which a notebook sets to its own)")
 	fs.DurationVar(&f.artifactsEvery, "artifacts-interval", 60*time.Second, "time between two uploads of the --artifacts paths while the job runs (0s: only when each replica stops)")
 	fs.BoolVar(&f.tensorboard, "tensorboard", false, "run a TensorBoard beside the job, reading the summaries under its --artifacts paths (or its volume named logs); open it with `tfk8s tensorboard JOB`")
 	fs.StringArrayVar(&f.volumes, "volume", nil, volumeFlagHelp)
@@ -136,10 +137,10 @@ func (f *submitFlags) params(cmd *cobra.Command, command []string) (jobParams, e
 		}
 	}
 	var err error
-	if p.CPU, err = parseQuantity("--cpu", f.cpu); err != nil {
+	if p.CPU, err = jobspec.ParseQuantity("--cpu", f.cpu); err != nil {
 		return p, err
 	}
-	if p.Memory, err = parseQuantity("--memory", f.memory); err != nil {
+	if p.Memory, err = jobspec.ParseQuantity("--memory", f.memory); err != nil {
 		return p, err
 	}
 	for _, kv := range f.env {
@@ -201,19 +202,4 @@ func (f *submitFlags) gpuParams(p *jobParams, changed func(string) bool) error {
 	}
 	p.GPUType, p.SpreadPS = f.gpuType, f.spreadPS
 	return nil
-}
-
-// parseQuantity parses a positive resource quantity given as flag; "" is unset.
-func parseQuantity(flag, s string) (*resource.Quantity, error) {
-	if s == "" {
-		return nil, nil
-	}
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: not a quantity (want e.g. 2, 500m, 4Gi)", flag, s)
-	}
-	if q.Sign() <= 0 {
-		return nil, fmt.Errorf("%s %q: must be positive", flag, s)
-	}
-	return &q, nil
 }

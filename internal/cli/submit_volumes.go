@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 )
 
 const volumeFlagHelp = `volume mounted in every replica: name=NAME,mount=PATH and either size=SIZE[,storageClass=CLASS][,retain] (a claim made for the job, deleted with it unless retain) or existing=CLAIM; add readOnly to mount it read-only; repeatable`
@@ -62,7 +63,7 @@ func parseVolume(s string) (tfv1.JobVolume, error) {
 			}
 			v.MountPath = path.Clean(value)
 		case "size":
-			q, err := parseQuantity("size", value)
+			q, err := jobspec.ParseQuantity("size", value)
 			if err != nil {
 				return fail("%v", err)
 			}

@@ -107,3 +107,27 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 	base := storage.URI{Bucket: cfg.Bucket, Key: DefaultArtifactsPrefix + "/"}.Join(cs.Namespace, name+"/")
 	return nil, base, c, nil
 }
+
+// Labels of the objects the front ends make (storage Secrets, notebooks), so that
+// they only ever replace their own.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "tfk8s"
+)
+
+// SecretData is the S3 settings as a job's pods read them from the Secret
+// spec.storage.secretRef names: the endpoint as pods reach it, and cfg's credentials.
+func SecretData(endpoint string, insecure bool, cfg storage.Config) map[string][]byte {
+	return map[string][]byte{
+		tfjob.SecretKeyEndpoint:        []byte(endpoint),
+		tfjob.SecretKeyAccessKeyID:     []byte(cfg.AccessKeyID),
+		tfjob.SecretKeySecretAccessKey: []byte(cfg.SecretAccessKey),
+		tfjob.SecretKeyRegion:          []byte(cfg.Region),
+		tfjob.SecretKeyInsecure:        []byte(strconv.FormatBool(insecure)),
+	}
+}
+
+// EnvStorageSecret names the default of --storage-secret. A notebook sets it to its S3
+// Secret, so that the jobs submitted from it read that Secret and the notebook's
+// account needs no access to Secrets.
+const EnvStorageSecret = "TFK8S_STORAGE_SECRET"

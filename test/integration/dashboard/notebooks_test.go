@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tfk8s/tfk8s/internal/cli"
+	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
@@ -121,7 +121,7 @@ func TestWorkspaceStartsAndStopsNotebook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := cli.NotebookObjects(ns, "lab", "", "500m", "1Gi", s3, string(token.Data["token"]))
+	want, err := notebook.Objects(ns, "lab", "", "500m", "1Gi", s3, string(token.Data["token"]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package notebook
 
 import (
 	"maps"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -32,32 +33,33 @@ const (
 	envJupyterToken  = "JUPYTER_TOKEN"
 )
 
-// notebookSpec is what tfk8s notebook start makes a notebook of.
-type notebookSpec struct {
+// Spec is what tfk8s notebook start makes a notebook of.
+type Spec struct {
 	namespace, name string
 	image           string
 	size            resource.Quantity
 	storageClass    string
 	cpu, memory     *resource.Quantity
-	// s3 is the storage the CLI in the notebook uses, its endpoint as pods reach it.
-	s3    storage.Config
-	token string
+	// S3 is the storage the CLI in the notebook uses, its endpoint as pods reach it.
+	S3 storage.Config
+	// Token is JupyterLab's token.
+	Token string
 }
 
 // Names of a notebook's objects. The Deployment, Service, ServiceAccount, Role and
 // RoleBinding are named as the notebook; none of the suffixes is "-storage", which a
 // job's storage Secret has, so that no job's Secret takes a notebook's name.
-func notebookHomeClaim(name string) string   { return name + "-home" }
-func notebookTokenSecret(name string) string { return name + "-token" }
-func notebookS3Secret(name string) string    { return name + "-s3" }
+func HomeClaim(name string) string   { return name + "-home" }
+func tokenSecret(name string) string { return name + "-token" }
+func S3Secret(name string) string    { return name + "-s3" }
 
 // notebookLabels are on every object of a notebook, and select its pod.
 func notebookLabels(name string) map[string]string {
-	return map[string]string{tfjob.LabelNotebook: name, labelManagedBy: managedByCLI}
+	return map[string]string{tfjob.LabelNotebook: name, jobs.LabelManagedBy: jobs.ManagedBy}
 }
 
 // notebookMeta is the metadata of one of a notebook's objects.
-func notebookMeta(s notebookSpec, name string) metav1.ObjectMeta {
+func notebookMeta(s Spec, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: notebookLabels(s.name)}
 }
 
@@ -78,7 +80,7 @@ func notebookRules() []rbacv1.PolicyRule {
 
 // constructNotebookAccount builds the ServiceAccount the notebook's pod runs as, its
 // Role and the RoleBinding between them: the namespace's only, nothing cluster-scoped.
-func constructNotebookAccount(s notebookSpec) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+func constructNotebookAccount(s Spec) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	sa := &corev1.ServiceAccount{ObjectMeta: notebookMeta(s, s.name)}
 	role := &rbacv1.Role{ObjectMeta: notebookMeta(s, s.name), Rules: notebookRules()}
 	binding := &rbacv1.RoleBinding{
@@ -90,9 +92,9 @@ func constructNotebookAccount(s notebookSpec) (*corev1.ServiceAccount, *rbacv1.R
 }
 
 // constructNotebookClaim builds the claim of the notebook's home directory.
-func constructNotebookClaim(s notebookSpec) *corev1.PersistentVolumeClaim {
+func constructNotebookClaim(s Spec) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: notebookMeta(s, notebookHomeClaim(s.name)),
+		ObjectMeta: notebookMeta(s, HomeClaim(s.name)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: s.size}},
@@ -108,45 +110,45 @@ func constructNotebookClaim(s notebookSpec) *corev1.PersistentVolumeClaim {
 // the S3 settings, keyed by the environment variables the CLI reads them from, and
 // again by the keys of a job's storage Secret, since the jobs submitted from the
 // notebook read it.
-func constructNotebookSecrets(s notebookSpec) (token, s3 *corev1.Secret) {
+func constructNotebookSecrets(s Spec) (token, s3 *corev1.Secret) {
 	token = &corev1.Secret{
-		ObjectMeta: notebookMeta(s, notebookTokenSecret(s.name)),
+		ObjectMeta: notebookMeta(s, tokenSecret(s.name)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{notebookTokenKey: []byte(s.token)},
+		Data:       map[string][]byte{notebookTokenKey: []byte(s.Token)},
 	}
-	data := storageSecretData(s.s3.Endpoint, s.s3.Insecure, s.s3)
+	data := jobs.SecretData(s.S3.Endpoint, s.S3.Insecure, s.S3)
 	maps.Copy(data, map[string][]byte{
-		tfjob.EnvS3Endpoint:      []byte(s.s3.Endpoint),
-		tfjob.EnvS3Bucket:        []byte(s.s3.Bucket),
-		tfjob.EnvAccessKeyID:     []byte(s.s3.AccessKeyID),
-		tfjob.EnvSecretAccessKey: []byte(s.s3.SecretAccessKey),
-		tfjob.EnvRegion:          []byte(s.s3.Region),
-		tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.s3.Insecure)),
+		tfjob.EnvS3Endpoint:      []byte(s.S3.Endpoint),
+		tfjob.EnvS3Bucket:        []byte(s.S3.Bucket),
+		tfjob.EnvAccessKeyID:     []byte(s.S3.AccessKeyID),
+		tfjob.EnvSecretAccessKey: []byte(s.S3.SecretAccessKey),
+		tfjob.EnvRegion:          []byte(s.S3.Region),
+		tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.S3.Insecure)),
 	})
-	s3 = &corev1.Secret{ObjectMeta: notebookMeta(s, notebookS3Secret(s.name)), Type: corev1.SecretTypeOpaque, Data: data}
+	s3 = &corev1.Secret{ObjectMeta: notebookMeta(s, S3Secret(s.name)), Type: corev1.SecretTypeOpaque, Data: data}
 	return token, s3
 }
 
 // notebookEnv is the environment of JupyterLab: its token and the S3 settings, each
 // by reference to its Secret, so that no value shows in the Deployment, and the name
 // of the S3 Secret, which the jobs submitted from the notebook read.
-func notebookEnv(s notebookSpec) []corev1.EnvVar {
+func notebookEnv(s Spec) []corev1.EnvVar {
 	ref := func(env, secret, key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
 		}}}
 	}
-	env := []corev1.EnvVar{ref(envJupyterToken, notebookTokenSecret(s.name), notebookTokenKey)}
+	env := []corev1.EnvVar{ref(envJupyterToken, tokenSecret(s.name), notebookTokenKey)}
 	for _, k := range []string{tfjob.EnvS3Endpoint, tfjob.EnvS3Bucket, tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, tfjob.EnvRegion, tfjob.EnvS3Insecure} {
-		env = append(env, ref(k, notebookS3Secret(s.name), k))
+		env = append(env, ref(k, S3Secret(s.name), k))
 	}
-	return append(env, corev1.EnvVar{Name: envStorageSecret, Value: notebookS3Secret(s.name)})
+	return append(env, corev1.EnvVar{Name: jobs.EnvStorageSecret, Value: S3Secret(s.name)})
 }
 
 // constructNotebookDeployment builds JupyterLab's Deployment: one pod at a time
 // (Recreate: the home claim is ReadWriteOnce), as the notebook's ServiceAccount and
 // the image's user, the home claim at the image's home, ready once /api answers.
-func constructNotebookDeployment(s notebookSpec) *appsv1.Deployment {
+func constructNotebookDeployment(s Spec) *appsv1.Deployment {
 	labels := notebookLabels(s.name)
 	container := corev1.Container{
 		Name:  "jupyter",
@@ -183,7 +185,7 @@ func constructNotebookDeployment(s notebookSpec) *appsv1.Deployment {
 					},
 					Containers: []corev1.Container{container},
 					Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: notebookHomeClaim(s.name)},
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: HomeClaim(s.name)},
 					}}},
 				},
 			},
@@ -192,7 +194,7 @@ func constructNotebookDeployment(s notebookSpec) *appsv1.Deployment {
 }
 
 // notebookResources requests (and limits the pod to) --cpu and --memory, when given.
-func notebookResources(s notebookSpec) corev1.ResourceRequirements {
+func notebookResources(s Spec) corev1.ResourceRequirements {
 	list := corev1.ResourceList{}
 	if s.cpu != nil {
 		list[corev1.ResourceCPU] = *s.cpu
@@ -207,7 +209,7 @@ func notebookResources(s notebookSpec) corev1.ResourceRequirements {
 }
 
 // constructNotebookService builds the Service in front of JupyterLab.
-func constructNotebookService(s notebookSpec) *corev1.Service {
+func constructNotebookService(s Spec) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: notebookMeta(s, s.name),
 		Spec: corev1.ServiceSpec{
