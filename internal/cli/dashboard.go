@@ -22,6 +22,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -268,7 +269,7 @@ func (d *dashboardCluster) Job(ctx context.Context, namespace, name string) (*da
 		page.TFConfig = buf.String()
 	}
 	buf.Reset()
-	if err := printObject(&buf, forPrinting(job), outputYAML); err == nil {
+	if err := printObject(&buf, jobspec.ForPrinting(job), outputYAML); err == nil {
 		page.YAML = buf.String()
 	}
 	return page, nil

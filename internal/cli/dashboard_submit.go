@@ -9,26 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
-
-// dashboardFlags are the flags of tfk8s submit the dashboard's form sets: those that
-// need no local files and no S3 settings of the user's.
-var dashboardFlags = []string{
-	"name", "image", "ps", "workers", "chief", "evaluator", "gpus", "cpu", "memory", "env",
-	"restart-policy", "backoff-limit", "active-deadline", "ttl-after-finished", "clean-pod-policy",
-	"tensorboard", "volume", "resume-from",
-}
-
-// repeatableFlags take one value a line of the form.
-var repeatableFlags = []string{"env", "volume"}
 
 // Submit builds the job as tfk8s submit does (its flags, checked the same way, over
 // the manifest if any) in the request's namespace, and creates it, or has the API
@@ -46,76 +35,31 @@ func (d *dashboardCluster) Submit(ctx context.Context, req dashboard.SubmitReque
 		return nil, fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 	}
 	var buf bytes.Buffer
-	if err := printObject(&buf, forPrinting(job), outputYAML); err != nil {
+	if err := printObject(&buf, jobspec.ForPrinting(job), outputYAML); err != nil {
 		return nil, err
 	}
 	return &dashboard.Submitted{Namespace: job.Namespace, Name: job.Name, YAML: buf.String()}, nil
 }
 
-// dashboardJob turns a request of the dashboard into submit's flags and builds the
-// job with them, as render does.
+// dashboardJob reads the form (or the YAML, with the form's fields over it) into the
+// job's parameters and builds the job of them, as render does.
 func dashboardJob(req dashboard.SubmitRequest) (*tfv1.TFJob, error) {
-	f := &submitFlags{}
-	cmd := &cobra.Command{}
-	f.addFlags(cmd)
-	args, err := flagArgs(req.Flags)
+	p, err := jobspec.FromForm(req.Flags, req.Command)
 	if err != nil {
 		return nil, err
-	}
-	if err := cmd.Flags().Parse(args); err != nil {
-		return nil, fmt.Errorf("reading the form: %w", err)
 	}
 	var base *tfv1.TFJob
 	if strings.TrimSpace(req.YAML) != "" {
-		if base, err = decodeManifest([]byte(req.YAML)); err != nil {
+		if base, err = jobspec.Decode([]byte(req.YAML)); err != nil {
 			return nil, fmt.Errorf("reading the YAML: %w", err)
 		}
-		// As with -f: the manifest's own values stand where no flag is given.
-		f.file = "YAML"
 	}
-	p, err := f.params(cmd, strings.Fields(req.Command))
+	v, err := p.Check(base != nil)
 	if err != nil {
 		return nil, err
 	}
-	p.Namespace = req.Namespace
-	return buildJob(base, p)
-}
-
-// flagArgs renders the form's fields as submit's arguments; a field that is no flag
-// of the form is refused, so that nothing reaches the files or the S3 settings of
-// the dashboard's host.
-func flagArgs(flags map[string]string) ([]string, error) {
-	var args []string
-	for _, name := range dashboardFlags {
-		v, ok := flags[name]
-		if !ok {
-			continue
-		}
-		values := []string{v}
-		if slices.Contains(repeatableFlags, name) {
-			values = nonEmptyLines(v)
-		}
-		for _, v := range values {
-			args = append(args, "--"+name+"="+strings.TrimSpace(v))
-		}
-	}
-	for name := range flags {
-		if !slices.Contains(dashboardFlags, name) {
-			return nil, fmt.Errorf("field %q: not a flag the dashboard submits with (%s)", name, strings.Join(dashboardFlags, ", "))
-		}
-	}
-	return args, nil
-}
-
-// nonEmptyLines splits s into its lines that are not blank.
-func nonEmptyLines(s string) []string {
-	var out []string
-	for line := range strings.Lines(s) {
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
+	v.Namespace = req.Namespace
+	return jobspec.Build(base, v)
 }
 
 // Clone reads a past job as a new one to edit: its manifest, without the status
@@ -126,7 +70,7 @@ func (d *dashboardCluster) Clone(ctx context.Context, namespace, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	job := newTFJob()
+	job := jobspec.NewTFJob()
 	job.Name, job.Namespace, job.Labels, job.Annotations = cloneName(name), namespace, old.Labels, old.Annotations
 	job.Spec = *old.Spec.DeepCopy()
 	job.Spec.RunPolicy.Suspend = nil
@@ -177,7 +121,7 @@ func cloneFlags(job *tfv1.TFJob) map[string]string {
 		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 			f["memory"] = q.String()
 		}
-		if q, ok := c.Resources.Limits[gpuResource]; ok {
+		if q, ok := c.Resources.Limits[tfjob.GPUResource]; ok {
 			f["gpus"] = q.String()
 		}
 		var env []string

@@ -24,7 +24,7 @@ func TestDescribeJob(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16", Command: []string{"python3", "train.py"}}
 	withGPUs := func(c corev1.Container) corev1.Container {
-		c.Resources.Limits = corev1.ResourceList{gpuResource: resource.MustParse("2")}
+		c.Resources.Limits = corev1.ResourceList{tfjob.GPUResource: resource.MustParse("2")}
 		return c
 	}
 	job := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -58,15 +59,6 @@ func printObject(w io.Writer, obj any, format string) error {
 	return err
 }
 
-// forPrinting returns a copy of job with its apiVersion and kind set and its
-// managedFields dropped.
-func forPrinting(job *tfv1.TFJob) *tfv1.TFJob {
-	job = job.DeepCopy()
-	job.APIVersion, job.Kind = tfv1.GroupVersion.String(), "TFJob"
-	job.ManagedFields = nil
-	return job
-}
-
 // jobList is what -o yaml|json prints for several jobs: a kubectl List.
 type jobList struct {
 	metav1.TypeMeta `json:",inline"`
@@ -80,7 +72,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, forma
 	if format == outputYAML || format == outputJSON {
 		list := jobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []*tfv1.TFJob{}}
 		for i := range jobs {
-			list.Items = append(list.Items, forPrinting(&jobs[i]))
+			list.Items = append(list.Items, jobspec.ForPrinting(&jobs[i]))
 		}
 		return printObject(w, list, format)
 	}

@@ -11,13 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestPrintJobs(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tf := corev1.Container{Name: "tensorflow", Image: "tf:2.16"}
 	withGPUs := *tf.DeepCopy()
-	withGPUs.Resources.Limits = corev1.ResourceList{gpuResource: resource.MustParse("2")}
+	withGPUs.Resources.Limits = corev1.ResourceList{tfjob.GPUResource: resource.MustParse("2")}
 	running := tfJob("mnist", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
 		tfv1.ReplicaTypeChief:  replica(1, withGPUs),
 		tfv1.ReplicaTypePS:     replica(2, tf),
@@ -79,7 +81,7 @@ func TestPrintObject(t *testing.T) {
 	job.TypeMeta = metav1.TypeMeta{}
 	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	var buf bytes.Buffer
-	if err := printObject(&buf, forPrinting(job), outputYAML); err != nil {
+	if err := printObject(&buf, jobspec.ForPrinting(job), outputYAML); err != nil {
 		t.Fatal(err)
 	}
 	want := `apiVersion: tfk8s.io/v1alpha1

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
@@ -128,7 +129,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(refuse).WithObjects(other.DeepCopy()).Build()
 	var out bytes.Buffer
 	o := &rootOptions{env: Env{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
-	job, err := buildJob(nil, jobParams{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: storageSecretName("mnist")})
+	job, err := jobspec.Build(nil, jobspec.Values{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: storageSecretName("mnist")})
 	if err != nil {
 		t.Fatal(err)
 	}

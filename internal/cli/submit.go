@@ -16,6 +16,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -110,7 +111,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 // submission is a job on its way: the TFJob, and what it ships to S3.
 type submission struct {
 	job *tfv1.TFJob
-	p   jobParams
+	p   jobspec.Values
 	// cfg is the S3 storage, if usesStorage: to ship code or data, or to back up
 	// artifacts.
 	cfg         storage.Config
@@ -142,7 +143,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		return nil, err
 	}
 	s := &submission{dir: a.dir, cache: pack.NewDigestCache(o.env.DigestCacheFile)}
-	if s.p, err = f.params(cmd, a.command); err != nil {
+	if s.p, err = f.params(a.command); err != nil {
 		return nil, err
 	}
 	if a.dir != "" {
@@ -150,9 +151,9 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			return nil, err
 		}
 	}
-	s.localData = f.data != "" && len(s.p.Data) == 0
+	s.localData = f.p.Data != "" && len(s.p.Data) == 0
 	if s.localData {
-		if err := checkDir("--data", f.data); err != nil {
+		if err := checkDir("--data", f.p.Data); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +171,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 	if err := o.resolveStorageSecret(cmd, f); err != nil {
 		return nil, err
 	}
-	s.usesStorage = a.dir != "" || f.data != "" || len(f.artifacts) > 0 ||
+	s.usesStorage = a.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
 		(base != nil && base.Spec.Storage == nil && (base.Spec.Code != nil || len(base.Spec.Data) > 0 || base.Spec.Artifacts != nil))
 	if s.usesStorage {
 		if s.cfg, err = o.storageConfig(); err != nil {
@@ -190,14 +191,14 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
 		return nil, fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret)
 	}
-	if err := s.scanTrees(f.data); err != nil {
+	if err := s.scanTrees(f.p.Data); err != nil {
 		return nil, err
 	}
-	if s.job, err = buildJob(base, s.p); err != nil {
+	if s.job, err = jobspec.Build(base, s.p); err != nil {
 		s.archive.Remove()
 		return nil, err
 	}
-	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !hasVolume(s.job, "logs") &&
+	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !jobspec.HasVolume(s.job, "logs") &&
 		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
 		s.archive.Remove()
 		return nil, errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)")
@@ -224,7 +225,7 @@ func (s *submission) scanTrees(dataDir string) error {
 			s.archive.Remove()
 			return err
 		}
-		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Bucket).String(), Path: defaultDataPath}}
+		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Bucket).String(), Path: jobspec.DefaultDataPath}}
 	}
 	return nil
 }
@@ -259,7 +260,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 			return err
 		}
 	}
-	if err := checkVolumes(ctx, cs.Client, s.job); err != nil {
+	if err := jobs.CheckVolumes(ctx, cs.Client, s.job); err != nil {
 		return err
 	}
 	if err := cs.Client.Create(ctx, s.job.DeepCopy(), client.DryRunAll); err != nil {
@@ -327,7 +328,7 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 		}
 	}
 	if f.output != "" {
-		return printObject(o.env.Out, forPrinting(job), f.output)
+		return printObject(o.env.Out, jobspec.ForPrinting(job), f.output)
 	}
 	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
 	return nil
@@ -345,7 +346,7 @@ func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading -f %s: %w", name, err)
 	}
-	job, err := decodeManifest(data)
+	job, err := jobspec.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("-f %s: %w", name, err)
 	}

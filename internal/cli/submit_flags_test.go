@@ -10,10 +10,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 )
 
 // parseSubmitFlags parses args as submit's flags and returns the job parameters.
-func parseSubmitFlags(t *testing.T, args ...string) (jobParams, error) {
+func parseSubmitFlags(t *testing.T, args ...string) (jobspec.Values, error) {
 	t.Helper()
 	f := &submitFlags{}
 	cmd := &cobra.Command{Use: "submit"}
@@ -21,7 +22,7 @@ func parseSubmitFlags(t *testing.T, args ...string) (jobParams, error) {
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
-	return f.params(cmd, nil)
+	return f.params(nil)
 }
 
 func TestSubmitFlags(t *testing.T) {
@@ -29,11 +30,11 @@ func TestSubmitFlags(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
-		want jobParams
+		want jobspec.Values
 	}{{
 		name: "defaults: one worker",
 		args: []string{"--name", "mnist", "--image", "tf"},
-		want: jobParams{Name: "mnist", Image: "tf", Workers: ptr.To[int32](1), RestartPolicy: ptr.To(tfv1.RestartPolicyExitCode),
+		want: jobspec.Values{Name: "mnist", Image: "tf", Workers: ptr.To[int32](1), RestartPolicy: ptr.To(tfv1.RestartPolicyExitCode),
 			BackoffLimit: ptr.To[int32](6), CleanPodPolicy: ptr.To(tfv1.CleanPodPolicyRunning)},
 	}, {
 		name: "every flag",
@@ -42,7 +43,7 @@ func TestSubmitFlags(t *testing.T) {
 			"--data", "s3://bkt/mnist", "--artifacts", "model", "--artifacts", "/ckpt",
 			"--restart-policy", "onfailure", "--backoff-limit", "0", "--active-deadline", "2h", "--ttl-after-finished", "0s",
 			"--clean-pod-policy", "All", "--expose-storage-credentials", "--resume-from", "mnist-v1"},
-		want: jobParams{
+		want: jobspec.Values{
 			Name: "mnist", Image: "tf", PS: ptr.To[int32](2), Workers: ptr.To[int32](3), Chief: ptr.To(true), Evaluator: ptr.To(true),
 			GPUs: ptr.To[int64](1), CPU: &cpu, Memory: &mem,
 			Env:           []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "x=y"}},
@@ -55,15 +56,15 @@ func TestSubmitFlags(t *testing.T) {
 	}, {
 		name: "with -f, flags not given leave the manifest alone",
 		args: []string{"-f", "job.yaml"},
-		want: jobParams{},
+		want: jobspec.Values{},
 	}, {
 		name: "with -f, no workers is the manifest's business",
 		args: []string{"-f", "job.yaml", "--workers", "0"},
-		want: jobParams{Workers: ptr.To[int32](0)},
+		want: jobspec.Values{Workers: ptr.To[int32](0)},
 	}, {
 		name: "with -f, a policy given applies over the manifest's",
 		args: []string{"-f", "job.yaml", "--restart-policy", "Never", "--ttl-after-finished", "1h"},
-		want: jobParams{RestartPolicy: ptr.To(tfv1.RestartPolicyNever), TTLSecondsAfterFinished: ptr.To[int32](3600)},
+		want: jobspec.Values{RestartPolicy: ptr.To(tfv1.RestartPolicyNever), TTLSecondsAfterFinished: ptr.To[int32](3600)},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 )
 
 // submit --queue puts the job in a Kueue LocalQueue by Kueue's label, and leaves
@@ -14,7 +15,7 @@ func TestSubmitQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := buildJob(nil, p)
+	job, err := jobspec.Build(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

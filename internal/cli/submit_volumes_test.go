@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 )
 
 func TestVolumeFlag(t *testing.T) {
@@ -70,7 +71,7 @@ func TestTensorBoardFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := buildJob(nil, p)
+	job, err := jobspec.Build(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tfk8s/tfk8s/internal/jobspec"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
-
-// formFields are the submit form's fields that are flags of tfk8s submit, in the
-// order of the form; the CLI checks each as it checks the flag.
-var formFields = []string{
-	"name", "image", "ps", "workers", "chief", "evaluator", "gpus", "cpu", "memory", "env",
-	"restart-policy", "backoff-limit", "ttl-after-finished", "clean-pod-policy", "tensorboard", "volume",
-}
 
 // submitData is the submit page: the request as typed (so that an error keeps it),
 // and the outcome of a dry run or of a refused creation.
@@ -28,12 +22,15 @@ type submitData struct {
 	Errors []string
 	// DryRun is the job the API server would create.
 	DryRun *Submitted
+	// Fields are the form's fields, in its order: jobspec's, which the CLI's flags
+	// are too.
+	Fields []jobspec.Field
 }
 
 // submitPage shows the form, empty, or a past job's (?clone=NAME) to edit.
 func (s *Server) submitPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns := s.namespaceOf(r, sess)
-	d := &submitData{Mode: "form", Req: &SubmitRequest{Namespace: ns, Flags: map[string]string{"workers": "1"}}}
+	d := &submitData{Mode: "form", Req: &SubmitRequest{Namespace: ns, Flags: map[string]string{"workers": "1"}}, Fields: jobspec.FormFields()}
 	if r.FormValue("mode") == "yaml" {
 		d.Mode = "yaml"
 	}
@@ -57,13 +54,14 @@ func (s *Server) submitPage(w http.ResponseWriter, r *http.Request, sess *sessio
 // objection with its field path. A creation is written to the audit log.
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns := s.namespaceOf(r, sess)
-	d := &submitData{Mode: "form", Req: &SubmitRequest{Namespace: ns, Flags: map[string]string{}, DryRun: r.FormValue("action") != "create"}}
+	d := &submitData{Mode: "form", Req: &SubmitRequest{Namespace: ns, Flags: map[string]string{}, DryRun: r.FormValue("action") != "create"},
+		Fields: jobspec.FormFields()}
 	if r.FormValue("mode") == "yaml" {
 		d.Mode, d.Req.YAML = "yaml", r.FormValue("yaml")
 	} else {
-		for _, f := range formFields {
-			if v := strings.TrimSpace(r.FormValue(f)); v != "" {
-				d.Req.Flags[f] = v
+		for _, f := range d.Fields {
+			if v := strings.TrimSpace(r.FormValue(f.Flag)); v != "" && f.IsFlag() {
+				d.Req.Flags[f.Flag] = v
 			}
 		}
 		d.Req.Command = r.FormValue("command")

@@ -90,3 +90,34 @@ func TestCloneWithoutFlagsOpensTheYAML(t *testing.T) {
 		}
 	}
 }
+
+// submitted records the requests the submit form sends, and accepts them.
+type submitted struct {
+	unreachable
+	reqs []SubmitRequest
+}
+
+func (c *submitted) Submit(_ context.Context, req SubmitRequest) (*Submitted, error) {
+	c.reqs = append(c.reqs, req)
+	return &Submitted{Namespace: req.Namespace, Name: req.Flags["name"], YAML: "kind: TFJob\n"}, nil
+}
+
+// TestSubmitFormSendsEveryField: every field the form shows reaches the cluster's
+// Submit, --active-deadline and --resume-from too, which the form once dropped.
+func TestSubmitFormSendsEveryField(t *testing.T) {
+	c := &submitted{}
+	s := newRecordingServer(t, c, Options{})
+	form := "namespace=a&mode=form&action=dryrun&name=mnist&image=tf&command=python3+t.py" +
+		"&active-deadline=2h&resume-from=mnist-1&ttl-after-finished=24h&env=A%3D1"
+	if w := post(s, "/submit", form, "127.0.0.1:40000"); w.Code != http.StatusOK {
+		t.Fatalf("POST /submit: %d:\n%s", w.Code, w.Body.String())
+	}
+	if len(c.reqs) != 1 {
+		t.Fatalf("%d requests submitted, want 1", len(c.reqs))
+	}
+	want := map[string]string{"name": "mnist", "image": "tf", "active-deadline": "2h", "resume-from": "mnist-1",
+		"ttl-after-finished": "24h", "env": "A=1"}
+	if d := cmp.Diff(want, c.reqs[0].Flags); d != "" {
+		t.Errorf("the form's fields (-want +got):\n%s", d)
+	}
+}

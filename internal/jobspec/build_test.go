@@ -1,4 +1,4 @@
-package cli
+package jobspec
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // replica is a replica spec with one container, as submit builds it.
@@ -28,11 +29,11 @@ func tfJob(name, ns string, specs map[tfv1.ReplicaType]*tfv1.ReplicaSpec) *tfv1.
 	}
 }
 
-// buildCase is a manifest (or none) and flags, and the job buildJob makes of them.
+// buildCase is a manifest (or none) and flags, and the job Build makes of them.
 type buildCase struct {
 	name string
 	base *tfv1.TFJob
-	p    jobParams
+	p    Values
 	want *tfv1.TFJob
 }
 
@@ -40,12 +41,12 @@ func checkBuildJob(t *testing.T, cases []buildCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := buildJob(tc.base, tc.p)
+			got, err := Build(tc.base, tc.p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("buildJob (-want +got):\n%s", diff)
+				t.Errorf("Build (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -61,17 +62,17 @@ func TestBuildJob(t *testing.T) {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
 		}
 		if gpus {
-			c.Resources.Limits[gpuResource] = resource.MustParse("2")
+			c.Resources.Limits[tfjob.GPUResource] = resource.MustParse("2")
 		}
 		return c
 	}
 	checkBuildJob(t, []buildCase{{
 		name: "one worker by default",
-		p:    jobParams{Name: "mnist", Namespace: "default", Image: "tf:2.16", Command: python},
+		p:    Values{Name: "mnist", Namespace: "default", Image: "tf:2.16", Command: python},
 		want: tfJob("mnist", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: replica(1, tf)}),
 	}, {
 		name: "every replica type from the counts, GPUs but on the parameter servers",
-		p: jobParams{
+		p: Values{
 			Name: "dist", Namespace: "default", Image: "tf:2.16", Command: python,
 			PS: ptr.To[int32](2), Workers: ptr.To[int32](3), Chief: ptr.To(true), Evaluator: ptr.To(true),
 			GPUs: ptr.To[int64](2), CPU: &cpu, Memory: &mem,
@@ -84,11 +85,11 @@ func TestBuildJob(t *testing.T) {
 		}),
 	}, {
 		name: "a chief and no workers",
-		p:    jobParams{Name: "single", Namespace: "default", Image: "tf:2.16", Command: python, Workers: ptr.To[int32](0), Chief: ptr.To(true)},
+		p:    Values{Name: "single", Namespace: "default", Image: "tf:2.16", Command: python, Workers: ptr.To[int32](0), Chief: ptr.To(true)},
 		want: tfJob("single", "default", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeChief: replica(1, tf)}),
 	}, {
 		name: "code, data, artifacts relative to the code path, environment, storage secret",
-		p: jobParams{
+		p: Values{
 			Name: "shipped", Namespace: "default", Image: "tf:2.16", Command: python,
 			Env:                  []corev1.EnvVar{{Name: "EPOCHS", Value: "3"}},
 			Code:                 &tfv1.Code{Source: "s3://bkt/code/sha256-ab.tar.gz", SHA256: "ab", Path: "/workspace"},
@@ -109,7 +110,7 @@ func TestBuildJob(t *testing.T) {
 		}(),
 	}, {
 		name: "run policy, restart policy on every replica type, exposed credentials, resume from an earlier job",
-		p: jobParams{
+		p: Values{
 			Name: "v2", Namespace: "team", Image: "tf:2.16", Command: python, PS: ptr.To[int32](1),
 			ArtifactPaths: []string{"model"}, ArtifactsDestination: "s3://bkt/runs", SecretName: "v2-storage",
 			ExposeCredentials: ptr.To(true), ResumeFrom: "v1", RestartPolicy: ptr.To(tfv1.RestartPolicyExitCode),
@@ -149,12 +150,12 @@ func TestBuildJobOverManifest(t *testing.T) {
 	checkBuildJob(t, []buildCase{{
 		name: "a manifest stands where no flag is given",
 		base: base,
-		p:    jobParams{},
+		p:    Values{},
 		want: base,
 	}, {
 		name: "flags override a manifest; a new replica type copies the workers' template",
 		base: base,
-		p: jobParams{
+		p: Values{
 			Name: "renamed", Namespace: "other", Image: "tf:2.16", Command: python,
 			Workers: ptr.To[int32](8), PS: ptr.To[int32](1), Env: []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
@@ -177,39 +178,39 @@ func TestBuildJobErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		base *tfv1.TFJob
-		p    jobParams
+		p    Values
 		want string
 	}{{
 		name: "no name",
-		p:    jobParams{Image: "tf", Command: python},
+		p:    Values{Image: "tf", Command: python},
 		want: "--name is required: the job has no name",
 	}, {
 		name: "no image",
-		p:    jobParams{Name: "a", Command: python},
+		p:    Values{Name: "a", Command: python},
 		want: "--image is required: replica type Worker has no image",
 	}, {
 		name: "no chief and no worker",
-		p:    jobParams{Name: "a", Image: "tf", Workers: ptr.To[int32](0), PS: ptr.To[int32](1)},
+		p:    Values{Name: "a", Image: "tf", Workers: ptr.To[int32](0), PS: ptr.To[int32](1)},
 		want: "the job has no chief and no worker: set --workers to 1 or more, or add --chief",
 	}, {
 		name: "a manifest's only chief removed",
 		base: tfJob("a", "", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeChief: replica(1, corev1.Container{Image: "tf"})}),
-		p:    jobParams{Chief: ptr.To(false)},
+		p:    Values{Chief: ptr.To(false)},
 		want: "the job has no chief and no worker: set --workers to 1 or more, or add --chief",
 	}, {
 		name: "resume without artifacts",
-		p:    jobParams{Name: "a", Image: "tf", Command: python, ArtifactsDestination: "s3://bkt/runs", ResumeFrom: "old"},
+		p:    Values{Name: "a", Image: "tf", Command: python, ArtifactsDestination: "s3://bkt/runs", ResumeFrom: "old"},
 		want: "--resume-from old needs --artifacts: the paths to restore, and to back up again",
 	}, {
 		name: "credentials exposed without storage",
-		p:    jobParams{Name: "a", Image: "tf", Command: python, ExposeCredentials: ptr.To(true)},
+		p:    Values{Name: "a", Image: "tf", Command: python, ExposeCredentials: ptr.To(true)},
 		want: "--expose-storage-credentials: the job uses no S3 storage",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := buildJob(tc.base, tc.p)
+			_, err := Build(tc.base, tc.p)
 			if err == nil || err.Error() != tc.want {
-				t.Errorf("buildJob error = %v, want %q", err, tc.want)
+				t.Errorf("Build error = %v, want %q", err, tc.want)
 			}
 		})
 	}
@@ -227,7 +228,7 @@ func TestBuildJobPlacement(t *testing.T) {
 	})
 	base.Spec.TFReplicaSpecs[tfv1.ReplicaTypePS].Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{own}}}
-	job, err := buildJob(base, jobParams{Name: "placed", Image: "tf", Command: python, Workers: ptr.To[int32](2),
+	job, err := Build(base, Values{Name: "placed", Image: "tf", Command: python, Workers: ptr.To[int32](2),
 		Chief: ptr.To(true), GPUs: ptr.To[int64](1), GPUType: "NVIDIA-A100-SXM4-80GB", SpreadPS: true})
 	if err != nil {
 		t.Fatal(err)
@@ -255,8 +256,8 @@ func TestBuildJobPlacement(t *testing.T) {
 		t.Errorf("placement by replica type (-want +got):\n%s", diff)
 	}
 
-	_, err = buildJob(nil, jobParams{Name: "a", Image: "tf", Command: python, GPUType: "T4"})
+	_, err = Build(nil, Values{Name: "a", Image: "tf", Command: python, GPUType: "T4"})
 	if want := "--gpu-type T4: no replica asks for GPUs; add --gpus"; err == nil || err.Error() != want {
-		t.Errorf("buildJob with --gpu-type and no GPUs: error %v, want %q", err, want)
+		t.Errorf("Build with --gpu-type and no GPUs: error %v, want %q", err, want)
 	}
 }

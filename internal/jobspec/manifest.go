@@ -1,4 +1,4 @@
-package cli
+package jobspec
 
 import (
 	"bytes"
@@ -22,10 +22,10 @@ const (
 	kubeflowManagedBy = "kubeflow.org/training-operator"
 )
 
-// decodeManifest decodes a TFJob manifest, YAML or JSON, of one document: a tfk8s.io
+// Decode decodes a TFJob manifest, YAML or JSON, of one document: a tfk8s.io
 // one as it is, a kubeflow.org/v1 one converted. Decoding is strict: a field tfk8s does
 // not know is an error naming it. The status is dropped.
-func decodeManifest(data []byte) (*tfv1.TFJob, error) {
+func Decode(data []byte) (*tfv1.TFJob, error) {
 	obj, err := singleDocument(data)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package cli
+package jobspec
 
 import (
 	"errors"
@@ -16,15 +16,8 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// Defaults of the jobs submit builds.
+// Labels and weights of the jobs Build makes.
 const (
-	// tensorflowContainer is the name of the container that runs the user's command,
-	// the controller's.
-	tensorflowContainer = tfjob.ContainerName
-	// defaultDataPath is where --data appears in every container.
-	defaultDataPath = "/data"
-	// gpuResource is the extended resource of NVIDIA's device plugin.
-	gpuResource corev1.ResourceName = "nvidia.com/gpu"
 	// gpuProductLabel is the node label NVIDIA's GPU feature discovery sets to the
 	// model of the node's GPUs (e.g. NVIDIA-A100-SXM4-80GB); --gpu-type selects on it.
 	gpuProductLabel = "nvidia.com/gpu.product"
@@ -32,9 +25,10 @@ const (
 	spreadWeight = 100
 )
 
-// jobParams are the parts of a TFJob that submit's flags set; a nil or empty field
-// leaves the job (from -f, or the defaults) as it is.
-type jobParams struct {
+// Values are Params checked and typed, and what a front end adds of its own (the
+// code it uploaded, the S3 destination and Secret); a nil or empty field leaves the
+// job (from a manifest, or the defaults) as it is.
+type Values struct {
 	Name      string
 	Namespace string
 	Image     string
@@ -83,21 +77,21 @@ type jobParams struct {
 	TensorBoard *bool
 }
 
-// newTFJob is an empty TFJob, with the apiVersion and kind a manifest needs.
-func newTFJob() *tfv1.TFJob {
+// NewTFJob is an empty TFJob, with the apiVersion and kind a manifest needs.
+func NewTFJob() *tfv1.TFJob {
 	return &tfv1.TFJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: tfv1.GroupVersion.String(), Kind: "TFJob"},
 		Spec:     tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}},
 	}
 }
 
-// buildJob returns the TFJob to submit: base (from -f; nil for none) with p applied
+// Build returns the TFJob to submit: base (from -f; nil for none) with p applied
 // over it. Without a base, the job has one worker unless p says otherwise.
-func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
-	job := newTFJob()
+func Build(base *tfv1.TFJob, p Values) (*tfv1.TFJob, error) {
+	job := NewTFJob()
 	if base != nil {
 		job = base.DeepCopy()
-		job.TypeMeta = newTFJob().TypeMeta
+		job.TypeMeta = NewTFJob().TypeMeta
 		if job.Spec.TFReplicaSpecs == nil {
 			job.Spec.TFReplicaSpecs = map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}
 		}
@@ -173,7 +167,7 @@ func buildJob(base *tfv1.TFJob, p jobParams) (*tfv1.TFJob, error) {
 
 // applyStorage sets what the job keeps in S3: its data, its artifacts (where, which
 // paths, how often) and the Secret of its storage.
-func applyStorage(job *tfv1.TFJob, p jobParams) error {
+func applyStorage(job *tfv1.TFJob, p Values) error {
 	job.Spec.Data = append(job.Spec.Data, p.Data...)
 	if p.ArtifactsDestination != "" || len(p.ArtifactPaths) > 0 {
 		if job.Spec.Artifacts == nil {
@@ -240,7 +234,7 @@ func setReplicas(job *tfv1.TFJob, rt tfv1.ReplicaType, n *int32) {
 		}
 	}
 	if len(spec.Template.Spec.Containers) == 0 {
-		spec.Template.Spec.Containers = []corev1.Container{{Name: tensorflowContainer}}
+		spec.Template.Spec.Containers = []corev1.Container{{Name: tfjob.ContainerName}}
 	}
 	specs[rt] = spec
 }
@@ -251,13 +245,13 @@ func mainContainer(spec *corev1.PodSpec) *corev1.Container {
 	if c := tfjob.TensorFlowContainer(spec.Containers); c != nil {
 		return c
 	}
-	spec.Containers = append(spec.Containers, corev1.Container{Name: tensorflowContainer})
+	spec.Containers = append(spec.Containers, corev1.Container{Name: tfjob.ContainerName})
 	return &spec.Containers[0]
 }
 
 // applyContainer sets the flags' image, command, environment and resources on the
 // container of a replica of type rt.
-func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p jobParams) {
+func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p Values) {
 	if p.Image != "" {
 		c.Image = p.Image
 	}
@@ -272,10 +266,10 @@ func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p jobParams) {
 	setResource(c, corev1.ResourceMemory, p.Memory, true)
 	if p.GPUs != nil && rt != tfv1.ReplicaTypePS {
 		if *p.GPUs == 0 {
-			delete(c.Resources.Limits, gpuResource)
-			delete(c.Resources.Requests, gpuResource)
+			delete(c.Resources.Limits, tfjob.GPUResource)
+			delete(c.Resources.Requests, tfjob.GPUResource)
 		} else {
-			setResource(c, gpuResource, resource.NewQuantity(*p.GPUs, resource.DecimalSI), false)
+			setResource(c, tfjob.GPUResource, resource.NewQuantity(*p.GPUs, resource.DecimalSI), false)
 		}
 	}
 }
@@ -334,7 +328,7 @@ func setResumeFrom(job *tfv1.TFJob, earlier string) error {
 // anti-affinity among the job's parameter servers, so that losing a node loses at most
 // one of them and their network traffic is shared by several nodes. (The controller
 // itself packs the GPU replicas together.)
-func applyPlacement(job *tfv1.TFJob, p jobParams) error {
+func applyPlacement(job *tfv1.TFJob, p Values) error {
 	if p.GPUType != "" {
 		selected := false
 		for _, rt := range tfv1.ReplicaTypes {

@@ -1,4 +1,4 @@
-package cli
+package jobspec
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
-// FuzzDecodeManifest: whatever submit -f reads, decodeManifest returns an error or a
+// FuzzDecodeManifest: whatever submit -f reads, Decode returns an error or a
 // tfk8s.io TFJob without status; a Kubeflow one has only tfk8s's replica types and
 // not Kubeflow's managedBy; and the job, written out as JSON, decodes to itself.
 func FuzzDecodeManifest(f *testing.F) {
@@ -33,7 +33,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		job, err := decodeManifest(data)
+		job, err := Decode(data)
 		if err != nil {
 			return
 		}
@@ -57,7 +57,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the job does not encode: %v", err)
 		}
-		again, err := decodeManifest(js)
+		again, err := Decode(js)
 		if err != nil {
 			t.Fatalf("the job written out does not decode: %v\n%s", err, js)
 		}

@@ -1,4 +1,4 @@
-package cli
+package jobspec
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func TestDecodeKubeflowManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeManifest(data)
+	got, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDecodeKubeflowManifest(t *testing.T) {
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decodeManifest (-want +got):\n%s", diff)
+		t.Errorf("Decode (-want +got):\n%s", diff)
 	}
 }
 
@@ -98,12 +98,12 @@ status:
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeManifest([]byte(tc.manifest))
+			got, err := Decode([]byte(tc.manifest))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("decodeManifest (-want +got):\n%s", diff)
+				t.Errorf("Decode (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -150,9 +150,9 @@ func TestDecodeManifestErrors(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeManifest([]byte(tc.manifest))
+			_, err := Decode([]byte(tc.manifest))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("decodeManifest error = %v, want it to contain %q", err, tc.want)
+				t.Errorf("Decode error = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}

@@ -1,20 +1,14 @@
-package cli
+package jobspec
 
 import (
-	"context"
 	"fmt"
 	"path"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/jobspec"
 )
 
 const volumeFlagHelp = `volume mounted in every replica: name=NAME,mount=PATH and either size=SIZE[,storageClass=CLASS][,retain] (a claim made for the job, deleted with it unless retain) or existing=CLAIM; add readOnly to mount it read-only; repeatable`
@@ -63,7 +57,7 @@ func parseVolume(s string) (tfv1.JobVolume, error) {
 			}
 			v.MountPath = path.Clean(value)
 		case "size":
-			q, err := jobspec.ParseQuantity("size", value)
+			q, err := ParseQuantity("size", value)
 			if err != nil {
 				return fail("%v", err)
 			}
@@ -109,8 +103,8 @@ func parseBool(s string) (bool, error) {
 	return false, fmt.Errorf("not a boolean: %q", s)
 }
 
-// hasVolume reports whether the job has a volume of that name.
-func hasVolume(job *tfv1.TFJob, name string) bool {
+// HasVolume reports whether the job has a volume of that name.
+func HasVolume(job *tfv1.TFJob, name string) bool {
 	for _, v := range job.Spec.Volumes {
 		if v.Name == name {
 			return true
@@ -132,46 +126,4 @@ func mergeVolumes(job *tfv1.TFJob, vs []tfv1.JobVolume) {
 			job.Spec.Volumes = append(job.Spec.Volumes, v)
 		}
 	}
-}
-
-// checkVolumes refuses volumes the cluster cannot serve before anything is uploaded or
-// created: a storage class or an existing claim that does not exist. (The controller
-// fails such a job too, for manifests applied with kubectl.)
-func checkVolumes(ctx context.Context, c client.Client, job *tfv1.TFJob) error {
-	for i, v := range job.Spec.Volumes {
-		field := fmt.Sprintf("spec.volumes[%d] (%s)", i, v.Name)
-		switch {
-		case v.ExistingClaim != "":
-			err := c.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: v.ExistingClaim}, &corev1.PersistentVolumeClaim{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s: existing claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace)
-			}
-			if err != nil && !apierrors.IsForbidden(err) {
-				return fmt.Errorf("%s: reading claim %s: %w", field, v.ExistingClaim, err)
-			}
-		case v.StorageClassName != nil && *v.StorageClassName != "":
-			err := c.Get(ctx, client.ObjectKey{Name: *v.StorageClassName}, &storagev1.StorageClass{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s: storage class %q does not exist%s", field, *v.StorageClassName, knownClasses(ctx, c))
-			}
-			if err != nil && !apierrors.IsForbidden(err) {
-				return fmt.Errorf("%s: reading storage class %s: %w", field, *v.StorageClassName, err)
-			}
-		}
-	}
-	return nil
-}
-
-// knownClasses lists the cluster's storage classes for an error message, if the user
-// may list them.
-func knownClasses(ctx context.Context, c client.Client) string {
-	list := &storagev1.StorageClassList{}
-	if err := c.List(ctx, list); err != nil || len(list.Items) == 0 {
-		return ""
-	}
-	names := make([]string, len(list.Items))
-	for i, sc := range list.Items {
-		names[i] = sc.Name
-	}
-	return " (the cluster has " + strings.Join(names, ", ") + ")"
 }
