@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -70,9 +69,9 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	field("Namespace", job.Namespace)
 	field("State", orNone(string(job.Status.State)))
 	field("Created", timestamp(job.CreationTimestamp.Time, now))
-	field("Started", timestamp(timeOf(job.Status.StartTime), now))
-	field("Completed", timestamp(timeOf(job.Status.CompletionTime), now))
-	field("Image", orNone(jobImage(job)))
+	field("Started", timestamp(jobs.TimeOf(job.Status.StartTime), now))
+	field("Completed", timestamp(jobs.TimeOf(job.Status.CompletionTime), now))
+	field("Image", orNone(jobs.Image(job)))
 	field("Command", orNone(strings.Join(jobCommand(job), " ")))
 	if c := job.Spec.Code; c != nil {
 		field("Code", fmt.Sprintf("%s -> %s", c.Source, cmp.Or(c.Path, tfjob.DefaultCodePath)))
@@ -217,14 +216,6 @@ func runPolicy(job *tfv1.TFJob) string {
 		parts = append(parts, "suspend=true")
 	}
 	return orNone(strings.Join(parts, " "))
-}
-
-// timeOf is the time of an optional timestamp, zero if unset.
-func timeOf(t *metav1.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
 }
 
 // timestamp renders a time and how long ago it was; "<none>" if zero.

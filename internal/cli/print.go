@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -117,7 +118,7 @@ func jobRow(job *tfv1.TFJob, gpus string, wide, withNamespace bool, now time.Tim
 			replicaCount(job, tfv1.ReplicaTypeChief),
 			replicaCount(job, tfv1.ReplicaTypeEvaluator),
 			fmt.Sprint(active), fmt.Sprint(succeeded), fmt.Sprint(failed), fmt.Sprint(restarts),
-			orNone(jobImage(job)),
+			orNone(jobs.Image(job)),
 		)
 	}
 	return row
@@ -135,18 +136,6 @@ func gpuFigure(allocated, requested int64) string {
 // replicaCount is the number of replicas of a type, 0 when there is none.
 func replicaCount(job *tfv1.TFJob, rt tfv1.ReplicaType) string {
 	return fmt.Sprint(tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]))
-}
-
-// jobImage is the image of the job's first replica type's main container.
-func jobImage(job *tfv1.TFJob) string {
-	for _, rt := range tfv1.ReplicaTypes {
-		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
-			if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
-				return c.Image
-			}
-		}
-	}
-	return ""
 }
 
 // age renders the time since t as kubectl does ("5m", "3d"), "<unknown>" if unset.

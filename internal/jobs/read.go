@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -176,4 +177,24 @@ func PodWaitState(p *corev1.Pod) string {
 		return "Running, not ready"
 	}
 	return state
+}
+
+// Image is the image of the job's first replica type's main container.
+func Image(job *tfv1.TFJob) string {
+	for _, rt := range tfv1.ReplicaTypes {
+		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
+			if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil {
+				return c.Image
+			}
+		}
+	}
+	return ""
+}
+
+// TimeOf is the time of an optional timestamp, zero if unset.
+func TimeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
 }

@@ -1,4 +1,4 @@
-package cli
+package dashboard
 
 import (
 	"context"
@@ -11,30 +11,29 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
 func TestDashboardJob(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		req     dashboard.SubmitRequest
+		req     SubmitRequest
 		want    map[tfv1.ReplicaType]int32
 		wantErr string
 	}{
-		{name: "form", req: dashboard.SubmitRequest{Namespace: "a", Command: "python3 train.py", Flags: map[string]string{
+		{name: "form", req: SubmitRequest{Namespace: "a", Command: "python3 train.py", Flags: map[string]string{
 			"name": "mnist", "image": "tf", "ps": "2", "workers": "3", "chief": "true", "env": "A=1\n\nB=2\n"}},
 			want: map[tfv1.ReplicaType]int32{"Chief": 1, "PS": 2, "Worker": 3}},
-		{name: "yaml, the namespace the page's", req: dashboard.SubmitRequest{Namespace: "a", YAML: "apiVersion: tfk8s.io/v1alpha1\nkind: TFJob\nmetadata: {name: from-yaml, namespace: other}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 4\n      template: {spec: {containers: [{name: tensorflow, image: tf}]}}\n"},
+		{name: "yaml, the namespace the page's", req: SubmitRequest{Namespace: "a", YAML: "apiVersion: tfk8s.io/v1alpha1\nkind: TFJob\nmetadata: {name: from-yaml, namespace: other}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 4\n      template: {spec: {containers: [{name: tensorflow, image: tf}]}}\n"},
 			want: map[tfv1.ReplicaType]int32{"Worker": 4}},
-		{name: "a flag of the dashboard's host refused", req: dashboard.SubmitRequest{Flags: map[string]string{"name": "x", "image": "tf", "filename": "/etc/passwd"}},
+		{name: "a flag of the dashboard's host refused", req: SubmitRequest{Flags: map[string]string{"name": "x", "image": "tf", "filename": "/etc/passwd"}},
 			wantErr: `field "filename": not a flag the dashboard submits with`},
-		{name: "checked as the flag", req: dashboard.SubmitRequest{Flags: map[string]string{"name": "x", "image": "tf", "cpu": "-1"}},
+		{name: "checked as the flag", req: SubmitRequest{Flags: map[string]string{"name": "x", "image": "tf", "cpu": "-1"}},
 			wantErr: `--cpu "-1": must be positive`},
-		{name: "bad yaml", req: dashboard.SubmitRequest{YAML: "kind: [", Flags: map[string]string{}}, wantErr: "reading the YAML"},
+		{name: "bad yaml", req: SubmitRequest{YAML: "kind: [", Flags: map[string]string{}}, wantErr: "reading the YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			job, err := dashboardJob(tc.req)
+			job, err := FormJob(tc.req)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -64,7 +63,7 @@ func TestCloneFlagsRebuildTheJob(t *testing.T) {
 	}
 	old.Spec.RunPolicy.BackoffLimit = ptr.To[int32](2)
 	old.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](3600)
-	job, err := dashboardJob(dashboard.SubmitRequest{Namespace: "a", Flags: cloneFlags(old), Command: cloneCommand(old)})
+	job, err := FormJob(SubmitRequest{Namespace: "a", Flags: cloneFlags(old), Command: cloneCommand(old)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +86,9 @@ func TestCloneName(t *testing.T) {
 // TestArtifactPathsOutsideTheJob: a path that could leave the job's prefix is
 // refused before S3 or the cluster is asked.
 func TestArtifactPathsOutsideTheJob(t *testing.T) {
-	d := &dashboardCluster{}
+	d := &kubeCluster{}
 	for _, p := range []string{"", "/etc/passwd", "../other/x", "worker-0/../../x", "worker-0//x", ".."} {
-		if err := d.Artifact(context.Background(), "a", "job", p, io.Discard); !errors.Is(err, dashboard.ErrBadRequest) {
+		if err := d.Artifact(context.Background(), "a", "job", p, io.Discard); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("path %q: %v, want ErrBadRequest", p, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package dashboard
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -24,8 +23,8 @@ import (
 // in-cluster the S3 settings come from the job's storage Secret, read with them too,
 // so that a user who may not read either gets the API server's refusal and nothing
 // of S3.
-func (d *dashboardCluster) Artifacts(ctx context.Context, namespace, name string) ([]dashboard.ArtifactRow, error) {
-	_, base, c, err := d.o.storage().JobFiles(ctx, d.in(namespace), name)
+func (d *kubeCluster) Artifacts(ctx context.Context, namespace, name string) ([]ArtifactRow, error) {
+	_, base, c, err := d.storage.JobFiles(ctx, d.in(namespace), name)
 	if err != nil {
 		return nil, err
 	}
@@ -33,22 +32,22 @@ func (d *dashboardCluster) Artifacts(ctx context.Context, namespace, name string
 	if err != nil {
 		return nil, fmt.Errorf("listing the files of tfjob %s: %w", name, err)
 	}
-	rows := make([]dashboard.ArtifactRow, 0, len(objs))
+	rows := make([]ArtifactRow, 0, len(objs))
 	for _, obj := range objs {
 		rel := strings.TrimPrefix(obj.URI.Key, base.Key)
 		replica, _, _ := strings.Cut(rel, "/")
-		rows = append(rows, dashboard.ArtifactRow{Replica: replica, Path: rel, Size: obj.Size, Modified: obj.ModTime})
+		rows = append(rows, ArtifactRow{Replica: replica, Path: rel, Size: obj.Size, Modified: obj.ModTime})
 	}
 	return rows, nil
 }
 
 // Artifact writes one stored file of a job, found as Artifacts finds them; the path
 // must name a file under the job's prefix.
-func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file string, w io.Writer) error {
+func (d *kubeCluster) Artifact(ctx context.Context, namespace, name, file string, w io.Writer) error {
 	if file == "" || path.IsAbs(file) || path.Clean(file) != file || strings.HasPrefix(file, "../") || file == ".." {
-		return fmt.Errorf("path %q: want a file's path under the job's files, such as worker-0/artifacts/model.keras: %w", file, dashboard.ErrBadRequest)
+		return fmt.Errorf("path %q: want a file's path under the job's files, such as worker-0/artifacts/model.keras: %w", file, ErrBadRequest)
 	}
-	_, base, c, err := d.o.storage().JobFiles(ctx, d.in(namespace), name)
+	_, base, c, err := d.storage.JobFiles(ctx, d.in(namespace), name)
 	if err != nil {
 		return err
 	}
@@ -62,19 +61,19 @@ func (d *dashboardCluster) Artifact(ctx context.Context, namespace, name, file s
 // TensorBoards of its jobs, a deleted one too (tfk8s tensorboard brings it back). A
 // user who may not list notebooks still sees the TensorBoards, and why the
 // notebooks are missing.
-func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*dashboard.Workspace, error) {
+func (d *kubeCluster) Workspace(ctx context.Context, namespace string) (*Workspace, error) {
 	list := &tfv1.TFJobList{}
 	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing tfjobs: %w", err)
 	}
-	ws := &dashboard.Workspace{NoNotebookS3: d.noS3}
+	ws := &Workspace{NoNotebookS3: d.noS3}
 	for i := range list.Items {
 		job := &list.Items[i]
 		tb := job.Status.TensorBoard
 		if tb == nil && !jobs.TensorBoardEnabled(job) {
 			continue
 		}
-		row := dashboard.TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), Deleted: tb == nil}
+		row := TensorBoardRow{Job: job.Name, JobState: string(job.Status.State), Deleted: tb == nil}
 		if tb != nil {
 			row.URL, row.Ready = tb.URL, tb.Ready
 			if tb.ExpiresAt != nil {
@@ -83,13 +82,13 @@ func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*da
 		}
 		ws.TensorBoards = append(ws.TensorBoards, row)
 	}
-	slices.SortFunc(ws.TensorBoards, func(a, b dashboard.TensorBoardRow) int { return strings.Compare(a.Job, b.Job) })
+	slices.SortFunc(ws.TensorBoards, func(a, b TensorBoardRow) int { return strings.Compare(a.Job, b.Job) })
 	states, err := notebook.List(ctx, d.client, namespace)
 	if err != nil {
 		ws.NotebooksError = err.Error()
 	}
 	for _, st := range states {
-		row := dashboard.NotebookRow{Name: st.Name, State: st.State, Created: st.Created.Time}
+		row := NotebookRow{Name: st.Name, State: st.State, Created: st.Created.Time}
 		if st.Running {
 			row.URL = fmt.Sprintf("http://%s.%s.svc:%d/lab", st.Name, namespace, tfjob.NotebookPort)
 		}
@@ -102,7 +101,7 @@ func (d *dashboardCluster) Workspace(ctx context.Context, namespace string) (*da
 // and its objects built by the same code, a running notebook left as it is. Locally
 // the notebook gets the user's S3 settings, as from the command; in-cluster none,
 // since the dashboard's own would hand its credentials to the user.
-func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.NotebookRequest) error {
+func (d *kubeCluster) StartNotebook(ctx context.Context, req NotebookRequest) error {
 	s, err := notebook.Defaults(req.Image, req.CPU, req.Memory).Spec(req.Namespace, req.Name)
 	if err != nil {
 		return err
@@ -115,7 +114,7 @@ func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.Note
 		return nil
 	}
 	if !d.noS3 {
-		cfg, err := d.o.storageConfig()
+		cfg, err := d.storage.Local()
 		if err == nil {
 			err = jobs.RequireBucket(cfg)
 		}
@@ -131,13 +130,13 @@ func (d *dashboardCluster) StartNotebook(ctx context.Context, req dashboard.Note
 }
 
 // StopNotebook stops a notebook as tfk8s notebook stop does.
-func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
+func (d *kubeCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
 	deleted, _, err := notebook.Stop(ctx, d.client, namespace, name, deleteHome)
 	if err != nil {
 		return err
 	}
 	if deleted == 0 {
-		return fmt.Errorf("notebook %s/%s: %w: %w", namespace, name, notebook.ErrNoNotebook, dashboard.ErrNotFound)
+		return fmt.Errorf("notebook %s/%s: %w: %w", namespace, name, notebook.ErrNoNotebook, ErrNotFound)
 	}
 	return nil
 }
@@ -145,14 +144,14 @@ func (d *dashboardCluster) StopNotebook(ctx context.Context, namespace, name str
 // RequestTensorBoard annotates the job as tfk8s tensorboard JOB does, so that the
 // controller keeps its TensorBoard, or creates it again, for its time to live from
 // now.
-func (d *dashboardCluster) RequestTensorBoard(ctx context.Context, namespace, name string) error {
+func (d *kubeCluster) RequestTensorBoard(ctx context.Context, namespace, name string) error {
 	job, err := jobs.Get(ctx, d.client, namespace, name)
 	if err != nil {
 		return err
 	}
 	if !jobs.TensorBoardEnabled(job) {
 		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard: %w",
-			namespace, name, dashboard.ErrBadRequest)
+			namespace, name, ErrBadRequest)
 	}
 	return jobs.RequestTensorBoard(ctx, d.client, job, time.Now())
 }

@@ -1,7 +1,6 @@
-package cli
+package dashboard
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/dashboard"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -22,8 +20,8 @@ import (
 // Submit builds the job as tfk8s submit does (its flags, checked the same way, over
 // the manifest if any) in the request's namespace, and creates it, or has the API
 // server only validate it.
-func (d *dashboardCluster) Submit(ctx context.Context, req dashboard.SubmitRequest) (*dashboard.Submitted, error) {
-	job, err := dashboardJob(req)
+func (d *kubeCluster) Submit(ctx context.Context, req SubmitRequest) (*Submitted, error) {
+	job, err := FormJob(req)
 	if err != nil {
 		return nil, err
 	}
@@ -34,16 +32,16 @@ func (d *dashboardCluster) Submit(ctx context.Context, req dashboard.SubmitReque
 	if err := d.client.Create(ctx, job, opts...); err != nil {
 		return nil, fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 	}
-	var buf bytes.Buffer
-	if err := printObject(&buf, jobspec.ForPrinting(job), outputYAML); err != nil {
+	y, err := jobspec.YAML(job)
+	if err != nil {
 		return nil, err
 	}
-	return &dashboard.Submitted{Namespace: job.Namespace, Name: job.Name, YAML: buf.String()}, nil
+	return &Submitted{Namespace: job.Namespace, Name: job.Name, YAML: string(y)}, nil
 }
 
-// dashboardJob reads the form (or the YAML, with the form's fields over it) into the
+// FormJob is the job of a request of the submit page: it reads the form (or the YAML, with the form's fields over it) into the
 // job's parameters and builds the job of them, as render does.
-func dashboardJob(req dashboard.SubmitRequest) (*tfv1.TFJob, error) {
+func FormJob(req SubmitRequest) (*tfv1.TFJob, error) {
 	p, err := jobspec.FromForm(req.Flags, req.Command)
 	if err != nil {
 		return nil, err
@@ -65,7 +63,7 @@ func dashboardJob(req dashboard.SubmitRequest) (*tfv1.TFJob, error) {
 // Clone reads a past job as a new one to edit: its manifest, without the status
 // and the fields the API server sets, not suspended, named <name>-2 (or -3, ...);
 // and the form's flags for what they can say of it.
-func (d *dashboardCluster) Clone(ctx context.Context, namespace, name string) (*dashboard.SubmitRequest, error) {
+func (d *kubeCluster) Clone(ctx context.Context, namespace, name string) (*SubmitRequest, error) {
 	old, err := jobs.Get(ctx, d.client, namespace, name)
 	if err != nil {
 		return nil, err
@@ -74,11 +72,11 @@ func (d *dashboardCluster) Clone(ctx context.Context, namespace, name string) (*
 	job.Name, job.Namespace, job.Labels, job.Annotations = cloneName(name), namespace, old.Labels, old.Annotations
 	job.Spec = *old.Spec.DeepCopy()
 	job.Spec.RunPolicy.Suspend = nil
-	var buf bytes.Buffer
-	if err := printObject(&buf, job, outputYAML); err != nil {
+	y, err := jobspec.YAML(job)
+	if err != nil {
 		return nil, err
 	}
-	return &dashboard.SubmitRequest{Namespace: namespace, YAML: buf.String(), Flags: cloneFlags(job), Command: cloneCommand(job)}, nil
+	return &SubmitRequest{Namespace: namespace, YAML: string(y), Flags: cloneFlags(job), Command: cloneCommand(job)}, nil
 }
 
 // cloneName is name with its clone number raised: mnist → mnist-2 → mnist-3.

@@ -1,4 +1,4 @@
-package cli
+package notebook
 
 import (
 	"strings"
@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfk8s/tfk8s/internal/images"
-	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -27,7 +26,7 @@ func TestNotebookObjectsTakeTheCommandsDefaults(t *testing.T) {
 		{name: "bad cpu", cpu: "lots", wantErr: `--cpu "lots": not a quantity`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := notebook.Objects("a", "lab", tc.image, tc.cpu, "", storage.Config{Bucket: "b"}, "t")
+			objs, err := Objects("a", "lab", tc.image, tc.cpu, "", storage.Config{Bucket: "b"}, "t")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
