@@ -94,7 +94,7 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 		return err
 	}
 	if f.clusterEndpoint != "" {
-		cfg.Endpoint, cfg.Insecure = endpointScheme(f.clusterEndpoint, cfg.Insecure)
+		cfg.Endpoint, cfg.Insecure = jobs.EndpointScheme(f.clusterEndpoint, cfg.Insecure)
 	}
 	s.S3 = cfg
 	if s.Token, err = notebook.NewToken(); err != nil {

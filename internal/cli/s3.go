@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -53,16 +52,4 @@ func (o *rootOptions) localStorage() (*storage.Client, error) {
 		return nil, err
 	}
 	return storage.New(cfg)
-}
-
-// endpointScheme splits an endpoint given as a URL into host:port and whether it is
-// plain HTTP; a bare host:port keeps insecure.
-func endpointScheme(endpoint string, insecure bool) (string, bool) {
-	switch {
-	case strings.HasPrefix(endpoint, "http://"):
-		return strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/"), true
-	case strings.HasPrefix(endpoint, "https://"):
-		return strings.TrimSuffix(strings.TrimPrefix(endpoint, "https://"), "/"), false
-	}
-	return strings.TrimSuffix(endpoint, "/"), insecure
 }

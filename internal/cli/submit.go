@@ -180,7 +180,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		if err := jobs.RequireBucket(s.cfg); err != nil {
 			return nil, err
 		}
-		s.p.SecretName = storageSecretName(cmp.Or(s.p.Name, baseName(base)))
+		s.p.SecretName = jobs.StorageSecretName(cmp.Or(s.p.Name, baseName(base)))
 		if s.userSecret = f.storageSecret; s.userSecret != "" {
 			s.p.SecretName = s.userSecret
 		}
@@ -245,7 +245,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 		}
 	}
 	if s.userSecret != "" {
-		if err := checkStorageSecret(ctx, cs.Client, s.job.Namespace, s.userSecret); err != nil {
+		if err := jobs.CheckStorageSecret(ctx, cs.Client, s.job.Namespace, s.userSecret); err != nil {
 			return err
 		}
 	}
@@ -256,7 +256,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 				return fmt.Errorf("--resume-from %s: %w", s.p.ResumeFrom, err)
 			}
 		}
-		if err := checkResumeFrom(ctx, cs, c, s.job, s.p.ResumeFrom); err != nil {
+		if err := jobs.CheckResumeFrom(ctx, cs, c, s.job, s.p.ResumeFrom); err != nil {
 			return err
 		}
 	}
@@ -308,9 +308,9 @@ func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob
 // with the job. The Secret is deleted again if the job cannot be created.
 func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, cfg storage.Config, f *submitFlags) error {
 	var secret *corev1.Secret
-	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == storageSecretName(job.Name) {
+	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == jobs.StorageSecretName(job.Name) {
 		var err error
-		if secret, err = createStorageSecret(ctx, cs.Client, constructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
+		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.env.Out, "secret/%s created\n", secret.Name)
@@ -318,12 +318,12 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 	if err := cs.Client.Create(ctx, job); err != nil {
 		err = fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 		if secret != nil {
-			err = errors.Join(err, deleteOwnSecret(ctx, cs.Client, secret))
+			err = errors.Join(err, jobs.DeleteOwnSecret(ctx, cs.Client, secret))
 		}
 		return err
 	}
 	if secret != nil {
-		if err := ownSecret(ctx, cs.Client, secret, job); err != nil {
+		if err := jobs.OwnSecret(ctx, cs.Client, secret, job); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package jobs
 
 import (
 	"context"
@@ -13,41 +13,40 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// storageSecretName names the Secret that holds a job's S3 settings: one per job, so
+// StorageSecretName names the Secret that holds a job's S3 settings: one per job, so
 // that no two jobs share one, and none outlives its job (the job owns it).
-func storageSecretName(job string) string {
+func StorageSecretName(job string) string {
 	return job + "-storage"
 }
 
-// constructStorageSecret builds the Secret the agent of job reads its S3 settings
+// ConstructStorageSecret builds the Secret the agent of job reads its S3 settings
 // from. clusterEndpoint, when set, is the endpoint as pods reach it, if not as the CLI
 // does.
-func constructStorageSecret(namespace, job string, cfg storage.Config, clusterEndpoint string) *corev1.Secret {
+func ConstructStorageSecret(namespace, job string, cfg storage.Config, clusterEndpoint string) *corev1.Secret {
 	endpoint, insecure := cfg.Endpoint, cfg.Insecure
 	if clusterEndpoint != "" {
-		endpoint, insecure = endpointScheme(clusterEndpoint, cfg.Insecure)
+		endpoint, insecure = EndpointScheme(clusterEndpoint, cfg.Insecure)
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      storageSecretName(job),
+			Name:      StorageSecretName(job),
 			Namespace: namespace,
-			Labels:    map[string]string{jobs.LabelManagedBy: jobs.ManagedBy, tfv1.LabelJobName: job},
+			Labels:    map[string]string{LabelManagedBy: ManagedBy, tfv1.LabelJobName: job},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: jobs.SecretData(endpoint, insecure, cfg),
+		Data: SecretData(endpoint, insecure, cfg),
 	}
 }
 
-// checkStorageSecret checks the Secret of --storage-secret: it exists and holds the
+// CheckStorageSecret checks the Secret of --storage-secret: it exists and holds the
 // keys the job's pods cannot start without. A user who may not read Secrets (a
 // notebook's account) cannot check it, and the job's pods are left to read it.
-func checkStorageSecret(ctx context.Context, c client.Client, namespace, name string) error {
+func CheckStorageSecret(ctx context.Context, c client.Client, namespace, name string) error {
 	got := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, got)
 	switch {
@@ -72,11 +71,11 @@ func checkStorageSecret(ctx context.Context, c client.Client, namespace, name st
 	return nil
 }
 
-// createStorageSecret creates a job's Secret. One of the name already there is
+// CreateStorageSecret creates a job's Secret. One of the name already there is
 // replaced when it is stale: tfk8s's, and owned by no job that exists (left by a
 // deleted job of the same name that the garbage collector has not removed yet, or by a
 // submit interrupted before it created its job). Any other is an error.
-func createStorageSecret(ctx context.Context, c client.Client, want *corev1.Secret) (*corev1.Secret, error) {
+func CreateStorageSecret(ctx context.Context, c client.Client, want *corev1.Secret) (*corev1.Secret, error) {
 	created := want.DeepCopy()
 	err := c.Create(ctx, created)
 	if !apierrors.IsAlreadyExists(err) {
@@ -109,7 +108,7 @@ func createStorageSecret(ctx context.Context, c client.Client, want *corev1.Secr
 // checkStale returns nil if the existing Secret may be replaced, else an error that
 // says why not.
 func checkStale(ctx context.Context, c client.Client, s *corev1.Secret) error {
-	if s.Labels[jobs.LabelManagedBy] != jobs.ManagedBy {
+	if s.Labels[LabelManagedBy] != ManagedBy {
 		return fmt.Errorf("secret %s/%s exists and was not made by tfk8s: delete or rename it", s.Namespace, s.Name)
 	}
 	job := &tfv1.TFJob{}
@@ -136,10 +135,10 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return false
 }
 
-// ownSecret makes the job the owner of its Secret, so that the garbage collector
+// OwnSecret makes the job the owner of its Secret, so that the garbage collector
 // deletes the Secret with the job. A Secret gone meanwhile (a refused submit of the
 // same name deleting the one it made) is created again, owned.
-func ownSecret(ctx context.Context, c client.Client, secret *corev1.Secret, job *tfv1.TFJob) error {
+func OwnSecret(ctx context.Context, c client.Client, secret *corev1.Secret, job *tfv1.TFJob) error {
 	owner := metav1.OwnerReference{APIVersion: tfv1.GroupVersion.String(), Kind: "TFJob", Name: job.Name, UID: job.UID}
 	raced := func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)
@@ -165,12 +164,24 @@ func ownSecret(ctx context.Context, c client.Client, secret *corev1.Secret, job 
 	return nil
 }
 
-// deleteOwnSecret deletes the Secret this submit created, and only that one: not a
+// DeleteOwnSecret deletes the Secret this submit created, and only that one: not a
 // Secret of the same name that another submit made or took since.
-func deleteOwnSecret(ctx context.Context, c client.Client, created *corev1.Secret) error {
+func DeleteOwnSecret(ctx context.Context, c client.Client, created *corev1.Secret) error {
 	err := c.Delete(ctx, created, client.Preconditions{UID: &created.UID, ResourceVersion: &created.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting secret %s again: %w", created.Name, err)
 	}
 	return nil
+}
+
+// EndpointScheme splits an endpoint given as a URL into host:port and whether it is
+// plain HTTP; a bare host:port keeps insecure.
+func EndpointScheme(endpoint string, insecure bool) (string, bool) {
+	switch {
+	case strings.HasPrefix(endpoint, "http://"):
+		return strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/"), true
+	case strings.HasPrefix(endpoint, "https://"):
+		return strings.TrimSuffix(strings.TrimPrefix(endpoint, "https://"), "/"), false
+	}
+	return strings.TrimSuffix(endpoint, "/"), insecure
 }

@@ -1,4 +1,4 @@
-package cli
+package jobs
 
 import (
 	"context"
@@ -7,20 +7,19 @@ import (
 	"strings"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
-// checkResumeFrom makes sure that the earlier job a new one resumes from stored
+// CheckResumeFrom makes sure that the earlier job a new one resumes from stored
 // something to resume from: the manifest of at least one replica that the new job
 // has too (each replica restores from its namesake). If the earlier job still exists,
 // its own destination says where it stored.
-func checkResumeFrom(ctx context.Context, cs *clients, c *storage.Client, job *tfv1.TFJob, earlier string) error {
-	old, err := jobs.Get(ctx, cs.Client, job.Namespace, earlier)
-	var notFound *jobs.NotFoundError
+func CheckResumeFrom(ctx context.Context, cs *Clients, c *storage.Client, job *tfv1.TFJob, earlier string) error {
+	old, err := Get(ctx, cs.Client, job.Namespace, earlier)
+	var notFound *NotFoundError
 	switch {
 	case err == nil && old.Spec.Artifacts != nil:
-		job.Spec.Artifacts.ResumeFrom = jobs.ArtifactsBase(old).String()
+		job.Spec.Artifacts.ResumeFrom = ArtifactsBase(old).String()
 	case err == nil:
 		return fmt.Errorf("--resume-from %s: that job backs up nothing to S3: it has no spec.artifacts", earlier)
 	case !errors.As(err, &notFound):
@@ -30,10 +29,10 @@ func checkResumeFrom(ctx context.Context, cs *clients, c *storage.Client, job *t
 	if err != nil {
 		return fmt.Errorf("--resume-from %s: %w", earlier, err)
 	}
-	replicas := jobs.Replicas(job)
+	replicas := Replicas(job)
 	found := make([]bool, len(replicas))
 	errs := make([]error, len(replicas))
-	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
+	Parallel(len(replicas), MaxParallelReads, func(i int) {
 		found[i], errs[i] = c.Exists(ctx, prefix.Join(replicas[i], storage.ManifestName))
 	})
 	for i := range replicas {
