@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tfk8s/tfk8s/internal/forward"
 	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -55,7 +56,7 @@ func (o *rootOptions) serveForward(ctx context.Context, f forwardFlags, pod *cor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	addr, lost, err := startForward(ctx, cfg, pod.Namespace, pod.Name, port, local, o.env.ErrOut)
+	addr, lost, err := forward.Start(ctx, cfg, pod.Namespace, pod.Name, port, local, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("forwarding to %s: %w", title, err)
 	}
@@ -113,7 +114,7 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 		return err
 	}
 	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelNotebook: name}).String()
-	pod, err := readyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
+	pod, err := forward.ReadyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.Namespace, name, err)
 	}

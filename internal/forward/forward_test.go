@@ -1,4 +1,4 @@
-package cli
+package forward
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,42 +21,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/testutil"
 )
 
-// TestOpenBrowser: --open runs the platform's opener with the URL, and says what to
-// do when there is none.
-func TestOpenBrowser(t *testing.T) {
-	opener := browserOpener()
-	dir := t.TempDir()
-	got := filepath.Join(dir, "opened")
-	script := "#!/bin/sh\necho \"$1\" > " + got + ".tmp && mv " + got + ".tmp " + got + "\n"
-	if err := os.WriteFile(filepath.Join(dir, opener), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if err := openBrowser("http://127.0.0.1:41234/"); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, err := os.ReadFile(got)
-		if err == nil {
-			if string(data) != "http://127.0.0.1:41234/\n" {
-				t.Errorf("%s got %q, want the URL", opener, data)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not run within 10 s", opener)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-
-	t.Setenv("PATH", t.TempDir())
-	err := openBrowser("http://127.0.0.1:41234/")
-	if want := opener + " not found; open http://127.0.0.1:41234/ yourself"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("error %v, want one containing %q", err, want)
-	}
-}
-
 // TestForwardToPodRefusesBadLocalAddress: the local address is checked before any
 // request, with an error naming it.
 func TestForwardToPodRefusesBadLocalAddress(t *testing.T) {
@@ -66,9 +29,9 @@ func TestForwardToPodRefusesBadLocalAddress(t *testing.T) {
 		{"127.0.0.1:http", `local address "127.0.0.1:http": port "http" is not a number from 0 to 65535`},
 		{"127.0.0.1:70000", `local address "127.0.0.1:70000": port "70000" is not a number from 0 to 65535`},
 	} {
-		_, err := forwardToPod(context.Background(), &rest.Config{Host: "https://127.0.0.1:1"}, "ns", "pod", 6006, tc.addr, os.Stderr)
+		_, err := ToPod(context.Background(), &rest.Config{Host: "https://127.0.0.1:1"}, "ns", "pod", 6006, tc.addr, os.Stderr)
 		if err == nil || err.Error() != tc.want {
-			t.Errorf("forwardToPod(%q): %v, want %q", tc.addr, err, tc.want)
+			t.Errorf("ToPod(%q): %v, want %q", tc.addr, err, tc.want)
 		}
 	}
 }
@@ -96,7 +59,7 @@ func (p refusingPod) PortForward(ctx context.Context, _, _ string, _ int32, stre
 }
 
 // TestStartForwardSurvivesARefusedConnection: client-go drops a whole forward when one
-// connection is refused; startForward forwards again on the same local port, so a
+// connection is refused; Start forwards again on the same local port, so a
 // browser that reloads while TensorBoard restarts keeps its URL. The server speaks SPDY
 // only, as API servers before 1.31 did: the WebSocket dial falls back to it.
 func TestStartForwardSurvivesARefusedConnection(t *testing.T) {
@@ -117,7 +80,7 @@ func TestStartForwardSurvivesARefusedConnection(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var errOut testutil.SyncBuffer
-	addr, done, err := startForward(ctx, &rest.Config{Host: api.URL}, "ns", "tb", 6006, "127.0.0.1:0", &errOut)
+	addr, done, err := Start(ctx, &rest.Config{Host: api.URL}, "ns", "tb", 6006, "127.0.0.1:0", &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package cli
+// Package forward forwards a local port to a pod through the API server, as kubectl
+// port-forward does, and keeps the forward when the pod's server restarts: tfk8s
+// tensorboard and tfk8s notebook open reach their pods with it.
+package forward
 
 import (
 	"context"
@@ -7,13 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tfk8s/tfk8s/internal/jobs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
+
+	"github.com/tfk8s/tfk8s/internal/jobs"
 )
 
 const (
@@ -31,20 +33,20 @@ const (
 	forwardRetryDelay = time.Second
 )
 
-// forwardToPod forwards localAddr ("127.0.0.1:0" picks a port) to port of the pod, through the
+// ToPod forwards localAddr ("127.0.0.1:0" picks a port) to port of the pod, through the
 // API server; it returns the bound local address; the forward ends when ctx ends.
-func forwardToPod(ctx context.Context, cfg *rest.Config, namespace, pod string, port int32, localAddr string, errOut io.Writer) (net.Addr, error) {
-	addr, _, err := startForward(ctx, cfg, namespace, pod, port, localAddr, errOut)
+func ToPod(ctx context.Context, cfg *rest.Config, namespace, pod string, port int32, localAddr string, errOut io.Writer) (net.Addr, error) {
+	addr, _, err := Start(ctx, cfg, namespace, pod, port, localAddr, errOut)
 	return addr, err
 }
 
-// startForward is forwardToPod that also says when the forward ended before ctx: the
+// Start is ToPod that also says when the forward ended before ctx: the
 // API server or the pod went away, and dialling again failed forwardRetries times.
 //
 // A connection to a port nobody listens on makes client-go drop the whole forward
 // (kubectl port-forward exits), so a browser that reloads while the pod's server
 // restarts would end it; the forward is dialled again on the same local port instead.
-func startForward(ctx context.Context, cfg *rest.Config, namespace, pod string, port int32, localAddr string, errOut io.Writer) (net.Addr, <-chan error, error) {
+func Start(ctx context.Context, cfg *rest.Config, namespace, pod string, port int32, localAddr string, errOut io.Writer) (net.Addr, <-chan error, error) {
 	host, portText, err := net.SplitHostPort(localAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local address %q: %w", localAddr, err)
@@ -165,9 +167,9 @@ func (f podForward) keep(ctx context.Context, port uint16, ended <-chan error) e
 	}
 }
 
-// readyPod returns a Running and Ready pod of the namespace matching selector, waiting up to
+// ReadyPod returns a Running and Ready pod of the namespace matching selector, waiting up to
 // timeout for one (printing what it waits for to errOut); the error names what is missing.
-func readyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string, timeout time.Duration, errOut io.Writer) (*corev1.Pod, error) {
+func ReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string, timeout time.Duration, errOut io.Writer) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	said := ""
@@ -216,27 +218,4 @@ func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selec
 		return nil, "no pod yet", nil
 	}
 	return nil, strings.Join(states, "; "), nil
-}
-
-// browserOpener is the program that opens a URL in the user's browser on this system.
-func browserOpener() string {
-	if runtime.GOOS == "darwin" {
-		return "open"
-	}
-	return "xdg-open"
-}
-
-// openBrowser starts the user's browser on url (xdg-open / open), for --open.
-func openBrowser(url string) error {
-	opener := browserOpener()
-	path, err := exec.LookPath(opener)
-	if err != nil {
-		return fmt.Errorf("opening a browser: %s not found; open %s yourself", opener, url)
-	}
-	cmd := exec.Command(path, url)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("opening a browser with %s: %w", opener, err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
 }
