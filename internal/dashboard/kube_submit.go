@@ -134,6 +134,9 @@ func cloneFlags(job *tfv1.TFJob) map[string]string {
 	if rp.BackoffLimit != nil {
 		f["backoff-limit"] = strconv.Itoa(int(*rp.BackoffLimit))
 	}
+	if rp.ActiveDeadlineSeconds != nil {
+		f["active-deadline"] = (time.Duration(*rp.ActiveDeadlineSeconds) * time.Second).String()
+	}
 	if rp.TTLSecondsAfterFinished != nil {
 		f["ttl-after-finished"] = (time.Duration(*rp.TTLSecondsAfterFinished) * time.Second).String()
 	}

@@ -63,6 +63,7 @@ func TestCloneFlagsRebuildTheJob(t *testing.T) {
 	}
 	old.Spec.RunPolicy.BackoffLimit = ptr.To[int32](2)
 	old.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](3600)
+	old.Spec.RunPolicy.ActiveDeadlineSeconds = ptr.To[int64](7200)
 	job, err := FormJob(SubmitRequest{Namespace: "a", Flags: cloneFlags(old), Command: cloneCommand(old)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,8 @@ func TestCloneFlagsRebuildTheJob(t *testing.T) {
 	if d := cmp.Diff(old.Spec.TFReplicaSpecs, job.Spec.TFReplicaSpecs); d != "" {
 		t.Errorf("the rebuilt replicas (-old +rebuilt):\n%s", d)
 	}
-	if d := cmp.Diff([]any{int32(2), int32(3600)}, []any{*job.Spec.RunPolicy.BackoffLimit, *job.Spec.RunPolicy.TTLSecondsAfterFinished}); d != "" {
+	rp := job.Spec.RunPolicy
+	if d := cmp.Diff([]any{int32(2), int32(3600), int64(7200)}, []any{*rp.BackoffLimit, *rp.TTLSecondsAfterFinished, ptr.Deref(rp.ActiveDeadlineSeconds, 0)}); d != "" {
 		t.Errorf("the rebuilt run policy (-old +rebuilt):\n%s", d)
 	}
 }
