@@ -59,7 +59,7 @@ func (f *jobFiles) verify(ctx context.Context, dir string) (verification, error)
 	manifests := make([]*storage.Manifest, len(replicas))
 	errs := make([]error, len(replicas))
 	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
-		manifests[i], errs[i] = readManifestAt(ctx, f.s3, f.base.Join(replicas[i]+"/"))
+		manifests[i], errs[i] = storage.ReadManifest(ctx, f.s3, f.base.Join(replicas[i]+"/"))
 	})
 	v := verification{unverified: unverified}
 	var checks []func() string

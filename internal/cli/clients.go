@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tfk8s/tfk8s/internal/jobs"
-	"k8s.io/client-go/rest"
 )
 
 // clients reach the cluster named by the kubeconfig flags: -n, else the kubeconfig
@@ -21,12 +20,7 @@ func (o *rootOptions) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connect(cfg, ns)
-}
-
-// connect makes the clients of cfg's credentials, acting in namespace.
-func connect(cfg *rest.Config, namespace string) (*clients, error) {
-	return jobs.Connect(cfg, namespace)
+	return jobs.Connect(cfg, ns)
 }
 
 // namespace returns the namespace a command acts in: -n, else the kubeconfig

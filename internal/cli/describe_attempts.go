@@ -39,7 +39,7 @@ func (o *rootOptions) readAttempts(ctx context.Context, cs *clients, job *tfv1.T
 	out := make([]replicaAttempts, len(replicas))
 	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {
 		out[i].replica = replicas[i]
-		m, err := readManifestAt(ctx, c, base.Join(replicas[i]+"/"))
+		m, err := storage.ReadManifest(ctx, c, base.Join(replicas[i]+"/"))
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 		case err != nil:
