@@ -29,41 +29,17 @@ manifest, and names each one missing or different (exit code 1).`,
 	return cmd
 }
 
-// jobFiles is where a job's files are in S3.
-type jobFiles struct {
-	job  *tfv1.TFJob // nil once the job is deleted
-	cs   *clients
-	name string
-	// base is the job's prefix, <destination>/<namespace>/<job>/; at is the part of it
-	// the PATH argument names, base itself without one.
-	base, at storage.URI
-	s3       *storage.Client
-}
-
 // locateFiles finds the files of job args[0], under the path args[1] if given.
-func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobFiles, error) {
+func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobs.Files, error) {
 	cs, err := o.clients()
 	if err != nil {
 		return nil, err
 	}
-	job, base, c, err := o.storage().JobFiles(ctx, cs, args[0])
-	if err != nil {
-		return nil, err
-	}
-	at := base
+	path := ""
 	if len(args) == 2 {
-		at = base.Join(strings.TrimPrefix(args[1], "/"))
+		path = args[1]
 	}
-	return &jobFiles{job: job, cs: cs, name: args[0], base: base, at: at, s3: c}, nil
-}
-
-// none says that S3 has nothing where asked, and that the job does not exist if it
-// is gone.
-func (f *jobFiles) none() error {
-	if f.job == nil {
-		return fmt.Errorf("%w, and S3 has no files of it under %s", &jobs.NotFoundError{Namespace: f.cs.Namespace, Name: f.name}, f.at)
-	}
-	return fmt.Errorf("no files of tfjob %s under %s", f.name, f.at)
+	return o.storage().Locate(ctx, cs, args[0], path)
 }
 
 func newArtifactsListCommand(o *rootOptions) *cobra.Command {
@@ -78,17 +54,17 @@ func newArtifactsListCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			objs, err := files.s3.List(cmd.Context(), files.at)
+			objs, err := files.S3.List(cmd.Context(), files.At)
 			if err != nil {
 				return err
 			}
 			if len(objs) == 0 {
-				return files.none()
+				return files.None()
 			}
 			tw := newTabWriter(o.env.Out)
 			fmt.Fprintln(tw, "PATH\tSIZE\tMODIFIED")
 			for _, obj := range objs {
-				rel := strings.TrimPrefix(obj.URI.Key, files.base.Key)
+				rel := strings.TrimPrefix(obj.URI.Key, files.Base.Key)
 				fmt.Fprintf(tw, "%s\t%d\t%s\n", rel, obj.Size, obj.ModTime.UTC().Format("2006-01-02T15:04:05Z"))
 			}
 			return tw.Flush()
@@ -112,9 +88,9 @@ func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
 			if dir == "" {
 				dir = args[0]
 			}
-			stats, err := files.s3.DownloadPrefix(cmd.Context(), files.at, dir)
+			stats, err := files.S3.DownloadPrefix(cmd.Context(), files.At, dir)
 			if errors.Is(err, storage.ErrNotFound) {
-				return files.none()
+				return files.None()
 			}
 			if err != nil {
 				return err
@@ -122,12 +98,12 @@ func newArtifactsGetCommand(o *rootOptions) *cobra.Command {
 			abs, _ := filepath.Abs(dir)
 			fmt.Fprintf(o.env.Out, "%d files (%s) downloaded to %s, %d already there\n",
 				stats.Transferred, storage.FormatBytes(stats.Bytes), abs, stats.Files-stats.Transferred)
-			v, err := files.verify(cmd.Context(), dir)
+			v, err := files.Verify(cmd.Context(), dir)
 			if err != nil {
 				return err
 			}
-			running := files.job != nil && !jobs.ConditionTrue(files.job, tfv1.JobSucceeded) && !jobs.ConditionTrue(files.job, tfv1.JobFailed)
-			return v.report(o.env.Out, o.env.ErrOut, running)
+			running := files.Job != nil && !jobs.ConditionTrue(files.Job, tfv1.JobSucceeded) && !jobs.ConditionTrue(files.Job, tfv1.JobFailed)
+			return reportVerification(v, o.env.Out, o.env.ErrOut, running)
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "output", "o", "", "directory to download into (default ./JOB)")
