@@ -172,7 +172,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		return nil, err
 	}
 	s.usesStorage = a.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
-		(base != nil && base.Spec.Storage == nil && (base.Spec.Code != nil || len(base.Spec.Data) > 0 || base.Spec.Artifacts != nil))
+		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base))
 	if s.usesStorage {
 		if s.cfg, err = o.storageConfig(); err != nil {
 			return nil, err

@@ -152,8 +152,7 @@ func Build(base *tfv1.TFJob, p Values) (*tfv1.TFJob, error) {
 		return nil, err
 	}
 	if p.Queue != "" {
-		// Kueue's label, which the controller reads (controller.KueueQueueLabel).
-		metav1.SetMetaDataLabel(&job.ObjectMeta, "kueue.x-k8s.io/queue-name", p.Queue)
+		metav1.SetMetaDataLabel(&job.ObjectMeta, tfv1.LabelKueueQueue, p.Queue)
 	}
 	if job.Spec.Code != nil || job.Spec.Artifacts != nil {
 		for _, rt := range tfv1.ReplicaTypes {
