@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/agent"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

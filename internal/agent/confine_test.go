@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

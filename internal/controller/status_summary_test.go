@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestFailureOf checks what a failed pod's failure says: the container's exit code, the

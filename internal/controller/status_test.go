@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestJobArtifactsPrefixIsTheStorageLayout: the TensorBoard's mirror reads where the

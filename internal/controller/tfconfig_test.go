@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 func TestDashboardJob(t *testing.T) {

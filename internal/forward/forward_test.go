@@ -18,7 +18,7 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestForwardToPodRefusesBadLocalAddress: the local address is checked before any

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 func TestFormatBytes(t *testing.T) {

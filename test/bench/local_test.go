@@ -23,7 +23,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // pulledIn reads the duration out of the node's Pulled event, "Successfully pulled image

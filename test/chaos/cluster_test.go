@@ -23,7 +23,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // The chaos cluster has a network of its own, apart from the e2e tests'.

@@ -24,7 +24,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/logline"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // testDashboardCraftedLinks: a confirm page or notebook stop page asked for with a

@@ -16,7 +16,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // The dashboard's cluster has its own network, apart from the other suites'.

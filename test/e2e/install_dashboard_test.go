@@ -23,7 +23,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 

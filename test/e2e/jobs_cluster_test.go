@@ -20,7 +20,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/scheme"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // jobsCluster runs the CLI and reads jobs and pods on the test's cluster.

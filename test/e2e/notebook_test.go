@@ -24,7 +24,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // The notebook's cluster has its own network, apart from the other suites'.

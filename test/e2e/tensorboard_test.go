@@ -24,7 +24,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // tensorBoardEpochs is how many epochs the TensorBoard test's job trains: one point of

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // withScheduling sets the job's runPolicy.schedulingPolicy.

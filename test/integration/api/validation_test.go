@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // validJob is a chief + 2 PS + 3 workers job that every invalid case starts from.

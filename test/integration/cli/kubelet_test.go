@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // kubelet plays the kubelet: it writes the pod status a kubelet would.

@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/tfk8s/tfk8s/internal/testing/registryserver"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // loadCluster is a local cluster's state directory whose settings point at a real

@@ -25,7 +25,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestIgnoredGangFieldsAreNamed: on a controller with no gang scheduler, a job that

@@ -28,7 +28,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/scheme"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // Volcano's API module ships no CRD manifests: they are generated from its types.

@@ -12,7 +12,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestRetryDelayDoubles: a worker that keeps failing under ExitCode is re-created after

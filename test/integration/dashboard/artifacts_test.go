@@ -13,7 +13,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // storeArtifact uploads a file as the agent of job's worker-0 backs up the

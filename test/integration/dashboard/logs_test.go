@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestLogsOfEveryAttempt: the logs page shows a replica's current attempt, with

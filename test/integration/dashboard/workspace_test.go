@@ -14,7 +14,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 

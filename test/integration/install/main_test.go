@@ -17,7 +17,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	tfk8sscheme "github.com/tfk8s/tfk8s/internal/scheme"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // A TFJob in a Kueue queue is admitted as one Workload that asks quota for every

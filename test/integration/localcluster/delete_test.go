@@ -26,7 +26,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // The test clusters' network: neither the default one nor e2e's (10.249.0.0/24).

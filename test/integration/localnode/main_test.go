@@ -26,7 +26,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // The two nodes whose provisioners run through the suite.

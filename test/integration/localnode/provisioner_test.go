@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
-	"github.com/tfk8s/tfk8s/internal/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // annSelectedNode is where the scheduler writes the node it picked for a claim.
