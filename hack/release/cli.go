@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // cliPlatforms are the OS/architecture pairs the CLI is released for.
@@ -98,7 +98,7 @@ func writeArchive(archive, bin string) (int64, error) {
 func writeChecksums(path string, files []string) error {
 	var b strings.Builder
 	for _, file := range files {
-		sum, err := storage.FileSHA256(file)
+		sum, err := pack.FileSHA256(file)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // TestKrewManifestNamesTheArchives archives a binary per platform as the release
@@ -62,7 +62,7 @@ func TestKrewManifestNamesTheArchives(t *testing.T) {
 	for _, p := range plugin.Spec.Platforms {
 		got = append(got, p.Selector.MatchLabels["os"]+"/"+p.Selector.MatchLabels["arch"]+" "+p.URI)
 		archive := filepath.Join(dir, filepath.Base(p.URI))
-		actual, err := storage.FileSHA256(archive)
+		actual, err := pack.FileSHA256(archive)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestArchiveIsReproducible(t *testing.T) {
 		if _, err := writeArchive(filepath.Join(dir, name), bin); err != nil {
 			t.Fatal(err)
 		}
-		sum, err := storage.FileSHA256(filepath.Join(dir, name))
+		sum, err := pack.FileSHA256(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,6 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // version is the build's own version: change it when the way the images are made
@@ -150,7 +150,7 @@ func startCLI(o options) *cliBuild {
 		defer close(c.done)
 		bin, err := buildCLI(o.cli, o.cliLdflags, filepath.Join(o.cache, "cli", "tfk8s"))
 		if err == nil {
-			if c.sum, err = fileSHA256(bin); err != nil {
+			if c.sum, err = pack.FileSHA256(bin); err != nil {
 				err = fmt.Errorf("hashing the CLI: %w", err)
 			}
 		}
@@ -168,20 +168,6 @@ func (c *cliBuild) addTo(k *keys) error {
 	k.jupyter = hashOf(k.jupyterLayer, c.sum)
 	k.cliBinary = c.sum
 	return nil
-}
-
-// fileSHA256 is the hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // inputKeys reads the requirements to hash what each layer is made of; the CLI's part

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // pip runs from its wheel with the image's own python3, in a copy of the root file
@@ -190,7 +192,7 @@ func proxyEnv() []string {
 
 // fetchPip downloads pip's wheel to path unless it is there, checking its SHA-256.
 func fetchPip(path string) error {
-	if sum, err := fileSHA256(path); err == nil && sum == pipSHA256 {
+	if sum, err := pack.FileSHA256(path); err == nil && sum == pipSHA256 {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

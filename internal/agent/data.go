@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -88,7 +89,7 @@ func verifyData(src storage.URI, dir string, m *storage.DataManifest) error {
 		if err != nil {
 			return fail(ExitDigestMismatch, fmt.Errorf("data %s: file %s is listed in its manifest but was not fetched: %w", src, f.Path, err))
 		}
-		sum, err := storage.FileSHA256(local)
+		sum, err := pack.FileSHA256(local)
 		if err != nil {
 			return fail(ExitInternal, fmt.Errorf("verifying data file %s: %w", local, err))
 		}

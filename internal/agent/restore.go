@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -107,7 +108,7 @@ func (u *uploader) underPaths(p string) bool {
 // into place once its SHA-256 is the manifest's.
 func (u *uploader) restoreFile(ctx context.Context, src storage.URI, f storage.ManifestFile, stats *restoreStats) error {
 	if st, err := os.Lstat(f.Path); err == nil {
-		sum, _ := storage.FileSHA256(f.Path)
+		sum, _ := pack.FileSHA256(f.Path)
 		stats.mu.Lock()
 		defer stats.mu.Unlock()
 		if st.Size() == f.Size && sum == f.SHA256 {
@@ -136,7 +137,7 @@ func (u *uploader) restoreFile(ctx context.Context, src storage.URI, f storage.M
 	case err != nil:
 		return err
 	}
-	if sum, err := storage.FileSHA256(tmp); err != nil || sum != f.SHA256 {
+	if sum, err := pack.FileSHA256(tmp); err != nil || sum != f.SHA256 {
 		return skip(fmt.Sprintf("stored content (sha256 %s) is not the manifest's %s", sum, f.SHA256))
 	}
 	if err := os.Rename(tmp, f.Path); err != nil {

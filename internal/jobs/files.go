@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -134,7 +135,7 @@ func checkFile(local, name string, want storage.ManifestFile) string {
 	if st.Size() != want.Size {
 		return fmt.Sprintf("mismatched: %s: %d bytes, the manifest says %d", name, st.Size(), want.Size)
 	}
-	sum, err := storage.FileSHA256(local)
+	sum, err := pack.FileSHA256(local)
 	if err != nil {
 		return fmt.Sprintf("incomplete: %s: %v", name, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // DownloadPrefix copies the objects under the prefix src into dir, keeping their paths
@@ -95,7 +97,7 @@ func identical(local string, obj Object) bool {
 		return false
 	}
 	if obj.SHA256 != "" {
-		sum, err := FileSHA256(local)
+		sum, err := pack.FileSHA256(local)
 		return err == nil && sum == obj.SHA256
 	}
 	if len(obj.ETag) != 2*md5.Size || strings.Contains(obj.ETag, "-") {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/tfk8s/tfk8s/internal/pack"
 )
 
 // FileState is what SyncDir remembers of a file it uploaded.
@@ -201,7 +203,7 @@ func (c *Client) syncFile(ctx context.Context, path string, dst URI, state *Sync
 	if seen && prev.Size == st.Size() {
 		// Touched, racy or known from a manifest only: compare the content.
 		readStart := time.Now()
-		sum, err := FileSHA256(path)
+		sum, err := pack.FileSHA256(path)
 		if err != nil {
 			return -1, localError{err}
 		}
@@ -378,20 +380,6 @@ func regularOrLinkToRegular(path string, d fs.DirEntry) bool {
 	}
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
-}
-
-// FileSHA256 returns the hex SHA-256 of a file's content.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // forEach calls fn for 0..n-1 with syncParallelism goroutines. The first error cancels

@@ -135,7 +135,7 @@ func scanData(dir string) (DataSet, error) {
 func digestData(dir string, files []dataFile) (DataSet, error) {
 	d := DataSet{dir: dir, list: []DataFile{}}
 	for _, file := range files {
-		sum, err := FileSHA256(filepath.Join(dir, filepath.FromSlash(file.rel)))
+		sum, err := pack.FileSHA256(filepath.Join(dir, filepath.FromSlash(file.rel)))
 		if err != nil {
 			return DataSet{}, fmt.Errorf("reading --data %s: %w", dir, err)
 		}
