@@ -28,8 +28,9 @@ func (b builder) jupyterLayer(tf *layerFile) (*layerFile, error) {
 	p := b.pipPaths(b.o.jupyterRequirements)
 	p.layers = []string{tf.Path}
 	p.target = "/tmp/jupyter-site"
-	p.check = "import jupyterlab, jupyter_server, ipykernel; " +
-		"print('jupyterlab', jupyterlab.__version__, 'jupyter_server', jupyter_server.__version__, 'ipykernel', ipykernel.__version__)"
+	p.check = "import jupyterlab, jupyter_server, ipykernel, matplotlib; " +
+		"print('jupyterlab', jupyterlab.__version__, 'jupyter_server', jupyter_server.__version__, 'ipykernel', ipykernel.__version__, " +
+		"'matplotlib', matplotlib.__version__)"
 	p.data = true
 	return b.pipLayer("jupyter", b.jupyterKey, p, func(stage string) error { return addUser(p.root, stage) })
 }
