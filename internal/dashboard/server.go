@@ -35,6 +35,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 //go:embed templates/*.html
@@ -251,7 +253,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"age": age, "since": since, "lower": strings.ToLower,
 		"until": func(t time.Time) string { return since(time.Until(t)) },
 		"deref": func(b *bool) bool { return b != nil && *b },
-		"size":  formatSize,
+		"size":  storage.FormatBytes,
 		"list":  func(v ...string) []string { return v },
 		"gpus":  gpus,
 		"path":  pathEscape,

@@ -37,14 +37,6 @@ func TestObjections(t *testing.T) {
 	}
 }
 
-func TestFormatSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestSubmitPageTabs: the submit page renders its form and its YAML tab without
 // asking the cluster; a clone asks it, and its error is the page's.
 func TestSubmitPageTabs(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 )
 
 // artifactsData is the artifacts page: a job's stored files, by replica.
@@ -64,18 +63,4 @@ func (a *attachmentWriter) Write(p []byte) (int, error) {
 		a.start()
 	}
 	return a.st.Write(p)
-}
-
-// formatSize renders a file size as 1.2 MiB and the like.
-func formatSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // Deleted is what Delete removed.
@@ -29,7 +31,7 @@ func (d *Deleted) Print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "Deleted the local cluster in %s: removed %s (%s).\n",
-		d.Dir, strings.Join(d.Entries, ", "), formatSize(d.Bytes))
+		d.Dir, strings.Join(d.Entries, ", "), storage.FormatBytes(d.Bytes))
 	fmt.Fprintf(w, "The next tfk8s local up%s makes a new cluster: a new CA, new S3 keys, an empty etcd.\n", dirFlag(d.Dir))
 }
 

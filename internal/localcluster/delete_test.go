@@ -129,7 +129,7 @@ func TestRemoveStateDir(t *testing.T) {
 	}
 	var out bytes.Buffer
 	d.Print(&out)
-	if want := "Deleted the local cluster in " + dir + ": removed cluster, cluster.yaml, s3, s3.yaml (1.5 kB).\n"; !strings.HasPrefix(out.String(), want) {
+	if want := "Deleted the local cluster in " + dir + ": removed cluster, cluster.yaml, s3, s3.yaml (1.5 KiB).\n"; !strings.HasPrefix(out.String(), want) {
 		t.Errorf("printed %q, want it to start with %q", out.String(), want)
 	}
 

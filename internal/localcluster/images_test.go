@@ -163,14 +163,6 @@ func TestImageDirs(t *testing.T) {
 	}
 }
 
-func TestFormatSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 kB", 12_345_678: "12.3 MB", 2_500_000_000: "2.5 GB"} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // writeTar writes a tar of files (name → content) to path.
 func writeTar(t *testing.T, path string, files map[string]string) {
 	t.Helper()

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // localReference is ref in the cluster's registry at addr: the same repository path
@@ -44,7 +46,7 @@ func pushImage(ctx context.Context, img image, addr string, out io.Writer) error
 		return fmt.Errorf("pushing %s from %s: %w", displayName(img.ref), img.source, err)
 	}
 	fmt.Fprintf(out, "pushed %s as %s (digest %s, %s, %s sent, %.1fs)\n", displayName(img.ref), dst, digest,
-		formatSize(size), formatSize(sent.bytes.Load()), time.Since(start).Seconds())
+		storage.FormatBytes(size), storage.FormatBytes(sent.bytes.Load()), time.Since(start).Seconds())
 	return nil
 }
 
@@ -131,17 +133,4 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
 	r.n.Add(int64(n))
 	return n, err
-}
-
-// formatSize reads a byte count in decimal units: "0 B", "512 B", "12.3 MB".
-func formatSize(n int64) string {
-	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, units := float64(n)/1000, []string{"kB", "MB", "GB", "TB"}
-	i := 0
-	for f >= 1000 && i < len(units)-1 {
-		f, i = f/1000, i+1
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
 }

@@ -75,7 +75,8 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// FormatBytes renders a size as "512 B", "4.1 KiB", "1.0 GiB".
+// FormatBytes renders every size a user reads, as "512 B", "4.1 KiB", "1.0 GiB".
+// Binary units agree with the Mi and Gi of the Kubernetes quantities beside them.
 func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
