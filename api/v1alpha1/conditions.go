@@ -107,6 +107,25 @@ const (
 // value is the volume's name.
 const LabelVolume = "tfk8s.io/volume"
 
+// TrackingFinalizer keeps a pod until its outcome is recorded in the job's status, so
+// a finished replica is counted even when its pod is deleted before tfk8s sees it.
+const TrackingFinalizer = "tfk8s.io/tracking"
+
+// The workspace beside the jobs: a TensorBoard per job, notebooks per namespace. The
+// CLI and the dashboard find them by these labels.
+const (
+	// LabelTensorBoard is on a job's TensorBoard Deployment, Service and pod; its value
+	// is the job's name.
+	LabelTensorBoard = "tfk8s.io/tensorboard"
+	// AnnotationTensorBoardRequested, an RFC 3339 time on a job, asks the controller to
+	// keep (or bring back) the job's TensorBoard until its time to live has passed since
+	// then, even when the job finished long before: `tfk8s tensorboard` sets it.
+	AnnotationTensorBoardRequested = "tfk8s.io/tensorboard-requested-at"
+	// LabelNotebook is on a notebook's objects (Deployment, Service, claim, account);
+	// its value is the notebook's name.
+	LabelNotebook = "tfk8s.io/notebook"
+)
+
 // Kueue's labels on a TFJob and its Workload, as Kueue spells them: tfk8s speaks Kueue's
 // job-framework contract without importing Kueue's API module.
 const (

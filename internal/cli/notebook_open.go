@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/forward"
 	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -113,7 +114,7 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 	if err != nil {
 		return err
 	}
-	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelNotebook: name}).String()
+	selector := labels.SelectorFromSet(labels.Set{tfv1.LabelNotebook: name}).String()
 	pod, err := forward.ReadyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.Namespace, name, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/forward"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -57,7 +58,7 @@ func (o *rootOptions) openTensorBoard(ctx context.Context, name string, f forwar
 	if err := jobs.RequestTensorBoard(ctx, cs.Client, job, time.Now()); err != nil {
 		return err
 	}
-	selector := labels.SelectorFromSet(labels.Set{tfjob.LabelTensorBoard: name}).String()
+	selector := labels.SelectorFromSet(labels.Set{tfv1.LabelTensorBoard: name}).String()
 	pod, err := forward.ReadyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", cs.Namespace, name, err)

@@ -116,7 +116,7 @@ func withFailuresInARow(pod *corev1.Pod, n int32) *corev1.Pod {
 }
 
 // removeFinalizerPatch removes the tracking finalizer and leaves any other in place.
-var removeFinalizerPatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + tfjob.TrackingFinalizer + `"]}}`)
+var removeFinalizerPatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + tfv1.TrackingFinalizer + `"]}}`)
 
 // releasePods removes the tracking finalizer from pods, once their outcome is recorded.
 func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) error {

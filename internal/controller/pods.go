@@ -54,7 +54,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 			Namespace:       job.Namespace,
 			Labels:          labels,
 			Annotations:     tmpl.Annotations,
-			Finalizers:      []string{tfjob.TrackingFinalizer},
+			Finalizers:      []string{tfv1.TrackingFinalizer},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
 		},
 		Spec: tmpl.Spec,
@@ -152,7 +152,7 @@ func podKey(pod *corev1.Pod) (ReplicaKey, bool) {
 // hasFinalizer reports whether pod carries the tracking finalizer.
 func hasFinalizer(pod *corev1.Pod) bool {
 	for _, f := range pod.Finalizers {
-		if f == tfjob.TrackingFinalizer {
+		if f == tfv1.TrackingFinalizer {
 			return true
 		}
 	}

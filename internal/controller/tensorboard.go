@@ -72,14 +72,14 @@ func jobArtifactsPrefix(job *tfv1.TFJob) string {
 // the job-name label, by which the controller's cache holds them (the pod does not: the
 // job's headless Service selects by that label).
 func tensorBoardLabels(job *tfv1.TFJob) map[string]string {
-	return map[string]string{tfjob.LabelTensorBoard: job.Name}
+	return map[string]string{tfv1.LabelTensorBoard: job.Name}
 }
 
 func tensorBoardMeta(job *tfv1.TFJob) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            tfjob.TensorBoardName(job.Name),
 		Namespace:       job.Namespace,
-		Labels:          map[string]string{tfv1.LabelJobName: job.Name, tfjob.LabelTensorBoard: job.Name},
+		Labels:          map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelTensorBoard: job.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
 	}
 }
@@ -174,7 +174,7 @@ func tensorBoardExpiry(job *tfv1.TFJob, st *tfv1.TFJobStatus) time.Time {
 		ttl = time.Duration(*s) * time.Second
 	}
 	from := st.CompletionTime.Time
-	if t, err := time.Parse(time.RFC3339, job.Annotations[tfjob.AnnotationTensorBoardRequested]); err == nil && t.After(from) {
+	if t, err := time.Parse(time.RFC3339, job.Annotations[tfv1.AnnotationTensorBoardRequested]); err == nil && t.After(from) {
 		from = t
 	}
 	return from.Add(ttl)

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // SetSuspend sets spec.runPolicy.suspend with a merge patch of that field alone, so
@@ -35,12 +34,12 @@ func TensorBoardEnabled(job *tfv1.TFJob) bool {
 	return job.Spec.TensorBoard != nil && job.Spec.TensorBoard.Enabled
 }
 
-// RequestTensorBoard sets the job's tfjob.AnnotationTensorBoardRequested to now with a
+// RequestTensorBoard sets the job's tfv1.AnnotationTensorBoardRequested to now with a
 // merge patch of that annotation alone: the controller then keeps the TensorBoard, or
 // creates it again, for its time to live from now.
 func RequestTensorBoard(ctx context.Context, c client.Client, job *tfv1.TFJob, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		tfjob.AnnotationTensorBoardRequested: now.UTC().Format(time.RFC3339),
+		tfv1.AnnotationTensorBoardRequested: now.UTC().Format(time.RFC3339),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding the TensorBoard request: %w", err)

@@ -55,7 +55,7 @@ func S3Secret(name string) string    { return name + "-s3" }
 
 // notebookLabels are on every object of a notebook, and select its pod.
 func notebookLabels(name string) map[string]string {
-	return map[string]string{tfjob.LabelNotebook: name, jobs.LabelManagedBy: jobs.ManagedBy}
+	return map[string]string{tfv1.LabelNotebook: name, jobs.LabelManagedBy: jobs.ManagedBy}
 }
 
 // notebookMeta is the metadata of one of a notebook's objects.
@@ -173,7 +173,7 @@ func constructNotebookDeployment(s Spec) *appsv1.Deployment {
 		ObjectMeta: notebookMeta(s, s.name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{tfjob.LabelNotebook: s.name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{tfv1.LabelNotebook: s.name}},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -213,7 +213,7 @@ func constructNotebookService(s Spec) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: notebookMeta(s, s.name),
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{tfjob.LabelNotebook: s.name},
+			Selector: map[string]string{tfv1.LabelNotebook: s.name},
 			Ports: []corev1.ServicePort{{Name: "http", Port: tfjob.NotebookPort, Protocol: corev1.ProtocolTCP,
 				TargetPort: intstr.FromString("http")}},
 		},

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // DefaultName is the name of a notebook when none is given: one per namespace is
@@ -160,7 +160,7 @@ func applyObject(ctx context.Context, c client.Client, notebook string, obj clie
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 		return fmt.Errorf("reading %s %s: %w", kind, obj.GetName(), err)
 	}
-	if got.GetLabels()[tfjob.LabelNotebook] != notebook {
+	if got.GetLabels()[tfv1.LabelNotebook] != notebook {
 		return fmt.Errorf("%s %s/%s exists and is not notebook %s's: delete it or name the notebook otherwise",
 			kind, obj.GetNamespace(), obj.GetName(), notebook)
 	}

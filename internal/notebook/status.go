@@ -43,7 +43,7 @@ func Status(ctx context.Context, c client.Client, namespace, name string) (State
 	dep := &appsv1.Deployment{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, dep)
 	switch {
-	case err == nil && dep.Labels[tfjob.LabelNotebook] == name:
+	case err == nil && dep.Labels[tfv1.LabelNotebook] == name:
 		st.Running, st.Created = true, dep.CreationTimestamp
 		st.State, err = podState(ctx, c, namespace, name)
 		return st, err
@@ -53,7 +53,7 @@ func Status(ctx context.Context, c client.Client, namespace, name string) (State
 	pvc := &corev1.PersistentVolumeClaim{}
 	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: HomeClaim(name)}, pvc)
 	// A claim being deleted (stop --delete-home) is no longer a stopped notebook.
-	if err == nil && pvc.Labels[tfjob.LabelNotebook] == name && pvc.DeletionTimestamp == nil {
+	if err == nil && pvc.Labels[tfv1.LabelNotebook] == name && pvc.DeletionTimestamp == nil {
 		st.State, st.Created = notebookStopped, pvc.CreationTimestamp
 		return st, nil
 	}
@@ -69,7 +69,7 @@ var ErrNoNotebook = errors.New("no such notebook")
 // podState is Running when a pod of the notebook serves, else Starting and why.
 func podState(ctx context.Context, c client.Client, namespace, name string) (string, error) {
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{tfjob.LabelNotebook: name}); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelNotebook: name}); err != nil {
 		return "", fmt.Errorf("listing the pods of notebook %s: %w", name, err)
 	}
 	why := "no pod yet"
@@ -85,7 +85,7 @@ func podState(ctx context.Context, c client.Client, namespace, name string) (str
 // List returns the state of each notebook of the namespace, by name: those
 // with a Deployment or a home claim.
 func List(ctx context.Context, c client.Client, namespace string) ([]State, error) {
-	selector := client.HasLabels{tfjob.LabelNotebook}
+	selector := client.HasLabels{tfv1.LabelNotebook}
 	deps := &appsv1.DeploymentList{}
 	if err := c.List(ctx, deps, client.InNamespace(namespace), selector); err != nil {
 		return nil, fmt.Errorf("listing notebooks: %w", err)
@@ -96,10 +96,10 @@ func List(ctx context.Context, c client.Client, namespace string) ([]State, erro
 	}
 	var names []string
 	for _, d := range deps.Items {
-		names = append(names, d.Labels[tfjob.LabelNotebook])
+		names = append(names, d.Labels[tfv1.LabelNotebook])
 	}
 	for _, p := range claims.Items {
-		names = append(names, p.Labels[tfjob.LabelNotebook])
+		names = append(names, p.Labels[tfv1.LabelNotebook])
 	}
 	slices.Sort(names)
 	var states []State
@@ -140,7 +140,7 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 	for _, obj := range objs {
 		kind := kindOf(c, obj)
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) || (err == nil && obj.GetLabels()[tfjob.LabelNotebook] != name) {
+		if apierrors.IsNotFound(err) || (err == nil && obj.GetLabels()[tfv1.LabelNotebook] != name) {
 			continue
 		}
 		if err == nil {

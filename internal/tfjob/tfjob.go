@@ -23,9 +23,6 @@ const (
 	PortName = "tfjob-port"
 	// DefaultPort is TensorFlow's port when no container port is named PortName.
 	DefaultPort int32 = 2222
-	// TrackingFinalizer keeps a pod until its outcome is recorded in the job's status, so
-	// a finished replica is counted even when its pod is deleted before tfk8s sees it.
-	TrackingFinalizer = "tfk8s.io/tracking"
 	// EnvTFConfig is the environment variable holding the cluster spec.
 	EnvTFConfig = "TF_CONFIG"
 	// DefaultCodePath is where the code is unpacked, and the command's working directory.
@@ -192,21 +189,11 @@ func Terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	return s.LastTerminationState.Terminated
 }
 
-// The workspace beside the jobs: a TensorBoard per job, notebooks per namespace. The
-// CLI and the dashboard find them by these names and labels.
+// The ports of the workspace beside the jobs: a TensorBoard per job, notebooks per
+// namespace. Their labels are in the API package.
 const (
-	// LabelTensorBoard is on a job's TensorBoard Deployment, Service and pod; its value
-	// is the job's name.
-	LabelTensorBoard = "tfk8s.io/tensorboard"
-	// AnnotationTensorBoardRequested, an RFC 3339 time on a job, asks the controller to
-	// keep (or bring back) the job's TensorBoard until its time to live has passed since
-	// then, even when the job finished long before: `tfk8s tensorboard` sets it.
-	AnnotationTensorBoardRequested = "tfk8s.io/tensorboard-requested-at"
 	// TensorBoardPort is the port TensorBoard serves on, in its pod and its Service.
 	TensorBoardPort int32 = 6006
-	// LabelNotebook is on a notebook's objects (Deployment, Service, claim, account);
-	// its value is the notebook's name.
-	LabelNotebook = "tfk8s.io/notebook"
 	// NotebookPort is the port JupyterLab serves on, in its pod and its Service.
 	NotebookPort int32 = 8888
 )

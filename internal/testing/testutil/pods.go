@@ -59,7 +59,7 @@ func (w *PodWrapper) Reason(reason string) *PodWrapper {
 
 // Finalizer adds the controller's tracking finalizer.
 func (w *PodWrapper) Finalizer() *PodWrapper {
-	w.Finalizers = append(w.Finalizers, tfjob.TrackingFinalizer)
+	w.Finalizers = append(w.Finalizers, tfv1.TrackingFinalizer)
 	return w
 }
 

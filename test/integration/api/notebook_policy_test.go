@@ -17,7 +17,6 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/scheme"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // notebookAccount makes a ServiceAccount labelled as a notebook's, as tfk8s notebook
@@ -28,7 +27,7 @@ func notebookAccount(t *testing.T, ns, name string, label bool) client.Client {
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	if label {
-		sa.Labels = map[string]string{tfjob.LabelNotebook: name}
+		sa.Labels = map[string]string{tfv1.LabelNotebook: name}
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{tfv1.GroupVersion.Group}, Resources: []string{"tfjobs"}, Verbs: []string{"create", "get", "patch", "update"}},

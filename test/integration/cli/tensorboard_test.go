@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tfk8s/tfk8s/internal/tfjob"
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
 // TestTensorBoard: tfk8s tensorboard refuses a job without a TensorBoard and says how
@@ -32,8 +32,8 @@ func TestTensorBoard(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Errorf("want an error %q:\n%s", want, r)
 		}
-		if a := f.getJob("plain").Annotations[tfjob.AnnotationTensorBoardRequested]; a != "" {
-			t.Errorf("a refused job was annotated %s=%s", tfjob.AnnotationTensorBoardRequested, a)
+		if a := f.getJob("plain").Annotations[tfv1.AnnotationTensorBoardRequested]; a != "" {
+			t.Errorf("a refused job was annotated %s=%s", tfv1.AnnotationTensorBoardRequested, a)
 		}
 	})
 
@@ -61,15 +61,15 @@ func TestTensorBoard(t *testing.T) {
 		if r.code == 0 || !want.MatchString(r.stderr) {
 			t.Errorf("want an error matching %s:\n%s", want, r)
 		}
-		requested, err := time.Parse(time.RFC3339, f.getJob("mnist").Annotations[tfjob.AnnotationTensorBoardRequested])
+		requested, err := time.Parse(time.RFC3339, f.getJob("mnist").Annotations[tfv1.AnnotationTensorBoardRequested])
 		if err != nil || requested.Before(before) || requested.After(time.Now()) {
-			t.Errorf("annotation %s = %v (%v), want the time of the command", tfjob.AnnotationTensorBoardRequested, requested, err)
+			t.Errorf("annotation %s = %v (%v), want the time of the command", tfv1.AnnotationTensorBoardRequested, requested, err)
 		}
 	})
 
 	t.Run("UnreadyPodNamedInTheTimeout", func(t *testing.T) {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "mnist-tensorboard-x", Namespace: f.ns, Labels: map[string]string{tfjob.LabelTensorBoard: "mnist"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "mnist-tensorboard-x", Namespace: f.ns, Labels: map[string]string{tfv1.LabelTensorBoard: "mnist"}},
 			Spec: corev1.PodSpec{
 				NodeName:                      "node-a",
 				TerminationGracePeriodSeconds: ptr.To[int64](0),

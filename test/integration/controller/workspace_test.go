@@ -163,7 +163,7 @@ func TestTensorBoardLivesWithTheJobAndItsTTL(t *testing.T) {
 	t.Logf("finished at %v; TensorBoard deleted, as announced for %v", gone.Status.CompletionTime, done.Status.TensorBoard.ExpiresAt)
 
 	patch := client.MergeFrom(gone.DeepCopy())
-	metav1.SetMetaDataAnnotation(&gone.ObjectMeta, tfjob.AnnotationTensorBoardRequested, time.Now().UTC().Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&gone.ObjectMeta, tfv1.AnnotationTensorBoardRequested, time.Now().UTC().Format(time.RFC3339))
 	if err := k8sClient.Patch(ctx, gone, patch); err != nil {
 		t.Fatal(err)
 	}

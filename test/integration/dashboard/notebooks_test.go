@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/notebook"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // essence is what a notebook's object is made of, without what the API server adds
@@ -58,7 +58,7 @@ func notebookObjectsIn(t *testing.T, ns string) []string {
 		&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{},
 		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
 	} {
-		if err := k8sClient.List(context.Background(), list, client.InNamespace(ns), client.HasLabels{tfjob.LabelNotebook}); err != nil {
+		if err := k8sClient.List(context.Background(), list, client.InNamespace(ns), client.HasLabels{tfv1.LabelNotebook}); err != nil {
 			t.Fatal(err)
 		}
 		items, err := meta.ExtractList(list)

@@ -15,19 +15,18 @@ import (
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// requestedAt is the job's tfjob.AnnotationTensorBoardRequested, zero if none.
+// requestedAt is the job's tfv1.AnnotationTensorBoardRequested, zero if none.
 func requestedAt(t *testing.T, ns, name string) time.Time {
 	t.Helper()
-	v, ok := getJob(t, ns, name).Annotations[tfjob.AnnotationTensorBoardRequested]
+	v, ok := getJob(t, ns, name).Annotations[tfv1.AnnotationTensorBoardRequested]
 	if !ok {
 		return time.Time{}
 	}
 	at, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		t.Fatalf("annotation %s=%q: %v", tfjob.AnnotationTensorBoardRequested, v, err)
+		t.Fatalf("annotation %s=%q: %v", tfv1.AnnotationTensorBoardRequested, v, err)
 	}
 	return at
 }
@@ -57,15 +56,15 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if err := browser.Submit(ctx, "#tensorboard-reopen"); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "the job page's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
+	testutil.Eventually(t, "the job page's button sets "+tfv1.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
 		return !requestedAt(t, ns, "tb").IsZero(), nil
 	})
 	if at := requestedAt(t, ns, "tb"); at.Before(before) || at.After(time.Now()) {
-		t.Errorf("after the job page's button, %s is %v, want between %v and now", tfjob.AnnotationTensorBoardRequested, at, before)
+		t.Errorf("after the job page's button, %s is %v, want between %v and now", tfv1.AnnotationTensorBoardRequested, at, before)
 	}
 
 	// The workspace's button sets it again, once it was taken away.
-	patch := []byte(`{"metadata":{"annotations":{"` + tfjob.AnnotationTensorBoardRequested + `":null}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + tfv1.AnnotationTensorBoardRequested + `":null}}}`)
 	if err := k8sClient.Patch(context.Background(), getJob(t, ns, "tb"), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if err := browser.Submit(ctx, `tr.tensorboard[data-job="tb"] button.reopen`); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "the workspace's button sets "+tfjob.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
+	testutil.Eventually(t, "the workspace's button sets "+tfv1.AnnotationTensorBoardRequested, func(context.Context) (bool, error) {
 		return !requestedAt(t, ns, "tb").IsZero(), nil
 	})
 
@@ -93,7 +92,7 @@ func TestReopenTensorBoardSetsTheAnnotation(t *testing.T) {
 	if text, _ := browser.Text(ctx, "main"); !strings.Contains(text, "400") || !strings.Contains(text, "spec.tensorboard.enabled is false") {
 		t.Errorf("re-opening the TensorBoard of a job without one: %q, want 400 naming spec.tensorboard.enabled", text)
 	}
-	if _, ok := getJob(t, ns, "plain").Annotations[tfjob.AnnotationTensorBoardRequested]; ok {
+	if _, ok := getJob(t, ns, "plain").Annotations[tfv1.AnnotationTensorBoardRequested]; ok {
 		t.Errorf("a job without a TensorBoard was annotated")
 	}
 	if n := strings.Count(audit.String(), fmt.Sprintf(`action=tensorboard tfjob=%s/tb remote=`, ns)); n != 2 {

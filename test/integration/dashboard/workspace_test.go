@@ -15,7 +15,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // createNotebookObjects creates what tfk8s notebook start leaves of a notebook: a
@@ -23,14 +22,14 @@ import (
 // one's home claim alone.
 func createNotebookObjects(t *testing.T, ns, running, stopped string) {
 	t.Helper()
-	labels := map[string]string{tfjob.LabelNotebook: running}
+	labels := map[string]string{tfv1.LabelNotebook: running}
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: running, Labels: labels}, Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "jupyter", Image: "jupyter"}}}},
 		}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stopped + "-home", Labels: map[string]string{tfjob.LabelNotebook: stopped}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stopped + "-home", Labels: map[string]string{tfv1.LabelNotebook: stopped}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
 	}
