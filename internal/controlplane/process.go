@@ -10,9 +10,6 @@ import (
 // stopGrace is how long a component has to stop after SIGTERM, before SIGKILL.
 const stopGrace = 10 * time.Second
 
-// FreePorts reserves n distinct free TCP ports on 127.0.0.1; see proc.FreePorts.
-func FreePorts(n int) ([]int, error) { return proc.FreePorts(n) }
-
 // start starts the component name from binDir. A detached control plane adopts the
 // component instead if its pid file names a live process, and starts it detached if
 // not.

@@ -15,6 +15,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -120,7 +121,7 @@ type measuredController struct {
 }
 
 func startMeasuredController(b *testing.B, cp *controlplane.ControlPlane, env []string, args ...string) *measuredController {
-	ports, err := controlplane.FreePorts(1)
+	ports, err := proc.FreePorts(1)
 	if err != nil {
 		b.Fatal(err)
 	}

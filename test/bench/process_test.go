@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // The controller as a process of its own, and the CPU time of every process.
@@ -38,7 +39,7 @@ func startControllerProcess(cp *controlplane.ControlPlane, env []string, args ..
 	cmd.Env = append(os.Environ(), env...)
 	var pprofAddr string
 	if os.Getenv("TFK8S_BENCH_PPROF") != "" {
-		ports, err := controlplane.FreePorts(1)
+		ports, err := proc.FreePorts(1)
 		if err != nil {
 			return nil, err
 		}

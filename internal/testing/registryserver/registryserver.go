@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 )
 
@@ -68,7 +69,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("registry not found in %s: run make tools, or set TFK8S_BIN", binDir)
 	}
-	ports, err := controlplane.FreePorts(1)
+	ports, err := proc.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

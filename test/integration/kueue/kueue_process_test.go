@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 )
 
@@ -52,7 +53,7 @@ func startKueue(ctx context.Context, cp *controlplane.ControlPlane, c client.Cli
 	if err := storeKueueCerts(ctx, c, certDir, certs); err != nil {
 		return nil, fmt.Errorf("storing Kueue's certificates: %w", err)
 	}
-	ports, err := controlplane.FreePorts(3)
+	ports, err := proc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
