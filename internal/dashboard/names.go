@@ -3,7 +3,6 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -67,7 +66,3 @@ func checkNames(r *http.Request) error {
 	}
 	return nil
 }
-
-// pathEscape escapes a value for one segment of a URL's path. Names are checked
-// before they reach a page; this keeps a link whole should one ever slip through.
-func pathEscape(s string) string { return url.PathEscape(s) }

@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -256,7 +257,9 @@ func parsePages() (map[string]*template.Template, error) {
 		"size":  storage.FormatBytes,
 		"list":  func(v ...string) []string { return v },
 		"gpus":  gpus,
-		"path":  pathEscape,
+		// Names are checked before they reach a page; escaping keeps a link whole
+		// should one ever slip through.
+		"path": url.PathEscape,
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace", "notebookstop"} {
