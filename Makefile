@@ -275,7 +275,7 @@ test-unit:
 # Each fuzz target for FUZZTIME, one after another (go test runs one fuzz target at a
 # time); make test runs their seed corpora and testdata/fuzz as ordinary tests.
 FUZZTIME ?= 60s
-FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/cli \
+FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/jobspec \
 	FuzzUnpack:./internal/pack FuzzCompose:./internal/tfconfig FuzzANSISegments:./internal/dashboard
 
 .PHONY: fuzz
