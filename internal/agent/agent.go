@@ -27,7 +27,9 @@
 //     TFK8S_FINAL_UPLOAD_TIMEOUT (default 100s) of SIGTERM or of the exit, to
 //     <TFK8S_ARTIFACTS_DESTINATION>/<TFK8S_NAMESPACE>/<TFK8S_JOB_NAME>/<TFK8S_REPLICA>/
 //     artifacts/<path> and .../attempts/<n>/logs/<container>.log, then the attempt's
-//     record and manifest.json (see storage's layout.go);
+//     record and manifest.json (see storage's layout.go); and reads the TensorFlow
+//     event files among the artifacts as they grow, storing their step and scalars
+//     in .../progress.json when they changed (progress.go);
 //  6. once the command has exited, ends what it left running (SIGTERM, then SIGKILL
 //     after TFK8S_CHILD_GRACE): the agent is a child subreaper, so even a daemon that
 //     left the process group is found, and no orphan stays a zombie;

@@ -31,6 +31,7 @@ type uploader struct {
 	logOffset int64
 	meta      storage.Manifest
 	log       *logger
+	progress  *progressRecorder
 
 	mu            sync.Mutex // one sync at a time; guards what follows
 	state         *storage.SyncState
@@ -48,24 +49,26 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 	if err != nil {
 		return nil, err
 	}
+	base := storage.ReplicaPrefix(dest, cfg.Namespace, cfg.JobName, cfg.Replica)
 	return &uploader{
 		client:    c,
-		base:      storage.ReplicaPrefix(dest, cfg.Namespace, cfg.JobName, cfg.Replica),
+		base:      base,
 		paths:     cfg.ArtifactsPaths,
 		logFile:   cfg.LogFile(),
 		logOffset: logOffset,
 		meta:      storage.Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
 		log:       log,
+		progress:  newProgressRecorder(base, cfg.ArtifactsPaths, log),
 		state:     storage.NewSyncState(),
 		carried:   map[string]storage.ManifestFile{},
 		attempt:   storage.Attempt{Pod: cfg.PodName, PodUID: cfg.PodUID, Container: cfg.ContainerName},
 	}, nil
 }
 
-// sync uploads the changed artifact files and the log, then, when final, the attempt's
-// record, then the manifest if anything changed or final is set; the manifest says
-// Final only if everything before it was stored. A nil exitCode means the command is
-// still running.
+// sync uploads the changed artifact files, the progress record if the summaries among
+// them changed it, and the log, then, when final, the attempt's record, then the
+// manifest if anything changed or final is set; the manifest says Final only if
+// everything before it was stored. A nil exitCode means the command is still running.
 func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -79,6 +82,7 @@ func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 		total.Bytes += stats.Bytes
 		errs = append(errs, err)
 	}
+	errs = append(errs, u.progress.record(ctx, u.client, u.state.Files()))
 	if final {
 		u.log.Printf("uploading artifacts and log to %s", u.base)
 	}

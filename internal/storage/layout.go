@@ -27,11 +27,15 @@ import (
 //	    an Attempt: when attempt n ran, in which pod, and how it ended
 //	<destination>/<namespace>/<job>/<replica>/manifest.json
 //	    every file stored so far, of every attempt, with its size and SHA-256
+//	<destination>/<namespace>/<job>/<replica>/progress.json
+//	    a tfevents.Progress: the step and scalars of the event files stored so far
 const (
 	// ManifestName is the replica's manifest, written after the files it lists.
 	ManifestName = "manifest.json"
 	// AttemptRecordName is an attempt's record, in its attempt prefix.
 	AttemptRecordName = "attempt.json"
+	// ProgressName is the replica's progress record, rewritten as its summaries grow.
+	ProgressName = "progress.json"
 )
 
 // JobPrefix is where a job's replicas store: <destination>/<namespace>/<job>/.
