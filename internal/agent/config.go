@@ -22,7 +22,7 @@ import (
 
 // Defaults of the settings that have one.
 const (
-	DefaultArtifactsInterval  = 60 * time.Second
+	DefaultArtifactsInterval  = tfjob.DefaultArtifactsInterval
 	DefaultLogDir             = "/tfk8s/logs"
 	DefaultFinalUploadTimeout = 100 * time.Second
 	DefaultNamespace          = "default"

@@ -8,6 +8,7 @@ package tfjob
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -90,6 +91,10 @@ const (
 	// SIGTERM and SIGKILL once it has exited.
 	EnvChildGrace = "TFK8S_CHILD_GRACE"
 )
+
+// DefaultArtifactsInterval is the time between the agent's uploads when the job sets
+// none: how stale the front ends' figures of a running job may be.
+const DefaultArtifactsInterval = 60 * time.Second
 
 // TaskType is a replica type as TensorFlow names it in TF_CONFIG: worker, ps, chief.
 func TaskType(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }

@@ -1,0 +1,72 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/s3server"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
+)
+
+func TestProgressPrefersTheLeadReplica(t *testing.T) {
+	srv := s3server.Start(t)
+	c := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job := &tfv1.TFJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team"},
+		Spec: tfv1.TFJobSpec{
+			TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+				tfv1.ReplicaTypeChief:     {Replicas: ptr.To[int32](1)},
+				tfv1.ReplicaTypeWorker:    {Replicas: ptr.To[int32](2)},
+				tfv1.ReplicaTypeEvaluator: {Replicas: ptr.To[int32](1)},
+			},
+			Artifacts: &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"},
+		},
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	put := func(replica string, step int64, updated time.Time) {
+		t.Helper()
+		b, err := json.Marshal(&tfevents.Progress{Step: step, Updated: updated, Scalars: map[string]tfevents.Last{"logs/train/loss": {Step: step, Value: 0.5}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := storage.ReplicaPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, "team", "mnist", replica).Join(storage.ProgressName)
+		if err := c.PutObject(ctx, u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(wantReplica string, wantStep int64) {
+		t.Helper()
+		p, err := Progress(ctx, c, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case wantReplica == "" && p != nil:
+			t.Errorf("progress of %s, want none", p.Replica)
+		case wantReplica != "" && (p == nil || p.Replica != wantReplica || p.Step != wantStep):
+			t.Errorf("progress %+v, want %s's at step %d", p, wantReplica, wantStep)
+		}
+	}
+
+	check("", 0)
+	put("worker-1", 30, t0)
+	put("evaluator-0", 20, t0.Add(time.Minute))
+	check("evaluator-0", 20) // the one updated last
+	put("worker-0", 10, t0)
+	check("worker-0", 10)
+	put("chief-0", 5, t0)
+	check("chief-0", 5)
+
+	job.Spec.Artifacts = nil
+	check("", 0)
+}
