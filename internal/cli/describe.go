@@ -46,23 +46,25 @@ and the TF_CONFIG of one replica (--replica, default the first), read from its p
 			if err != nil {
 				return err
 			}
-			attempts, attemptsErr := o.readAttempts(ctx, cs, job)
-			return describeJob(o.env.Out, job, pods, events, jobAttempts{attempts, attemptsErr}, replica, time.Now())
+			return describeJob(o.env.Out, job, pods, events, o.readStored(ctx, cs, job), replica, time.Now())
 		},
 	}
 	cmd.Flags().StringVar(&replica, "replica", "", "replica whose TF_CONFIG to show, e.g. worker-0 (default: the first)")
 	return cmd
 }
 
-// jobAttempts are the attempts of a job's replicas, as read from S3.
-type jobAttempts struct {
-	replicas []replicaAttempts
-	err      error
+// fromS3 is what describe reads of a job from S3: its replicas' attempts, and its
+// progress; each with the error that kept it from being read.
+type fromS3 struct {
+	replicas    []replicaAttempts
+	err         error
+	progress    *jobs.JobProgress
+	progressErr error
 }
 
-// describeJob writes the description of a job, its pods, its replicas' attempts and
-// its events.
-func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, attempts jobAttempts, replica string, now time.Time) error {
+// describeJob writes the description of a job, its pods, its replicas' attempts, its
+// progress and its events.
+func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, stored fromS3, replica string, now time.Time) error {
 	tw := newTabWriter(w)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
 	field("Name", job.Name)
@@ -107,8 +109,13 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := describeAttempts(w, attempts.replicas, attempts.err, now); err != nil {
+	if err := describeAttempts(w, stored.replicas, stored.err, now); err != nil {
 		return err
+	}
+	if job.Spec.Artifacts != nil {
+		if err := describeProgress(w, job, stored.progress, stored.progressErr, now); err != nil {
+			return err
+		}
 	}
 
 	fmt.Fprintln(tw, "Conditions:")

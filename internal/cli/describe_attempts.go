@@ -23,17 +23,26 @@ type replicaAttempts struct {
 	err error
 }
 
-// readAttempts reads the attempts of every replica of the job from the replicas'
-// manifests: one read per replica, a few at a time. It returns nil for a job that
-// stores nothing in S3.
-func (o *rootOptions) readAttempts(ctx context.Context, cs *clients, job *tfv1.TFJob) ([]replicaAttempts, error) {
+// readStored reads what describe shows of a job from S3: nothing for a job that stores
+// nothing there.
+func (o *rootOptions) readStored(ctx context.Context, cs *clients, job *tfv1.TFJob) fromS3 {
 	if job.Spec.Artifacts == nil {
-		return nil, nil
+		return fromS3{}
 	}
 	c, _, err := o.storage().ForJob(ctx, cs, job)
 	if err != nil {
-		return nil, fmt.Errorf("reading the attempts from S3: %w", err)
+		err = fmt.Errorf("reading from S3: %w", err)
+		return fromS3{err: err, progressErr: err}
 	}
+	var s fromS3
+	s.replicas = readAttempts(ctx, c, job)
+	s.progress, s.progressErr = jobs.Progress(ctx, c, job)
+	return s
+}
+
+// readAttempts reads the attempts of every replica of the job from the replicas'
+// manifests: one read per replica, a few at a time.
+func readAttempts(ctx context.Context, c *storage.Client, job *tfv1.TFJob) []replicaAttempts {
 	base := jobs.ArtifactsBase(job)
 	replicas := jobs.Replicas(job)
 	out := make([]replicaAttempts, len(replicas))
@@ -48,7 +57,7 @@ func (o *rootOptions) readAttempts(ctx context.Context, cs *clients, job *tfv1.T
 			out[i].attempts = slices.SortedFunc(slices.Values(m.Attempts), func(a, b storage.Attempt) int { return cmp.Compare(a.Number, b.Number) })
 		}
 	})
-	return out, nil
+	return out
 }
 
 // describeAttempts writes the attempts of each replica; err, if reading them failed

@@ -64,7 +64,7 @@ func TestDescribeJob(t *testing.T) {
 	events := []eventsv1.Event{{Type: "Normal", Reason: tfv1.ReasonCreated, Note: "TFJob team/mnist is created", ReportingController: "tfk8s-controller", EventTime: metav1.NewMicroTime(now.Add(-time.Hour))}}
 
 	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
-	attempts := jobAttempts{replicas: []replicaAttempts{
+	attempts := fromS3{replicas: []replicaAttempts{
 		{replica: "ps-0", err: errors.New("reading the manifest: access denied")},
 		{replica: "worker-0"},
 		{replica: "worker-1", attempts: []storage.Attempt{
@@ -107,7 +107,7 @@ func TestDescribeJob(t *testing.T) {
 		}
 	}
 
-	if err := describeJob(&bytes.Buffer{}, job, pods, nil, jobAttempts{}, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
+	if err := describeJob(&bytes.Buffer{}, job, pods, nil, fromS3{}, "worker-7", now); err == nil || err.Error() != "--replica worker-7: the job has no pod for this replica" {
 		t.Errorf("describe --replica worker-7: error = %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,6 +28,9 @@ func newListCommand(o *rootOptions) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List jobs",
+		Long: `List jobs. With -o wide, a running job that stores its artifacts also shows its
+STEP and LOSS, from the summaries its agents uploaded (read from S3 with your S3
+settings, else the job's Secret); the plain list asks only the API server.`,
 		Example: "  tfk8s list\n  tfk8s list -A -o wide",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -108,11 +112,74 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 				return err
 			}
 		}
-		if err := printJobs(o.env.Out, found, allocated, output, allNamespaces, time.Now()); err != nil {
+		var progress map[string]progressFigures
+		if output == outputWide {
+			progress = o.readProgress(ctx, cs, found)
+		}
+		if err := printJobs(o.env.Out, found, allocated, progress, output, allNamespaces, time.Now()); err != nil {
 			return err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// progressReadTimeout bounds the S3 reads of list -o wide: a slow S3 delays the list
+// by no more, and leaves the figures it did not answer unknown.
+const progressReadTimeout = 10 * time.Second
+
+// progressFigures are a job's STEP and LOSS cells.
+type progressFigures struct{ step, loss string }
+
+// readProgress reads the progress of the running jobs that store their artifacts, a
+// few at a time, by "namespace/name". A figure that could not be read is "?", and a
+// warning says why.
+func (o *rootOptions) readProgress(ctx context.Context, cs *clients, found []tfv1.TFJob) map[string]progressFigures {
+	ctx, cancel := context.WithTimeout(ctx, progressReadTimeout)
+	defer cancel()
+	var running []*tfv1.TFJob
+	for i := range found {
+		if s := found[i].Status.State; found[i].Spec.Artifacts != nil && (s == tfv1.JobRunning || s == tfv1.JobRestarting) {
+			running = append(running, &found[i])
+		}
+	}
+	figures := make([]progressFigures, len(running))
+	errs := make([]error, len(running))
+	jobs.Parallel(len(running), jobs.MaxParallelReads, func(i int) {
+		figures[i], errs[i] = o.progressOf(ctx, cs, running[i])
+	})
+	out := make(map[string]progressFigures, len(running))
+	var failed []error
+	for i, job := range running {
+		out[job.Namespace+"/"+job.Name] = figures[i]
+		if errs[i] != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", job.Name, errs[i]))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(o.env.ErrOut, "warning: the STEP and LOSS of %d jobs are unknown: %v\n", len(failed), failed[0])
+	}
+	return out
+}
+
+// progressOf reads one job's STEP and LOSS cells.
+func (o *rootOptions) progressOf(ctx context.Context, cs *clients, job *tfv1.TFJob) (progressFigures, error) {
+	unknown := progressFigures{"?", "?"}
+	c, _, err := o.storage().ForJob(ctx, cs, job)
+	if err != nil {
+		return unknown, err
+	}
+	p, err := jobs.Progress(ctx, c, job)
+	switch {
+	case err != nil:
+		return unknown, err
+	case p == nil:
+		return progressFigures{"-", "-"}, nil
+	}
+	f := progressFigures{strconv.FormatInt(p.Step, 10), "-"}
+	if _, last, ok := p.Loss(); ok {
+		f.loss = formatValue(last.Value)
+	}
+	return f, nil
 }
 
 // gpuAllocations is the number of GPUs the pods of each job hold now (as

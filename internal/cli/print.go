@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,7 +70,7 @@ type jobList struct {
 // printJobs prints jobs in the format of -o: a table (wide or not), or a List. The
 // table's GPUS column is the GPUs each job's pods hold (allocated, by "namespace/name")
 // over those its replicas ask for.
-func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, format string, withNamespace bool, now time.Time) error {
+func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, progress map[string]progressFigures, format string, withNamespace bool, now time.Time) error {
 	if format == outputYAML || format == outputJSON {
 		list := jobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []*tfv1.TFJob{}}
 		for i := range jobs {
@@ -83,18 +84,20 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, forma
 		header = append([]string{"NAMESPACE"}, header...)
 	}
 	if format == outputWide {
-		header = append(header, "CHIEF", "EVALUATOR", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "IMAGE")
+		header = append(header, "CHIEF", "EVALUATOR", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "STEP", "LOSS", "IMAGE")
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range jobs {
-		gpus := gpuFigure(allocated[jobs[i].Namespace+"/"+jobs[i].Name], tfjob.GPUsRequested(&jobs[i]))
-		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], gpus, format == outputWide, withNamespace, now), "\t"))
+		key := jobs[i].Namespace + "/" + jobs[i].Name
+		gpus := gpuFigure(allocated[key], tfjob.GPUsRequested(&jobs[i]))
+		fmt.Fprintln(tw, strings.Join(jobRow(&jobs[i], gpus, progress[key], format == outputWide, withNamespace, now), "\t"))
 	}
 	return tw.Flush()
 }
 
-// jobRow is a job's line of the table, with its GPUS column.
-func jobRow(job *tfv1.TFJob, gpus string, wide, withNamespace bool, now time.Time) []string {
+// jobRow is a job's line of the table, with its GPUS column and, wide, its STEP and
+// LOSS ("-" when unset: not running, or storing nothing).
+func jobRow(job *tfv1.TFJob, gpus string, progress progressFigures, wide, withNamespace bool, now time.Time) []string {
 	row := []string{
 		job.Name,
 		orNone(string(job.Status.State)),
@@ -118,6 +121,7 @@ func jobRow(job *tfv1.TFJob, gpus string, wide, withNamespace bool, now time.Tim
 			replicaCount(job, tfv1.ReplicaTypeChief),
 			replicaCount(job, tfv1.ReplicaTypeEvaluator),
 			fmt.Sprint(active), fmt.Sprint(succeeded), fmt.Sprint(failed), fmt.Sprint(restarts),
+			cmp.Or(progress.step, "-"), cmp.Or(progress.loss, "-"),
 			orNone(jobs.Image(job)),
 		)
 	}

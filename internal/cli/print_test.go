@@ -27,6 +27,8 @@ func TestPrintJobs(t *testing.T) {
 	})
 	// 6 of the 10 GPUs held: the chief's and two workers' pods are bound.
 	allocated := map[string]int64{"team/mnist": 6}
+	// Its chief's agent recorded step 240 (list reads progress only for -o wide).
+	progress := map[string]progressFigures{"team/mnist": {"240", "0.123457"}}
 	running.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Minute))
 	running.Status.State = tfv1.JobRunning
 	running.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{
@@ -59,14 +61,14 @@ func TestPrintJobs(t *testing.T) {
 		name:   "wide",
 		format: outputWide,
 		want: "" +
-			"NAME                 STATE     WORKERS   PS    GPUS   AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   IMAGE\n" +
-			"mnist                Running   4         2     6/10   90m   1       0           5        1           0        2          tf:2.16\n" +
-			"a-much-longer-name   <none>    1         0     -      5s    0       0           0        0           0        0          <none>\n",
+			"NAME                 STATE     WORKERS   PS    GPUS   AGE   CHIEF   EVALUATOR   ACTIVE   SUCCEEDED   FAILED   RESTARTS   STEP   LOSS       IMAGE\n" +
+			"mnist                Running   4         2     6/10   90m   1       0           5        1           0        2          240    0.123457   tf:2.16\n" +
+			"a-much-longer-name   <none>    1         0     -      5s    0       0           0        0           0        0          -      -          <none>\n",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := printJobs(&buf, jobs, allocated, tc.format, tc.withNamespace, now); err != nil {
+			if err := printJobs(&buf, jobs, allocated, progress, tc.format, tc.withNamespace, now); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, buf.String()); diff != "" {

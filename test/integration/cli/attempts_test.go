@@ -131,7 +131,7 @@ func TestLogsAndDescribeShowEveryAttempt(t *testing.T) {
 		`\s+ps-0\s+1\s+retried-ps-0\s+30m ago\s+<running>\s+-\s+<none>\n` +
 		`\s+worker-0\s+1\s+retried-worker-0\s+30m ago\s+20m ago\s+137\s+Signaled: killed by SIGKILL\n` +
 		`\s+worker-0\s+2\s+retried-worker-0\s+19m ago\s+<running>\s+-\s+<none>\n` +
-		`Conditions:`
+		`Progress:`
 	if !regexp.MustCompile(attempts).MatchString(r.stdout) {
 		t.Errorf("describe does not list the attempts as %s:\n%s", attempts, r.stdout)
 	}

@@ -42,7 +42,7 @@ func TestListGetDescribe(t *testing.T) {
 		t.Errorf("list -A:\n%s", r)
 	}
 	r = f.mustSucceed("list", "-o", "wide")
-	if !regexp.MustCompile(`(?m)^mnist\s+Running\s+2\s+1\s+2/2\s+\S+\s+0\s+0\s+3\s+0\s+0\s+1\s+tf:2.16$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^mnist\s+Running\s+2\s+1\s+2/2\s+\S+\s+0\s+0\s+3\s+0\s+0\s+1\s+-\s+-\s+tf:2.16$`).MatchString(r.stdout) {
 		t.Errorf("list -o wide:\n%s", r)
 	}
 	r = f.mustSucceed("list", "-o", "json")
