@@ -91,6 +91,19 @@ func submitPS(ctx context.Context, t *testing.T, c *jobsCluster, name string, ep
 		"--model-dir", "/workspace/checkpoints")
 }
 
+// checkProgress checks that describe shows the progress the chief's agent read from
+// the summaries of Keras' TensorBoard callback: a step past the first, and a loss.
+func checkProgress(ctx context.Context, t *testing.T, c *jobsCluster, name string) {
+	r := c.mustTfk8s(ctx, t, "describe", name)
+	progress := regexp.MustCompile(`(?m)^Progress:\n\s+Step:\s+(\d+) \(from chief-0's summaries\)\n\s+Loss:\s+\S+ \(logs/train/epoch_loss at step \d+\)\n`)
+	m := progress.FindStringSubmatch(r.stdout)
+	if m == nil || m[1] == "0" {
+		t.Errorf("describe %s shows no progress past step 0 from chief-0:\n%s", name, r.stdout)
+		return
+	}
+	t.Logf("describe %s: step %s", name, m[1])
+}
+
 func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsCluster) {
 	start := time.Now()
 	submitPS(ctx, t, c, "ps", 3)
@@ -129,6 +142,7 @@ func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsClust
 			t.Errorf("artifacts ls ps lacks %s:\n%s", w, ls.stdout)
 		}
 	}
+	t.Run("describe shows its progress", func(t *testing.T) { checkProgress(ctx, t, c, "ps") })
 	c.mustTfk8s(ctx, t, "delete", "ps", "--wait")
 
 	// With the image cached, the same job starts as fast as the API allows.
