@@ -273,7 +273,8 @@ test-unit:
 	go test -count=1 $$(go list ./... | grep -v /test/)
 
 # Each fuzz target for FUZZTIME, one after another (go test runs one fuzz target at a
-# time); make test runs their seed corpora and testdata/fuzz as ordinary tests.
+# time); make test runs their seed corpora and testdata/fuzz as ordinary tests. A
+# target missing from its package fails, since go test would pass fuzzing nothing.
 FUZZTIME ?= 60s
 FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/jobspec \
 	FuzzUnpack:./internal/pack FuzzCompose:./internal/tfconfig FuzzANSISegments:./internal/dashboard
@@ -281,6 +282,7 @@ FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/job
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
+		grep -qs "^func $${t%%:*}(" $${t#*:}/*_test.go || { echo "make fuzz: no $${t%%:*} in $${t#*:}" >&2; exit 1; }; \
 		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
 		go test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZTIME) $${t#*:}; \
 	done
