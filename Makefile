@@ -51,9 +51,9 @@ DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
-CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
+CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP) $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
 TOOL_LDFLAGS := -s -w
@@ -66,8 +66,9 @@ KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
-# The node of local mode; the kubelet and kube-proxy come with the cluster's build.
-NODE_TOOLS := $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP) pause-image runc nftables $(KUBELET_STAMP)
+# The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
+# with the cluster's build.
+NODE_TOOLS := $(KUBELET_STAMP) pause-image runc nftables
 # What a local cluster runs, and no more: make demo builds these (not Kueue, nor the
 # Prometheus CRDs, which only the tests use).
 LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE_TOOLS)
@@ -108,19 +109,41 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 # The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, CoreDNS)
-# and the node's kubelet and kube-proxy share one module and one go build, so that the
-# packages they have in common compile once: two builds side by side compiled them twice.
-# Static and -trimpath, as tfk8s's own binaries are built, so that the standard library
-# compiles once for both, and no package waits on gcc for cgo.
+# and the node (kubelet, kube-proxy, containerd and its runc shim, the CNI plugins) share
+# one module, hack/tools/cluster, so that the packages they have in common (client-go,
+# the API types, gRPC, protobuf, x/net, x/sys) resolve to one version each and compile
+# once: in modules of their own, containerd and the plugins compiled 300 of them again.
+# Static and -trimpath, as every Go binary here is built, so that the standard library
+# compiles once for all, and no package waits on gcc for cgo.
+#
+# containerd leaves out the btrfs (cgo only anyway), devmapper and ZFS snapshotters,
+# which local mode does not use, and OpenTelemetry tracing, which its containerd.toml
+# disables; no Kubernetes, etcd or CoreDNS file reads these tags. Its shim is built
+# without gRPC, as containerd's Makefile builds it: it speaks ttrpc. The CNI plugins
+# (a bridge per node, host-local addresses, loopback, and portmap for hostPorts) go into
+# bin/cni, containerd's bin_dir.
+CONTAINERD_LDFLAGS := -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+CNI_LDFLAGS := -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)
+CLUSTER_GO := cd hack/tools/cluster && CGO_ENABLED=0 $(GO) build -trimpath
 $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go hack/tools/cluster/coredns/main.go
-	cd hack/tools/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS)" -o $(BIN)/ \
+	$(CLUSTER_GO) -tags no_btrfs,no_devmapper,no_zfs,no_tracing \
+		-ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler \
 		k8s.io/kubernetes/cmd/kubelet \
 		k8s.io/kubernetes/cmd/kube-proxy \
-		./etcd ./coredns
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* && touch $(CLUSTER_STAMPS)
+		./etcd ./coredns \
+		github.com/containerd/containerd/v2/cmd/containerd
+	$(CLUSTER_GO) -tags no_grpc -ldflags "$(TOOL_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/ \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	$(CLUSTER_GO) -ldflags "$(TOOL_LDFLAGS) $(CNI_LDFLAGS)" -o $(BIN)/cni/ \
+		github.com/containernetworking/plugins/plugins/main/bridge \
+		github.com/containernetworking/plugins/plugins/ipam/host-local \
+		github.com/containernetworking/plugins/plugins/main/loopback \
+		github.com/containernetworking/plugins/plugins/meta/portmap
+	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* \
+		$(STAMP)/containerd-* $(STAMP)/cni-plugins-* && touch $(CLUSTER_STAMPS)
 
 # The control plane of the oldest Kubernetes tfk8s supports, for make test-compat, from a
 # module of its own into bin/k8s-<version>/, with etcd and Kueue linked from bin/: etcd
@@ -139,32 +162,6 @@ $(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
 		k8s.io/kubernetes/cmd/kube-scheduler
 	ln -sf ../etcd ../kueue ../kueue-crds $(COMPAT_BIN)/
 	touch $@
-
-# containerd and its runc shim run the pods of local mode's nodes; static, as containerd's
-# releases are. Without the btrfs (cgo only anyway), devmapper and ZFS snapshotters, which
-# local mode does not use, nor OpenTelemetry tracing, which its containerd.toml disables
-# (994 → 952 packages); the shim without gRPC, as containerd's Makefile builds it: it
-# speaks ttrpc.
-CONTAINERD_LDFLAGS := -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
-$(CONTAINERD_STAMP): hack/tools/containerd/go.mod
-	cd hack/tools/containerd && CGO_ENABLED=0 $(GO) build -tags no_btrfs,no_devmapper,no_zfs,no_tracing \
-		-ldflags "$(TOOL_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/containerd github.com/containerd/containerd/v2/cmd/containerd
-	cd hack/tools/containerd && CGO_ENABLED=0 $(GO) build -tags no_grpc \
-		-ldflags "$(TOOL_LDFLAGS) $(CONTAINERD_LDFLAGS)" -o $(BIN)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
-	mkdir -p $(STAMP) && rm -f $(STAMP)/containerd-* && touch $@
-
-# The CNI plugins that containerd's CRI plugin wires pods' networks with, into bin/cni,
-# its bin_dir: a bridge per node, host-local addresses, loopback, and portmap for
-# hostPorts. Static, as the plugins' releases are.
-$(CNI_PLUGINS_STAMP): hack/tools/cni/go.mod
-	cd hack/tools/cni && CGO_ENABLED=0 $(GO) build \
-		-ldflags "$(TOOL_LDFLAGS) -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)" \
-		-o $(BIN)/cni/ \
-		github.com/containernetworking/plugins/plugins/main/bridge \
-		github.com/containernetworking/plugins/plugins/ipam/host-local \
-		github.com/containernetworking/plugins/plugins/main/loopback \
-		github.com/containernetworking/plugins/plugins/meta/portmap
-	mkdir -p $(STAMP) && rm -f $(STAMP)/cni-plugins-* && touch $@
 
 $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen

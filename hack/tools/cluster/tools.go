@@ -1,10 +1,17 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands this module builds; etcd/ and coredns/
-// are its other two.
+// Package tools pins the commands this module builds besides etcd/ and coredns/: the
+// Kubernetes control plane, the node's kubelet and kube-proxy, its container runtime
+// (containerd and its runc shim) and the CNI plugins its pods' networks are wired with.
 package tools
 
 import (
+	_ "github.com/containerd/containerd/v2/cmd/containerd"
+	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+	_ "github.com/containernetworking/plugins/plugins/ipam/host-local"
+	_ "github.com/containernetworking/plugins/plugins/main/bridge"
+	_ "github.com/containernetworking/plugins/plugins/main/loopback"
+	_ "github.com/containernetworking/plugins/plugins/meta/portmap"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
