@@ -164,27 +164,27 @@ $(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
 	touch $@
 
 $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
-	cd hack/tools/controller-gen && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd hack/tools/controller-gen && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	mkdir -p $(STAMP) && rm -f $(STAMP)/controller-gen-* && touch $@
 
 $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
-	cd hack/tools/staticcheck && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	cd hack/tools/staticcheck && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 	mkdir -p $(STAMP) && rm -f $(STAMP)/staticcheck-* && touch $@
 
 $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
-	cd hack/tools/versitygw && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
+	cd hack/tools/versitygw && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
 	mkdir -p $(STAMP) && rm -f $(STAMP)/versitygw-* && touch $@
 
 # The CNCF Distribution registry serves the images of local mode's pods; hack/tools/registry
 # links only the filesystem driver and htpasswd, which halves what a cold build compiles.
 $(DISTRIBUTION_STAMP): hack/tools/registry/go.mod hack/tools/registry/main.go
-	cd hack/tools/registry && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry .
+	cd hack/tools/registry && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry .
 	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
 
 # Kueue admits, queues and preempts TFJobs in test/integration/kueue; its CRDs come from
 # its module, into bin/kueue-crds.
 $(KUEUE_STAMP): hack/tools/kueue/go.mod
-	cd hack/tools/kueue && $(GO) build -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
+	cd hack/tools/kueue && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
 		-o $(BIN)/kueue sigs.k8s.io/kueue/cmd/kueue
 	rm -rf $(BIN)/kueue-crds && mkdir -p $(BIN)/kueue-crds && \
 		cp "$$(cd hack/tools/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml $(BIN)/kueue-crds/ && \
@@ -363,12 +363,12 @@ helm: $(HELM_STAMP)
 kustomize: $(KUSTOMIZE_STAMP)
 
 $(HELM_STAMP): hack/tools/helm/go.mod
-	cd hack/tools/helm && $(GO) build -ldflags "$(TOOL_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
+	cd hack/tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
 		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
 	mkdir -p $(STAMP) && rm -f $(STAMP)/helm-* && touch $@
 
 $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
-	cd hack/tools/kustomize && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
+	cd hack/tools/kustomize && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
 
 # ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3),
