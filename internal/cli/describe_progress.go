@@ -33,7 +33,7 @@ func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err err
 	if key, last, ok := p.Loss(); ok {
 		fmt.Fprintf(tw, "  Loss:\t%s (%s at step %d)\n", formatValue(last.Value), key, last.Step)
 	}
-	fmt.Fprintf(tw, "  Updated:\t%s; %s\n", ago(p.Updated, now), freshness(job))
+	fmt.Fprintf(tw, "  Updated:\t%s; %s\n", ago(p.Updated, now), jobs.ProgressLag(job))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -47,16 +47,6 @@ func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err err
 		fmt.Fprintf(tw, "  … and %d more\n", more)
 	}
 	return tw.Flush()
-}
-
-// freshness says how late the progress figures may be: the agents read the summaries
-// as they upload them.
-func freshness(job *tfv1.TFJob) string {
-	interval := jobs.UploadInterval(job)
-	if interval == 0 {
-		return "the agents upload the summaries only as each replica ends"
-	}
-	return fmt.Sprintf("the agents upload the summaries every %v: the figures lag training by up to that, plus the trainer's flush", interval)
 }
 
 // formatValue renders a scalar's value with six significant digits.

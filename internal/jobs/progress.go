@@ -56,15 +56,7 @@ func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob) (*JobProg
 	if job.Spec.Artifacts == nil {
 		return nil, nil
 	}
-	var lead, others []string
-	for _, r := range Replicas(job) {
-		if slices.Contains(leadReplicas, r) {
-			lead = append(lead, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	slices.SortFunc(lead, func(a, b string) int { return slices.Index(leadReplicas, a) - slices.Index(leadReplicas, b) })
+	lead, others := leadFirst(job)
 	found, err := readProgresses(ctx, c, ArtifactsBase(job), lead)
 	if len(found) > 0 {
 		return found[0], nil // the first lead replica's in order
@@ -73,8 +65,48 @@ func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob) (*JobProg
 	if len(found) == 0 {
 		return nil, errors.Join(err, oerr)
 	}
-	newest := slices.MaxFunc(found, func(a, b *JobProgress) int { return a.Updated.Compare(b.Updated) })
-	return newest, nil
+	return LeadProgress(found), nil
+}
+
+// ReplicaProgress returns the records of a job's replicas that stored one, the lead
+// replicas' first in order, then the others' in the job's order. It reads at most
+// limit replicas' records, a few at a time, so that a job of many workers costs a
+// bounded number of reads; more tells that the job has replicas beyond them.
+func ReplicaProgress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, limit int) (found []*JobProgress, more bool, err error) {
+	if job.Spec.Artifacts == nil {
+		return nil, false, nil
+	}
+	lead, others := leadFirst(job)
+	replicas := append(lead, others...)
+	found, err = readProgresses(ctx, c, ArtifactsBase(job), replicas[:min(limit, len(replicas))])
+	return found, len(replicas) > limit, err
+}
+
+// LeadProgress picks, among records in ReplicaProgress's order, the one that stands
+// for the job as Progress does: the first lead replica's, else the one updated last;
+// nil if there is none.
+func LeadProgress(found []*JobProgress) *JobProgress {
+	if len(found) == 0 {
+		return nil
+	}
+	if slices.Contains(leadReplicas, found[0].Replica) {
+		return found[0]
+	}
+	return slices.MaxFunc(found, func(a, b *JobProgress) int { return a.Updated.Compare(b.Updated) })
+}
+
+// leadFirst splits a job's replicas into its lead replicas, in leadReplicas' order,
+// and the others, in the job's order.
+func leadFirst(job *tfv1.TFJob) (lead, others []string) {
+	for _, r := range Replicas(job) {
+		if slices.Contains(leadReplicas, r) {
+			lead = append(lead, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	slices.SortFunc(lead, func(a, b string) int { return slices.Index(leadReplicas, a) - slices.Index(leadReplicas, b) })
+	return lead, others
 }
 
 // readProgresses reads the records of replicas under base, a few at a time, and
@@ -99,4 +131,14 @@ func UploadInterval(job *tfv1.TFJob) time.Duration {
 		return a.Interval.Duration
 	}
 	return tfjob.DefaultArtifactsInterval
+}
+
+// ProgressLag says how late a job's progress figures may be: its agents read the
+// summaries as they upload them, and TensorBoard's mirror is not in their way.
+func ProgressLag(job *tfv1.TFJob) string {
+	interval := UploadInterval(job)
+	if interval == 0 {
+		return "the agents upload the summaries only as each replica ends"
+	}
+	return fmt.Sprintf("the agents upload the summaries every %v: the figures lag training by up to that, plus the trainer's flush", interval)
 }

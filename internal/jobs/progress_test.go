@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -67,6 +68,31 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 	put("chief-0", 5, t0)
 	check("chief-0", 5)
 
+	// Every replica's record, the lead replicas' first, as many as asked for.
+	for _, tc := range []struct {
+		limit int
+		want  []string
+		more  bool
+	}{{10, []string{"chief-0", "worker-0", "worker-1", "evaluator-0"}, false}, {2, []string{"chief-0", "worker-0"}, true}} {
+		found, more, err := ReplicaProgress(ctx, c, job, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range found {
+			got = append(got, p.Replica)
+		}
+		if d := cmp.Diff(tc.want, got); d != "" || more != tc.more {
+			t.Errorf("ReplicaProgress(limit %d): more %v, want %v; replicas (-want +got):\n%s", tc.limit, more, tc.more, d)
+		}
+		if lead := LeadProgress(found); lead.Replica != "chief-0" {
+			t.Errorf("LeadProgress: %s's, want chief-0's", lead.Replica)
+		}
+	}
+
 	job.Spec.Artifacts = nil
 	check("", 0)
+	if found, _, err := ReplicaProgress(ctx, c, job, 10); found != nil || err != nil {
+		t.Errorf("ReplicaProgress of a job without artifacts: %v, %v; want nothing", found, err)
+	}
 }
