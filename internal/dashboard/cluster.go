@@ -22,6 +22,9 @@ type Cluster interface {
 	Jobs(ctx context.Context, namespace string) ([]JobRow, error)
 	// Job reads one job with its pods, events and the TF_CONFIG of its first replica.
 	Job(ctx context.Context, namespace, name string) (*JobPage, error)
+	// Progress reads the progress records a job's replicas stored in S3, with the
+	// job's storage as the user may read it, as Artifacts does.
+	Progress(ctx context.Context, namespace, name string) (*Progress, error)
 	// Logs writes the logs of a job's replicas (or of one) to w, each line prefixed
 	// "[replica] ", as tfk8s logs prints them: following them until the job ends, or
 	// the previous attempt of each replica.

@@ -143,6 +143,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /jobs/table", s.withSession(s.jobsTable))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}", s.withSession(s.jobPage))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/status", s.withSession(s.jobStatus))
+	mux.HandleFunc("GET /jobs/{namespace}/{name}/progress", s.withSession(s.jobProgress))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs", s.withSession(s.logsPage))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs/stream", s.withSession(s.logsStream))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/logs/download", s.withSession(s.logsDownload))
@@ -251,7 +252,7 @@ func fromBrowserPage(next http.Handler) http.Handler {
 // htmx fetches alone.
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"age": age, "since": since, "lower": strings.ToLower,
+		"age": age, "since": since, "lower": strings.ToLower, "scalar": scalarValue,
 		"until": func(t time.Time) string { return since(time.Until(t)) },
 		"deref": func(b *bool) bool { return b != nil && *b },
 		"size":  storage.FormatBytes,

@@ -46,6 +46,9 @@ func (unreachable) StopNotebook(context.Context, string, string, bool) error {
 	return errUnreachable
 }
 func (unreachable) RequestTensorBoard(context.Context, string, string) error { return errUnreachable }
+func (unreachable) Progress(context.Context, string, string) (*Progress, error) {
+	return nil, errUnreachable
+}
 
 func newTestServer(t *testing.T, inCluster bool) (*Server, *bytes.Buffer) {
 	t.Helper()

@@ -94,6 +94,15 @@
     }
   });
 
+  // The job page's progress section answers an error with itself saying why: show it
+  // (htmx swaps in no error response by itself).
+  document.addEventListener("htmx:beforeSwap", (ev) => {
+    if (ev.detail.xhr.status >= 400 && ev.detail.target.id === "progress") {
+      ev.detail.shouldSwap = true;
+      ev.detail.isError = false;
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", () => {
     const log = document.getElementById("log");
     if (log && log.dataset.stream) {

@@ -1,0 +1,139 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
+)
+
+// maxCurveReplicas bounds the replicas whose progress records a job page reads, the
+// lead replicas first: each is up to some 100 KB, read again at every refresh.
+const maxCurveReplicas = 16
+
+// progressRefresh is how often the job page reads the progress again while the job
+// runs; the agents store it at their upload interval, a minute by default.
+const progressRefresh = 10 * time.Second
+
+// Progress is what a job's replicas recorded of their training in S3
+// (<replica>/progress.json), as the job page shows it.
+type Progress struct {
+	// Stored is false for a job that stores nothing in S3 (no spec.artifacts).
+	Stored bool
+	// Replicas are the records found, the lead replicas' first (jobs.ReplicaProgress).
+	Replicas []*jobs.JobProgress
+	// More tells that the job has replicas beyond the maxCurveReplicas read.
+	More bool
+	// Lag says how late the figures may be (jobs.ProgressLag).
+	Lag string
+	// Finished is true once the job succeeded or failed.
+	Finished bool
+}
+
+// Progress reads the progress records of a job's replicas from S3. S3 is reached as
+// Artifacts reaches it, with the job and its storage Secret read with the user's
+// credentials, so that a user who may read neither gets the API server's refusal.
+func (d *kubeCluster) Progress(ctx context.Context, namespace, name string) (*Progress, error) {
+	job, err := jobs.Get(ctx, d.client, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	p := &Progress{Stored: job.Spec.Artifacts != nil, Lag: jobs.ProgressLag(job),
+		Finished: job.Status.State == tfv1.JobSucceeded || job.Status.State == tfv1.JobFailed}
+	if !p.Stored {
+		return p, nil
+	}
+	c, _, err := d.storage.ForJob(ctx, d.in(namespace), job)
+	if err != nil {
+		return nil, err
+	}
+	if p.Replicas, p.More, err = jobs.ReplicaProgress(ctx, c, job, maxCurveReplicas); err != nil {
+		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// progressView is the job page's progress section.
+type progressView struct {
+	Namespace, Name string
+	// Error says why nothing is shown; "" when the records were read.
+	Error string
+	*Progress
+	// Lead is the record whose step and loss the section shows (jobs.LeadProgress).
+	Lead *jobs.JobProgress
+	// LossKey and Loss are the lead record's main scalar; LossKey is "" if it has none.
+	LossKey string
+	Loss    tfevents.Last
+	// Refresh is the hx-trigger that reads the section again, every Every seconds; ""
+	// once nothing more will come.
+	Refresh string
+	Every   int
+	// Read is how many replicas' records are read at most (maxCurveReplicas).
+	Read int
+}
+
+// jobProgress is the job page's progress section alone: the step and loss of the lead
+// replica, and how fresh they are. The page fetches it once
+// loaded, then every progressRefresh until the job has finished. An error is the
+// section saying why, with the status statusOf gives, and nothing of the records.
+func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, sess *session) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	every := int(progressRefresh.Seconds())
+	v := progressView{Namespace: ns, Name: name, Refresh: "every " + strconv.Itoa(every) + "s", Every: every, Read: maxCurveReplicas}
+	code := http.StatusOK
+	p, err := sess.cluster.Progress(r.Context(), ns, name)
+	if err == nil {
+		v.show(p)
+	} else {
+		code = statusOf(err)
+		v.Error = s.progressError(r, err, code)
+		if code != http.StatusBadGateway {
+			v.Refresh = "" // a refusal or a deleted job: asking again changes nothing
+		}
+	}
+	s.renderTemplate(w, code, "job", "progress", s.data(sess, ns, "", v))
+}
+
+// show fills the view with p.
+func (v *progressView) show(p *Progress) {
+	v.Progress = p
+	if p.Finished || !p.Stored {
+		v.Refresh = ""
+	}
+	if v.Lead = jobs.LeadProgress(p.Replicas); v.Lead != nil {
+		v.LossKey, v.Loss, _ = v.Lead.Loss()
+	}
+}
+
+// progressError is what the section says of err. The API server's refusals (of the
+// job, of its storage Secret) are shown as they are; any other error, which may name
+// the job's bucket and keys, goes to the dashboard's log, and the page says only what
+// kind of failure it was.
+func (s *Server) progressError(r *http.Request, err error, code int) string {
+	var refusal apierrors.APIStatus
+	if errors.As(err, &refusal) {
+		return err.Error()
+	}
+	fmt.Fprintf(s.opts.Log, "dashboard: %s %s: %v\n", r.Method, r.URL.Path, err)
+	switch code {
+	case http.StatusForbidden:
+		return "The dashboard may not reach this job's S3 storage."
+	case http.StatusNotFound:
+		return "The job is gone."
+	}
+	return "The progress records could not be read from S3; the dashboard's log says why. The page tries again."
+}
+
+// scalarValue renders a scalar's value with six significant digits, as tfk8s describe
+// does.
+func scalarValue(v tfevents.Value) string {
+	return strconv.FormatFloat(float64(v), 'g', 6, 64)
+}
