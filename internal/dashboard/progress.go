@@ -72,6 +72,8 @@ type progressView struct {
 	// LossKey and Loss are the lead record's main scalar; LossKey is "" if it has none.
 	LossKey string
 	Loss    tfevents.Last
+	// Curves is the charts of every replica's series, as JSON (chartsJSON).
+	Curves string
 	// Refresh is the hx-trigger that reads the section again, every Every seconds; ""
 	// once nothing more will come.
 	Refresh string
@@ -81,7 +83,7 @@ type progressView struct {
 }
 
 // jobProgress is the job page's progress section alone: the step and loss of the lead
-// replica, and how fresh they are. The page fetches it once
+// replica, how fresh they are, and every replica's curves. The page fetches it once
 // loaded, then every progressRefresh until the job has finished. An error is the
 // section saying why, with the status statusOf gives, and nothing of the records.
 func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -91,8 +93,9 @@ func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, sess *sessi
 	code := http.StatusOK
 	p, err := sess.cluster.Progress(r.Context(), ns, name)
 	if err == nil {
-		v.show(p)
-	} else {
+		err = v.show(p)
+	}
+	if err != nil {
 		code = statusOf(err)
 		v.Error = s.progressError(r, err, code)
 		if code != http.StatusBadGateway {
@@ -103,14 +106,22 @@ func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, sess *sessi
 }
 
 // show fills the view with p.
-func (v *progressView) show(p *Progress) {
+func (v *progressView) show(p *Progress) error {
 	v.Progress = p
 	if p.Finished || !p.Stored {
 		v.Refresh = ""
 	}
-	if v.Lead = jobs.LeadProgress(p.Replicas); v.Lead != nil {
-		v.LossKey, v.Loss, _ = v.Lead.Loss()
+	if v.Lead = jobs.LeadProgress(p.Replicas); v.Lead == nil {
+		return nil
 	}
+	v.LossKey, v.Loss, _ = v.Lead.Loss()
+	lines := make([]curveLine, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		lines = append(lines, curveLine{Label: r.Replica, Series: r.Series})
+	}
+	var err error
+	v.Curves, err = chartsJSON(lines)
+	return err
 }
 
 // progressError is what the section says of err. The API server's refusals (of the

@@ -49,8 +49,8 @@ func record(replica string, loss tfevents.Value) *jobs.JobProgress {
 	}}
 }
 
-// TestProgressSection: the section shows the lead replica's step and loss and how
-// fresh they are, and asks again while the job runs; an error
+// TestProgressSection: the section shows the lead replica's step and loss, how fresh
+// they are and every replica's curves, and asks again while the job runs; an error
 // shows its kind and nothing of S3 (the bucket and keys go to the log only), and only
 // a failure to read S3 is asked again.
 func TestProgressSection(t *testing.T) {
@@ -68,7 +68,8 @@ func TestProgressSection(t *testing.T) {
 		name:    "running",
 		cluster: progressCluster{progress: &Progress{Stored: true, Lag: lag, Replicas: []*jobs.JobProgress{record("chief-0", 0.3125), record("worker-0", 0.25)}}},
 		code:    http.StatusOK,
-		want:    []string{`<dd id="progress-step">20</dd>`, `>0.3125</dd>`, "Loss is train/loss at step 20", "90s ago, from chief-0", lag, "every 10 s"},
+		want: []string{`<dd id="progress-step">20</dd>`, `>0.3125</dd>`, "Loss is train/loss at step 20", "90s ago, from chief-0", lag, "every 10 s",
+			`data-curves="[{"scalar":"train/loss","lines":["chief-0","worker-0"],"steps":[10,20],"values":[[2,0.3125],[2,0.25]]}]"`},
 		refresh: true,
 	}, {
 		name:     "finished",

@@ -1,8 +1,9 @@
 // Package dashboard is tfk8s's web dashboard: the jobs of a namespace, a job's
-// replicas, conditions, events, YAML and TF_CONFIG, its logs streamed live, and
-// suspend, resume and delete; a job submitted from a form or YAML (checked by a dry
-// run of the API server first), a job's stored artifacts, and the notebooks and
-// TensorBoards of a namespace, in a browser.
+// replicas, conditions, events, YAML and TF_CONFIG, its logs streamed live, its
+// progress and curves from the records its agents store in S3, and suspend, resume
+// and delete; a job submitted from a form or YAML (checked by a dry run of the API
+// server first), a job's stored artifacts, and the notebooks and TensorBoards of a
+// namespace, in a browser.
 //
 // It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
 // user's kubeconfig, as kubectl proxy does, listens on loopback only and answers only
@@ -14,7 +15,8 @@
 // Every name in a request's path or form is checked as the name of the object it
 // stands for (404 otherwise) and escaped in every link. Pages are html/template, made
 // live with htmx (vendored, static/htmx.min.js) and one small script of our own for
-// log streams, whose lines are capped at 64 KiB; the Content-Security-Policy allows
+// log streams, whose lines are capped at 64 KiB, and for charts, which uPlot draws
+// (vendored, static/uPlot.min.js); the Content-Security-Policy allows
 // no inline script or style, and every mutation is a POST checked by
 // net/http.CrossOriginProtection and written to the audit log.
 package dashboard

@@ -159,21 +159,29 @@ func TestRequestsAreCountedByRoute(t *testing.T) {
 	}
 }
 
-// TestVendoredHTMXIsPinned: the vendored htmx is the upstream file whose version and
-// SHA-256 its first line names, unchanged.
-func TestVendoredHTMXIsPinned(t *testing.T) {
-	b, err := staticFS.ReadFile("static/htmx.min.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, body, _ := bytes.Cut(b, []byte("\n"))
-	m := regexp.MustCompile(`^// htmx (\S+) .* SHA-256 of the upstream file: ([0-9a-f]{64})$`).FindSubmatch(first)
-	if m == nil {
-		t.Fatalf("first line %q names no version and SHA-256", first)
-	}
-	sum := sha256.Sum256(body)
-	if got := hex.EncodeToString(sum[:]); got != string(m[2]) {
-		t.Errorf("htmx %s: SHA-256 %s, the comment says %s", m[1], got, m[2])
+// TestVendoredLibrariesArePinned: each vendored library (htmx, uPlot and its style
+// sheet) is the upstream file whose version and SHA-256 its first line names,
+// unchanged.
+func TestVendoredLibrariesArePinned(t *testing.T) {
+	for _, tc := range []struct{ file, library string }{
+		{"static/htmx.min.js", "htmx"},
+		{"static/uPlot.min.js", "uPlot"},
+		{"static/uPlot.min.css", "uPlot"},
+	} {
+		b, err := staticFS.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, body, _ := bytes.Cut(b, []byte("\n"))
+		m := regexp.MustCompile(`^(?://|/\*) ` + tc.library + ` (\S+) .* SHA-256 of the upstream file: ([0-9a-f]{64})(?: \*/)?$`).FindSubmatch(first)
+		if m == nil {
+			t.Errorf("%s: first line %q names no version and SHA-256", tc.file, first)
+			continue
+		}
+		sum := sha256.Sum256(body)
+		if got := hex.EncodeToString(sum[:]); got != string(m[2]) {
+			t.Errorf("%s %s: SHA-256 %s, the comment says %s", tc.file, m[1], got, m[2])
+		}
 	}
 }
 

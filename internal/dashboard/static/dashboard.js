@@ -1,5 +1,6 @@
-// tfk8s dashboard: copies commands to the clipboard, and streams a job's logs into
-// #log from the server-sent events its data-stream names. Every piece of log text enters the page as text (textContent),
+// tfk8s dashboard: copies commands to the clipboard, streams a job's logs into
+// #log from the server-sent events its data-stream names, and draws with uPlot the
+// charts a [data-curves] element holds (curves.go). Every piece of log text enters the page as text (textContent),
 // never as HTML, so a log line cannot inject markup; ANSI colours arrive as class
 // names the server chose.
 (function () {
@@ -93,6 +94,74 @@
       copyCommand(button);
     }
   });
+
+  // Curves: one uPlot chart per scalar, one line per replica, kept across the
+  // refreshes of their section so that a refresh updates their data in place.
+  const charts = new Map(); // scalar → {figure, plot, lines}
+  const palette = ["#0b5cad", "#b42318", "#1a7f37", "#9a6700", "#6e40c9", "#0e7490", "#c2410c", "#475569"];
+  const chartWidth = 440, chartHeight = 220;
+
+  function chartOptions(c) {
+    const series = [{ label: "step" }];
+    c.lines.forEach((line, i) => {
+      series.push({ label: line, stroke: palette[i % palette.length], width: 1.5, spanGaps: true, points: { show: c.steps.length < 2 } });
+    });
+    return {
+      width: chartWidth, height: chartHeight, series: series,
+      scales: { x: { time: false } },
+      axes: [{ label: "step" }, { size: 60 }],
+    };
+  }
+
+  // drawCurves draws the charts of el; a chart already drawn of the same lines gets
+  // the new data and moves into el, the section that replaced its old one.
+  function drawCurves(el) {
+    const shown = new Set();
+    for (const c of JSON.parse(el.dataset.curves || "[]")) {
+      const data = [c.steps].concat(c.values);
+      const lines = c.lines.join("\n");
+      let ch = charts.get(c.scalar);
+      if (ch && ch.lines === lines) {
+        ch.plot.setData(data);
+      } else {
+        if (ch) {
+          ch.plot.destroy();
+          ch.figure.remove();
+        }
+        const figure = document.createElement("figure");
+        figure.className = "curve";
+        figure.dataset.scalar = c.scalar;
+        const caption = document.createElement("figcaption");
+        caption.textContent = c.scalar;
+        figure.appendChild(caption);
+        ch = { figure: figure, lines: lines, plot: new uPlot(chartOptions(c), data, figure) };
+        figure.plot = ch.plot; // what the browser tests read the plotted points from
+        charts.set(c.scalar, ch);
+      }
+      el.appendChild(ch.figure);
+      shown.add(c.scalar);
+    }
+    for (const [scalar, ch] of charts) {
+      if (!shown.has(scalar)) {
+        ch.plot.destroy();
+        ch.figure.remove();
+        charts.delete(scalar);
+      }
+    }
+  }
+
+  if (window.htmx) {
+    // Fired for the page once htmx has started, and for every fragment it swaps in.
+    htmx.onLoad((elt) => {
+      if (!window.uPlot) {
+        return;
+      }
+      const found = elt.matches && elt.matches("[data-curves]") ? [elt] : elt.querySelectorAll("[data-curves]");
+      for (const el of found) {
+        drawCurves(el);
+      }
+    });
+  }
 
   // The job page's progress section answers an error with itself saying why: show it
   // (htmx swaps in no error response by itself).
