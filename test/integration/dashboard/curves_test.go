@@ -145,8 +145,16 @@ func TestJobPageDrawsCurves(t *testing.T) {
 	if text, err := browser.WaitText(ctx, "#progress-step", "260", wait); err != nil {
 		t.Fatalf("the step after a newer record: %v (%q)", err, text)
 	}
-	if d := cmp.Diff(stored(records), plotted(t, ctx)); d != "" {
-		t.Errorf("the plotted points after a refresh (-stored +plotted):\n%s", d)
+	// The step shows once htmx has swapped the section in; the charts move into it a
+	// moment later, once htmx has settled it (htmx.onLoad): wait for them too.
+	deadline := time.Now().Add(wait)
+	d := cmp.Diff(stored(records), plotted(t, ctx))
+	for d != "" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		d = cmp.Diff(stored(records), plotted(t, ctx))
+	}
+	if d != "" {
+		t.Errorf("the plotted points after a refresh, %s after the step (-stored +plotted):\n%s", wait, d)
 	}
 	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.drawn === document.querySelector("#curves figure.curve")`)); err != nil || !same {
 		t.Errorf("the refresh drew a new chart rather than updating the one drawn (%v)", err)
