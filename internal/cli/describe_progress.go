@@ -5,12 +5,10 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
-	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
 // maxDescribedScalars bounds the scalars describe lists; the dashboard shows them all.
@@ -31,7 +29,7 @@ func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err err
 	}
 	fmt.Fprintf(tw, "  Step:\t%d (from %s's summaries)\n", p.Step, p.Replica)
 	if key, last, ok := p.Loss(); ok {
-		fmt.Fprintf(tw, "  Loss:\t%s (%s at step %d)\n", formatValue(last.Value), key, last.Step)
+		fmt.Fprintf(tw, "  Loss:\t%s (%s at step %d)\n", last.Value.Display(), key, last.Step)
 	}
 	fmt.Fprintf(tw, "  Updated:\t%s; %s\n", ago(p.Updated, now), jobs.ProgressLag(job))
 	if err := tw.Flush(); err != nil {
@@ -41,15 +39,10 @@ func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err err
 	fmt.Fprintln(tw, "  SCALAR\tSTEP\tVALUE")
 	keys := slices.Sorted(maps.Keys(p.Scalars))
 	for _, k := range keys[:min(len(keys), maxDescribedScalars)] {
-		fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, p.Scalars[k].Step, formatValue(p.Scalars[k].Value))
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, p.Scalars[k].Step, p.Scalars[k].Value.Display())
 	}
 	if more := len(keys) - maxDescribedScalars + p.Omitted; more > 0 {
 		fmt.Fprintf(tw, "  … and %d more\n", more)
 	}
 	return tw.Flush()
-}
-
-// formatValue renders a scalar's value with six significant digits.
-func formatValue(v tfevents.Value) string {
-	return strconv.FormatFloat(float64(v), 'g', 6, 64)
 }

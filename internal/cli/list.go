@@ -177,7 +177,7 @@ func (o *rootOptions) progressOf(ctx context.Context, cs *clients, job *tfv1.TFJ
 	}
 	f := progressFigures{strconv.FormatInt(p.Step, 10), "-"}
 	if _, last, ok := p.Loss(); ok {
-		f.loss = formatValue(last.Value)
+		f.loss = last.Value.Display()
 	}
 	return f, nil
 }

@@ -142,9 +142,3 @@ func (s *Server) progressError(r *http.Request, err error, code int) string {
 	}
 	return "The progress records could not be read from S3; the dashboard's log says why. The page tries again."
 }
-
-// scalarValue renders a scalar's value with six significant digits, as tfk8s describe
-// does.
-func scalarValue(v tfevents.Value) string {
-	return strconv.FormatFloat(float64(v), 'g', 6, 64)
-}

@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
 //go:embed templates/*.html
@@ -254,7 +255,7 @@ func fromBrowserPage(next http.Handler) http.Handler {
 // htmx fetches alone.
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"age": age, "since": since, "lower": strings.ToLower, "scalar": scalarValue,
+		"age": age, "since": since, "lower": strings.ToLower, "scalar": tfevents.Value.Display,
 		"until": func(t time.Time) string { return since(time.Until(t)) },
 		"deref": func(b *bool) bool { return b != nil && *b },
 		"size":  storage.FormatBytes,

@@ -86,6 +86,12 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 // JavaScript's Number() reads back.
 type Value float64
 
+// Display renders the value with six significant digits, as tfk8s list, describe and
+// the dashboard show scalars.
+func (v Value) Display() string {
+	return strconv.FormatFloat(float64(v), 'g', 6, 64)
+}
+
 // MarshalJSON writes a number, or a string for NaN and the infinities.
 func (v Value) MarshalJSON() ([]byte, error) {
 	f := float64(v)
