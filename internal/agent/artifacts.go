@@ -49,7 +49,7 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 	if err != nil {
 		return nil, err
 	}
-	base := storage.ReplicaPrefix(dest, cfg.Namespace, cfg.JobName, cfg.Replica)
+	base := storage.RunPrefix(dest, cfg.Namespace, cfg.JobName, cfg.Run).Join(cfg.Replica + "/")
 	return &uploader{
 		client:    c,
 		base:      base,

@@ -77,6 +77,9 @@ type Config struct {
 	ContainerName string
 	// PodName and PodUID name the pod in the attempt records.
 	PodName, PodUID string
+	// Run is the job's run (tfjob.RunID); empty, the replica stores as agents did
+	// before runs: under <destination>/<namespace>/<job>/.
+	Run string
 	// LogDir is where the command's output is written as well as to the agent's own.
 	LogDir string
 
@@ -130,6 +133,7 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	str(&grace, "child-grace", tfjob.EnvChildGrace, DefaultChildGrace.String(), "time the command's leftover processes get between SIGTERM and SIGKILL")
 	str(&c.PodName, "pod-name", tfjob.EnvPodName, "", "the pod's name, for the attempt records")
 	str(&c.PodUID, "pod-uid", tfjob.EnvPodUID, "", "the pod's UID, for the attempt records")
+	str(&c.Run, "run", tfjob.EnvRun, "", "the job's run, under which the replica stores")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

@@ -34,16 +34,20 @@ func (o *rootOptions) readStored(ctx context.Context, cs *clients, job *tfv1.TFJ
 		err = fmt.Errorf("reading from S3: %w", err)
 		return fromS3{err: err, progressErr: err}
 	}
+	base, err := jobs.LocateFiles(ctx, c, job)
+	if err != nil {
+		err = fmt.Errorf("reading from S3: %w", err)
+		return fromS3{err: err, progressErr: err}
+	}
 	var s fromS3
-	s.replicas = readAttempts(ctx, c, job)
-	s.progress, s.progressErr = jobs.Progress(ctx, c, job)
+	s.replicas = readAttempts(ctx, c, job, base)
+	s.progress, s.progressErr = jobs.Progress(ctx, c, job, base)
 	return s
 }
 
 // readAttempts reads the attempts of every replica of the job from the replicas'
-// manifests: one read per replica, a few at a time.
-func readAttempts(ctx context.Context, c *storage.Client, job *tfv1.TFJob) []replicaAttempts {
-	base := jobs.ArtifactsBase(job)
+// manifests under base, the job's run prefix: one read per replica, a few at a time.
+func readAttempts(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base storage.URI) []replicaAttempts {
 	replicas := jobs.Replicas(job)
 	out := make([]replicaAttempts, len(replicas))
 	jobs.Parallel(len(replicas), jobs.MaxParallelReads, func(i int) {

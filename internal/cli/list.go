@@ -168,7 +168,7 @@ func (o *rootOptions) progressOf(ctx context.Context, cs *clients, job *tfv1.TFJ
 	if err != nil {
 		return unknown, err
 	}
-	p, err := jobs.Progress(ctx, c, job)
+	p, err := jobs.Progress(ctx, c, job, jobs.ArtifactsBase(job))
 	switch {
 	case err != nil:
 		return unknown, err

@@ -133,6 +133,9 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	}
 	add(tfjob.EnvNamespace, job.Namespace)
 	add(tfjob.EnvJobName, job.Name)
+	if job.UID != "" {
+		add(tfjob.EnvRun, tfjob.RunID(string(job.UID)))
+	}
 	add(tfjob.EnvReplica, tfjob.ReplicaName(rt, index))
 	add(tfjob.EnvContainerName, c.Name)
 	add(tfjob.EnvLogDir, tfjob.AgentLogDir)

@@ -59,13 +59,17 @@ func sourceOf(job *tfv1.TFJob) tensorBoardSource {
 	return tensorBoardSource{s3: jobArtifactsPrefix(job), logDir: tensorBoardDir}
 }
 
-// jobArtifactsPrefix is where the job's replicas store, <destination>/<namespace>/<job>/
-// (storage.JobPrefix, which the controller does not link).
+// jobArtifactsPrefix is where the job's replicas store, <destination>/<namespace>/<job>/<run>/
+// (storage.RunPrefix, which the controller does not link).
 func jobArtifactsPrefix(job *tfv1.TFJob) string {
 	if job.Spec.Artifacts == nil {
 		return ""
 	}
-	return strings.TrimSuffix(job.Spec.Artifacts.Destination, "/") + "/" + job.Namespace + "/" + job.Name + "/"
+	prefix := strings.TrimSuffix(job.Spec.Artifacts.Destination, "/") + "/" + job.Namespace + "/" + job.Name + "/"
+	if job.UID != "" {
+		prefix += tfjob.RunID(string(job.UID)) + "/"
+	}
+	return prefix
 }
 
 // tensorBoardLabels select the TensorBoard's pod; its Deployment and Service also carry

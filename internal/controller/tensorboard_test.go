@@ -14,11 +14,12 @@ import (
 func TestJobArtifactsPrefixIsTheStorageLayout(t *testing.T) {
 	for _, dest := range []string{"s3://runs", "s3://runs/", "s3://tfk8s/runs", "s3://tfk8s/team/runs/"} {
 		job := testutil.MakeTFJob("mnist", "ml").Workers(1).Artifacts(dest, "/logs").Obj()
+		job.UID = "0f3a9c2e-1b4d-4e5f-8a6b-7c8d9e0f1a2b"
 		u, err := storage.ParseURI(dest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := jobArtifactsPrefix(job), storage.JobPrefix(u, "ml", "mnist").String(); got != want {
+		if got, want := jobArtifactsPrefix(job), storage.RunPrefix(u, "ml", "mnist", "0f3a9c2e").String(); got != want {
 			t.Errorf("destination %s: the TensorBoard mirrors %s, the agents write under %s", dest, got, want)
 		}
 	}

@@ -176,7 +176,10 @@ func (f *Files) replicasUnder(ctx context.Context) (replicas, unverified []strin
 	}
 	seen := map[string]bool{}
 	for _, obj := range objs {
-		replica, rest, _ := strings.Cut(strings.TrimPrefix(obj.URI.Key, f.Base.Key), "/")
+		replica, rest, isDir := strings.Cut(strings.TrimPrefix(obj.URI.Key, f.Base.Key), "/")
+		if !isDir || storage.IsRunID(replica) {
+			continue // the run's records, or the runs under a job's prefix read as a run
+		}
 		seen[replica] = seen[replica] || rest == storage.ManifestName
 	}
 	for replica, hasManifest := range seen {

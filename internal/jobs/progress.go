@@ -48,20 +48,22 @@ var leadReplicas = []string{
 	tfjob.ReplicaName(tfv1.ReplicaTypeWorker, 0),
 }
 
-// Progress returns the progress of a job that stores its artifacts: the chief's (or
-// master's) record, else worker-0's, else the one updated last of its other replicas'.
-// It reads the lead replicas' records, and the others' only when these have none, a
-// few at a time. It is nil, without error, when no replica stored one yet.
-func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob) (*JobProgress, error) {
+// Progress returns the progress of a job that stores its artifacts from its replicas'
+// records under base, its run's prefix (ArtifactsBase, or LocateFiles for a job that
+// may predate runs): the chief's (or master's) record, else worker-0's, else the one
+// updated last of its other replicas'. It reads the lead replicas' records, and the
+// others' only when these have none, a few at a time. It is nil, without error, when
+// no replica stored one yet.
+func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base storage.URI) (*JobProgress, error) {
 	if job.Spec.Artifacts == nil {
 		return nil, nil
 	}
 	lead, others := leadFirst(job)
-	found, err := readProgresses(ctx, c, ArtifactsBase(job), lead)
+	found, err := readProgresses(ctx, c, base, lead)
 	if len(found) > 0 {
 		return found[0], nil // the first lead replica's in order
 	}
-	found, oerr := readProgresses(ctx, c, ArtifactsBase(job), others)
+	found, oerr := readProgresses(ctx, c, base, others)
 	if len(found) == 0 {
 		return nil, errors.Join(err, oerr)
 	}

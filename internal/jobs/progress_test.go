@@ -23,7 +23,7 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	job := &tfv1.TFJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team"},
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team", UID: "0c5e2a7b-1d2e-4f00-9a7b-3c1d2e4f5a6b"},
 		Spec: tfv1.TFJobSpec{
 			TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
 				tfv1.ReplicaTypeChief:     {Replicas: ptr.To[int32](1)},
@@ -33,6 +33,10 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 			Artifacts: &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"},
 		},
 	}
+	base := ArtifactsBase(job)
+	if want := "runs/team/mnist/0c5e2a7b/"; base.Key != want {
+		t.Fatalf("the job's run prefix is %s, want %s", base.Key, want)
+	}
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	put := func(replica string, step int64, updated time.Time) {
 		t.Helper()
@@ -40,14 +44,14 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := storage.ReplicaPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, "team", "mnist", replica).Join(storage.ProgressName)
+		u := base.Join(replica+"/", storage.ProgressName)
 		if err := c.PutObject(ctx, u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check := func(wantReplica string, wantStep int64) {
 		t.Helper()
-		p, err := Progress(ctx, c, job)
+		p, err := Progress(ctx, c, job, base)
 		if err != nil {
 			t.Fatal(err)
 		}

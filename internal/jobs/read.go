@@ -134,15 +134,15 @@ func ContainerSummary(pod *corev1.Pod) (int32, string) {
 	return s.RestartCount, strings.TrimSpace(fmt.Sprintf("%d %s", t.ExitCode, t.Reason))
 }
 
-// ArtifactsBase is the prefix of the job's replicas in S3:
-// <destination>/<namespace>/<job>/.
+// ArtifactsBase is the prefix of the job's run in S3, where its replicas store:
+// <destination>/<namespace>/<job>/<run>/.
 func ArtifactsBase(job *tfv1.TFJob) storage.URI {
 	dest, err := storage.ParseURI(job.Spec.Artifacts.Destination)
 	if err != nil {
 		// The API server checked the pattern; a URI it let through parses.
 		return storage.URI{}
 	}
-	return dest.Join(job.Namespace, job.Name+"/")
+	return storage.RunPrefix(dest, job.Namespace, job.Name, tfjob.RunID(string(job.UID)))
 }
 
 // PodServing: Running, Ready and not being deleted.

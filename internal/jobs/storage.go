@@ -83,13 +83,22 @@ func RequireBucket(cfg storage.Config) error {
 	return nil
 }
 
-// JobFiles locates what the agent backed up for a job, <destination>/<namespace>/<job>/,
-// and returns a client for it. The job is nil, and no error, when it no longer exists:
-// its files are then looked for under the default destination, s3://<bucket>/runs.
+// JobFiles locates what the agent backed up for a job, its run's prefix
+// <destination>/<namespace>/<job>/<run>/, and returns a client for it. The job is nil,
+// and no error, when it no longer exists: its files are then those of its newest run
+// under the default destination, s3://<bucket>/runs, or of the run name gives as
+// JOB/RUN.
 func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.TFJob, storage.URI, *storage.Client, error) {
-	job, err := Get(ctx, cs.Client, cs.Namespace, name)
+	jobName, run, err := SplitRun(name)
+	if err != nil {
+		return nil, storage.URI{}, nil, err
+	}
+	job, err := Get(ctx, cs.Client, cs.Namespace, jobName)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, storage.URI{}, nil, err
+	}
+	if job != nil && run != "" && run != tfjob.RunID(string(job.UID)) {
+		job, err = nil, &NotFoundError{Namespace: cs.Namespace, Name: name}
 	}
 	if job != nil && job.Spec.Artifacts == nil {
 		return job, storage.URI{}, nil, fmt.Errorf("tfjob %s backs up nothing to S3: it has no spec.artifacts", name)
@@ -99,13 +108,27 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 		return job, storage.URI{}, nil, errors.Join(err, serr)
 	}
 	if job != nil {
-		return job, ArtifactsBase(job), c, nil
+		base, err := LocateFiles(ctx, c, job)
+		return job, base, c, err
 	}
 	if berr := RequireBucket(cfg); berr != nil {
 		return nil, storage.URI{}, nil, errors.Join(err, berr)
 	}
-	base := storage.URI{Bucket: cfg.Bucket, Key: DefaultArtifactsPrefix + "/"}.Join(cs.Namespace, name+"/")
-	return nil, base, c, nil
+	dest := DefaultDestination(cfg)
+	stored, ferr := FindRun(ctx, c, dest, cs.Namespace, jobName, run)
+	switch {
+	case errors.Is(ferr, storage.ErrNotFound):
+		// Nothing stored: the callers say so of the prefix the run would have.
+		return nil, storage.RunPrefix(dest, cs.Namespace, jobName, run), c, nil
+	case ferr != nil:
+		return nil, storage.URI{}, nil, errors.Join(err, ferr)
+	}
+	return nil, stored.Prefix, c, nil
+}
+
+// DefaultDestination is where submit backs up artifacts and logs: s3://<bucket>/runs/.
+func DefaultDestination(cfg storage.Config) storage.URI {
+	return storage.URI{Bucket: cfg.Bucket, Key: DefaultArtifactsPrefix + "/"}
 }
 
 // Labels of the objects the front ends make (storage Secrets, notebooks), so that

@@ -121,8 +121,12 @@ func (p Params) checkStorage(v *Values, _ bool) error {
 	}
 	v.TensorBoard = p.TensorBoard
 	if p.ResumeFrom != "" {
-		if errs := validation.IsDNS1035Label(p.ResumeFrom); len(errs) > 0 {
+		name, run, _ := strings.Cut(p.ResumeFrom, "/")
+		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
 			return fmt.Errorf("--resume-from %q: want the name of an earlier job: %s", p.ResumeFrom, strings.Join(errs, "; "))
+		}
+		if run != "" && !storage.IsRunID(run) {
+			return fmt.Errorf("--resume-from %q: want JOB or JOB/RUN, RUN being one of its runs (8 hex digits)", p.ResumeFrom)
 		}
 		v.ResumeFrom = p.ResumeFrom
 	}

@@ -179,6 +179,31 @@ func (c *Client) List(ctx context.Context, u URI) ([]Object, error) {
 	return objs, nil
 }
 
+// Any reports whether any object's key starts with the prefix u: one listing of one
+// key.
+func (c *Client) Any(ctx context.Context, u URI) (bool, error) {
+	found := false
+	err := Retry(ctx, c.backoff, func(ctx context.Context) error {
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for info := range c.mc.ListObjectsIter(lctx, u.Bucket, minio.ListObjectsOptions{Prefix: u.Key, Recursive: true, MaxKeys: 1}) {
+			if info.Err != nil {
+				if isNotFound(info.Err) {
+					return Permanent(info.Err)
+				}
+				return info.Err
+			}
+			found = true
+			break
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("listing %s: %w", u, err)
+	}
+	return found, nil
+}
+
 // Download writes the object at u to w. It is retried as long as nothing was written.
 func (c *Client) Download(ctx context.Context, u URI, w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}

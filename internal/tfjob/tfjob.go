@@ -87,6 +87,9 @@ const (
 	// EnvPodName and EnvPodUID name the pod in the attempt records.
 	EnvPodName = "TFK8S_POD_NAME"
 	EnvPodUID  = "TFK8S_POD_UID"
+	// EnvRun is the job's run, RunID of its UID: the replicas store under
+	// <destination>/<namespace>/<job>/<run>/.
+	EnvRun = "TFK8S_RUN"
 	// EnvChildGrace is how long the processes the command left behind get between
 	// SIGTERM and SIGKILL once it has exited.
 	EnvChildGrace = "TFK8S_CHILD_GRACE"
@@ -98,6 +101,13 @@ const DefaultArtifactsInterval = 60 * time.Second
 
 // TaskType is a replica type as TensorFlow names it in TF_CONFIG: worker, ps, chief.
 func TaskType(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }
+
+// RunID names one run of a job, one TFJob object: the first 8 hex digits of its UID,
+// dashes removed. A same-name re-submission is a new object, so a new run.
+func RunID(uid string) string {
+	id := strings.ToLower(strings.ReplaceAll(uid, "-", ""))
+	return id[:min(len(id), 8)]
+}
 
 // ReplicaName names one replica: <type>-<index>, type in lower case (worker-1).
 func ReplicaName(rt tfv1.ReplicaType, index int32) string {

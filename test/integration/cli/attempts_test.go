@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // storedReplica writes into the test's bucket what a replica's agent stores, laid out
@@ -26,10 +29,16 @@ type storedReplica struct {
 	records []storage.Attempt
 }
 
-// storeReplica starts the stored files of a replica of job.
+// storeReplica starts the stored files of a replica of job, where its agent stores:
+// under the job's run if the job exists, else as agents did before runs.
 func (f *fixture) storeReplica(job, replica string) *storedReplica {
 	dest := storage.URI{Bucket: f.srv.Bucket, Key: "runs/"}
-	return &storedReplica{f: f, prefix: storage.ReplicaPrefix(dest, f.ns, job, replica), files: map[string]string{}}
+	run := ""
+	existing := &tfv1.TFJob{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: job}, existing); err == nil {
+		run = tfjob.RunID(string(existing.UID))
+	}
+	return &storedReplica{f: f, prefix: storage.RunPrefix(dest, f.ns, job, run).Join(replica + "/"), files: map[string]string{}}
 }
 
 // put stores an object under the replica's prefix and lists it in the manifest.

@@ -65,9 +65,9 @@ func TestListGetDescribe(t *testing.T) {
 	r = f.mustSucceed("describe", "mnist", "--replica", "worker-1")
 	for _, want := range []string{
 		`(?m)^State:\s+Running$`,
-		`(?m)^Artifacts:\s+s3://` + f.srv.Bucket + `/runs/` + f.ns + `/mnist/<replica>/artifacts/$`,
+		`(?m)^Artifacts:\s+s3://` + f.srv.Bucket + `/runs/` + f.ns + `/mnist/[0-9a-f]{8}/<replica>/artifacts/$`,
 		`(?m)^\s+Paths:\s+/workspace/model$`,
-		`(?m)^Logs:\s+s3://` + f.srv.Bucket + `/runs/` + f.ns + `/mnist/<replica>/attempts/<n>/logs/$`,
+		`(?m)^Logs:\s+s3://` + f.srv.Bucket + `/runs/` + f.ns + `/mnist/[0-9a-f]{8}/<replica>/attempts/<n>/logs/$`,
 		`(?m)^Code:\s+s3://` + f.srv.Bucket + `/code/sha256-[0-9a-f]{64}\.tar\.gz -> /workspace$`,
 		`(?m)^\s+PS\s+1\s+1\s+0\s+0\s+0\s`,
 		`(?m)^\s+Worker\s+2\s+2\s+0\s+0\s+1\s+0\s+2/2\s`,

@@ -11,6 +11,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // policies are the parts of a job that say how it retries, ends and is cleaned up.
@@ -131,7 +132,8 @@ func TestSubmitResumeFrom(t *testing.T) {
 	if r := submit("v3", "--artifacts", "model", "--resume-from", "v2"); r.code != 0 {
 		t.Fatalf("resuming from v2: %s", r)
 	}
-	if got, want := f.getJob("v3").Spec.Artifacts.ResumeFrom, f.getJob("v2").Spec.Artifacts.Destination+"/"+f.ns+"/v2/"; got != want {
+	v2 := f.getJob("v2")
+	if got, want := f.getJob("v3").Spec.Artifacts.ResumeFrom, v2.Spec.Artifacts.Destination+"/"+f.ns+"/v2/"+tfjob.RunID(string(v2.UID))+"/"; got != want {
 		t.Errorf("spec.artifacts.resumeFrom = %q, want %q", got, want)
 	}
 }

@@ -134,7 +134,11 @@ func TestTensorBoardLivesWithTheJobAndItsTTL(t *testing.T) {
 	if len(containers) != 2 || containers[0].Name != "mirror" {
 		t.Fatalf("TensorBoard pod has containers %v, want mirror and tensorboard", containers)
 	}
-	wantMirror := "tfk8s-agent mirror --from s3://runs/exp/" + ns + "/tb/ --to /tensorboard --interval 5s --include *tfevents*"
+	created, err := getJob(ctx, ns, "tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMirror := "tfk8s-agent mirror --from s3://runs/exp/" + ns + "/tb/" + tfjob.RunID(string(created.UID)) + "/ --to /tensorboard --interval 5s --include *tfevents*"
 	if got := strings.Join(containers[0].Command, " "); got != wantMirror {
 		t.Errorf("mirror command %q, want %q", got, wantMirror)
 	}

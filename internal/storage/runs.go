@@ -1,0 +1,178 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+)
+
+// The runs of a job. A run is one TFJob object, named by tfjob.RunID of its UID, so
+// that a same-name re-submission starts clean:
+//
+//	<destination>/<namespace>/<job>/<run>/run.json
+//	    a RunRecord: the job as submitted, written by the front end that created it
+//	<destination>/<namespace>/<job>/<run>/end.json
+//	    a RunEnd: how the job ended, written once it has
+//	<destination>/<namespace>/<job>/<run>/<replica>/...
+//	    what each replica stores, as layout.go describes under <destination>/<namespace>/<job>/
+//
+// Agents older than runs stored the replicas right under <destination>/<namespace>/<job>/;
+// such a job reads as one run of id LegacyRun.
+const (
+	// LegacyRun is the run of the replicas stored without a run level.
+	LegacyRun = "-"
+	// RunRecordName is the run's record, at the run's prefix.
+	RunRecordName = "run.json"
+	// RunEndName is the record of the run's end, beside RunRecordName.
+	RunEndName = "end.json"
+)
+
+// RunPrefix is where one run of a job stores; run "" or LegacyRun is the job's prefix,
+// where agents older than runs stored.
+func RunPrefix(destination URI, namespace, job, run string) URI {
+	if run == "" || run == LegacyRun {
+		return JobPrefix(destination, namespace, job)
+	}
+	return destination.Join(namespace, job, run+"/")
+}
+
+// IsRunID reports whether s names a run (8 lower-case hex digits) rather than a
+// replica (worker-0), which has a dash.
+func IsRunID(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// RunRecord is a run's run.json: the job as it was created, without its status and
+// the fields the API server manages, so that it can be submitted again.
+type RunRecord struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	UID       string            `json:"uid"`
+	Run       string            `json:"run"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Submitted time.Time         `json:"submitted"`
+	Job       *tfv1.TFJob       `json:"job"`
+}
+
+// RunEnd is a run's end.json: how the job ended.
+type RunEnd struct {
+	Completed time.Time `json:"completed"`
+	// State is the job's final state: Succeeded, Failed, or Deleted for a job deleted
+	// before it finished.
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Replicas are the replica statuses by type, as the job's status had them.
+	Replicas map[string]tfv1.ReplicaStatus `json:"replicas,omitempty"`
+}
+
+// Marshal encodes a record as stored: indented JSON.
+func Marshal(v any) ([]byte, error) {
+	return json.MarshalIndent(v, "", "  ")
+}
+
+// StoredRun is one run found in a listing: where it stores and which of its records
+// exist.
+type StoredRun struct {
+	Namespace, Job, Run string
+	Prefix              URI
+	// Record and End are its run.json and end.json; zero when absent.
+	Record, End Object
+	// Progress are the replicas' progress records, in key order.
+	Progress []URI
+	// Replicas name the replicas that stored something, in key order.
+	Replicas []string
+	// First and Last are the times of its oldest and newest object.
+	First, Last time.Time
+}
+
+// Started is when the run started, as far as S3 tells: its record's time, else that of
+// its oldest object.
+func (r *StoredRun) Started() time.Time {
+	if r.Record.URI.Key != "" {
+		return r.Record.ModTime
+	}
+	return r.First
+}
+
+// GroupRuns sorts the objects listed under destination into runs,
+// <namespace>/<job>/<run>/..., and the legacy <namespace>/<job>/<replica>/... as run
+// LegacyRun. Keys of another shape are skipped. Runs come in namespace, job, start order.
+func GroupRuns(destination URI, objs []Object) []StoredRun {
+	base := destination.Dir().Key
+	index := map[[3]string]int{}
+	var runs []StoredRun
+	for _, obj := range objs {
+		rel, ok := strings.CutPrefix(obj.URI.Key, base)
+		if !ok {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		if len(parts) < 4 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			continue
+		}
+		ns, job, run, rest := parts[0], parts[1], parts[2], parts[3:]
+		if !IsRunID(run) {
+			run, rest = LegacyRun, parts[2:]
+		}
+		key := [3]string{ns, job, run}
+		i, seen := index[key]
+		if !seen {
+			i = len(runs)
+			index[key] = i
+			runs = append(runs, StoredRun{Namespace: ns, Job: job, Run: run, Prefix: RunPrefix(destination, ns, job, run), First: obj.ModTime, Last: obj.ModTime})
+		}
+		r := &runs[i]
+		if obj.ModTime.Before(r.First) {
+			r.First = obj.ModTime
+		}
+		if obj.ModTime.After(r.Last) {
+			r.Last = obj.ModTime
+		}
+		switch {
+		case len(rest) == 1 && rest[0] == RunRecordName && run != LegacyRun:
+			r.Record = obj
+		case len(rest) == 1 && rest[0] == RunEndName && run != LegacyRun:
+			r.End = obj
+		case len(rest) >= 2:
+			if n := len(r.Replicas); n == 0 || r.Replicas[n-1] != rest[0] {
+				r.Replicas = append(r.Replicas, rest[0])
+			}
+			if len(rest) == 2 && rest[1] == ProgressName {
+				r.Progress = append(r.Progress, obj.URI)
+			}
+		}
+	}
+	for i := range runs {
+		slices.Sort(runs[i].Replicas)
+		runs[i].Replicas = slices.Compact(runs[i].Replicas)
+	}
+	slices.SortStableFunc(runs, func(a, b StoredRun) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Job, b.Job), a.Started().Compare(b.Started()))
+	})
+	return runs
+}
+
+// NewestRun is the run of job that started last, and false if runs holds none of it.
+func NewestRun(runs []StoredRun, namespace, job string) (StoredRun, bool) {
+	var newest StoredRun
+	found := false
+	for _, r := range runs {
+		if r.Namespace == namespace && r.Job == job && (!found || !r.Started().Before(newest.Started())) {
+			newest, found = r, true
+		}
+	}
+	return newest, found
+}
