@@ -91,6 +91,8 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 			field("  Interval", a.Interval.Duration.String())
 		}
 		field("Logs", base.String()+"<replica>/attempts/<n>/logs/")
+	} else {
+		field("Kept", "nothing: the job has no spec.artifacts, so its logs and files go with its pods")
 	}
 	if s := job.Spec.Storage; s != nil {
 		field("Storage Secret", s.SecretRef.Name)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfconfig"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -141,5 +143,17 @@ func TestDescribeComposedTFConfig(t *testing.T) {
 	pod.Spec.Containers[0].Env[0].Value = "{not json"
 	if err := jobs.WriteTFConfig(&out, []corev1.Pod{pod}, ""); err == nil || !strings.Contains(err.Error(), "big-worker-1") {
 		t.Errorf("a cluster that does not decode: error %v, want one naming the pod", err)
+	}
+}
+
+// A job that stores nothing in S3 says so: nothing of it outlives its pods.
+func TestDescribeSaysNothingIsKept(t *testing.T) {
+	job := testutil.MakeTFJob("bare", "team").Workers(1).Obj()
+	var out bytes.Buffer
+	if err := describeJob(&out, job, nil, nil, fromS3{}, "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if want := regexp.MustCompile(`(?m)^Kept:\s+nothing: the job has no spec.artifacts`); !want.MatchString(out.String()) {
+		t.Errorf("describe shows:\n%s\nwant it to match %s", out.String(), want)
 	}
 }

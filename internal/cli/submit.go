@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,8 @@ const submitLong = `Submit a TFJob. DIR, if given, is packed as a tar.gz (honour
 uploaded to s3://<bucket>/code/sha256-<digest>.tar.gz, unless that archive is there
 already; every replica gets it unpacked in /workspace before its command starts.
 --data DIR is uploaded likewise under datasets/; --artifacts paths, and the logs, are
-backed up to s3://<bucket>/runs/<namespace>/<job>/<replica>/ while the job runs.
+backed up to s3://<bucket>/runs/<namespace>/<job>/<run>/<replica>/ while the job
+runs, <run> naming this submission (tfk8s runs lists them).
 
 The S3 endpoint and bucket come from --s3-endpoint and --s3-bucket, else
 TFK8S_S3_ENDPOINT and TFK8S_S3_BUCKET, else ~/.tfk8s/config; the credentials from
@@ -37,8 +39,8 @@ Secret, which goes when the job is deleted. Only the tfk8s agent sees them, unle
 
 Replicas are re-created after a failure worth retrying (--restart-policy ExitCode: an
 exit code of 128 or more, an eviction), up to --backoff-limit restarts in all. With
---resume-from JOB, each replica starts from the artifacts the same replica of an
-earlier job stored (needs --artifacts).
+--resume-from JOB, each replica starts from the artifacts the same replica of the
+newest run of an earlier job stored (JOB/RUN picks a run; needs --artifacts).
 
 -f takes a TFJob manifest, tfk8s's or Kubeflow's (kubeflow.org/v1, converted); the
 flags given override it.`
@@ -104,6 +106,12 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	}
 	if err := o.createJob(ctx, cs, s.job, s.cfg, f); err != nil {
 		return err
+	}
+	if s.s3 != nil {
+		// The job runs without its record; tfk8s runs then finds it by its files.
+		if err := jobs.RecordRun(ctx, s.s3, s.job, time.Now()); err != nil {
+			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
+		}
 	}
 	return o.awaitJob(ctx, cs, s.job, f)
 }
@@ -172,7 +180,8 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		return nil, err
 	}
 	s.usesStorage = a.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
-		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base))
+		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base)) ||
+		((base == nil || base.Spec.Storage == nil) && hasCommand(base, a.command) && o.storageKnown())
 	if s.usesStorage {
 		if s.cfg, err = o.storageConfig(); err != nil {
 			return nil, err
@@ -332,6 +341,33 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 	}
 	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
 	return nil
+}
+
+// storageKnown reports whether the S3 settings name an endpoint and a bucket: every
+// job submitted then keeps its logs and its run record there, code or no code.
+func (o *rootOptions) storageKnown() bool {
+	cfg, err := o.storageConfig()
+	return err == nil && cfg.Endpoint != "" && cfg.Bucket != "" && cfg.AccessKeyID != ""
+}
+
+// hasCommand reports whether every replica of the job has a command the agent can run:
+// the one after --, else the manifest's.
+func hasCommand(base *tfv1.TFJob, command []string) bool {
+	if len(command) > 0 {
+		return true
+	}
+	if base == nil {
+		return false
+	}
+	for _, spec := range base.Spec.TFReplicaSpecs {
+		if spec == nil {
+			continue
+		}
+		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c == nil || len(c.Command) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // readManifest reads the manifest of -f: a file, or stdin for "-".

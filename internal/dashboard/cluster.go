@@ -146,6 +146,9 @@ type Submitted struct {
 	Namespace, Name string
 	// YAML is the job as tfk8s get -o yaml prints it.
 	YAML string
+	// Warning says what went wrong after the job was created: its run record not
+	// written, say.
+	Warning string
 }
 
 // ArtifactRow is one file a job's replica stored.

@@ -36,7 +36,26 @@ func (d *kubeCluster) Submit(ctx context.Context, req SubmitRequest) (*Submitted
 	if err != nil {
 		return nil, err
 	}
-	return &Submitted{Namespace: job.Namespace, Name: job.Name, YAML: string(y)}, nil
+	done := &Submitted{Namespace: job.Namespace, Name: job.Name, YAML: string(y)}
+	if !req.DryRun {
+		if err := d.recordRun(ctx, job); err != nil {
+			done.Warning = err.Error()
+		}
+	}
+	return done, nil
+}
+
+// recordRun writes the run record of a job just created, as tfk8s submit does, with
+// the dashboard's S3 settings or the job's Secret read with the user's rights.
+func (d *kubeCluster) recordRun(ctx context.Context, job *tfv1.TFJob) error {
+	if job.Spec.Artifacts == nil {
+		return nil
+	}
+	c, _, err := d.storage.ForJob(ctx, d.in(job.Namespace), job)
+	if err != nil {
+		return fmt.Errorf("writing the run record of tfjob %s: %w", job.Name, err)
+	}
+	return jobs.RecordRun(ctx, c, job, time.Now())
 }
 
 // FormJob is the job of a request of the submit page: it reads the form (or the YAML, with the form's fields over it) into the

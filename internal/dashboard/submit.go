@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -73,6 +74,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 			job = done.Name
 		}
 		s.audit(r, sess, "create", "tfjob", ns, job, err)
+		if err == nil && done.Warning != "" {
+			fmt.Fprintf(s.opts.Log, "warning: tfjob %s/%s: %s\n", ns, job, done.Warning)
+		}
 	}
 	code := http.StatusOK
 	switch {

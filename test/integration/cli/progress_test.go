@@ -10,6 +10,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
@@ -33,7 +34,12 @@ func TestListAndDescribeShowProgress(t *testing.T) {
 	code := writeTree(t, map[string]string{"train.py": "print(1)\n"})
 	f.mustSucceed("submit", code, "--name", "ps", "--image", "tf:2.16", "--chief", "--ps", "1", "--workers", "1", "--artifacts", "model", "--", "python3", "train.py")
 	f.mustSucceed("submit", code, "--name", "quiet", "--image", "tf:2.16", "--workers", "1", "--artifacts", "model", "--", "python3", "train.py")
-	f.mustSucceed("submit", "--name", "bare", "--image", "tf:2.16", "--workers", "1", "--", "python3", "x.py")
+	// Applied as kubectl would, without storage: submit gives every job its S3 settings.
+	bare := testutil.MakeTFJob("bare", f.ns).Workers(1).Obj()
+	bare.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Image = "tf:2.16"
+	if err := k8sClient.Create(context.Background(), bare); err != nil {
+		t.Fatal(err)
+	}
 	f.waitPods("ps", "ps-chief-0", "ps-ps-0", "ps-worker-0")
 	f.waitPods("quiet", "quiet-worker-0")
 	f.waitPods("bare", "bare-worker-0")

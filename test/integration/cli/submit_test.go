@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -215,7 +216,13 @@ func TestSubmitUploadsOnceAndCreatesJobAndSecret(t *testing.T) {
 	if !strings.Contains(r.stdout, "secret/second-storage created") || !strings.Contains(r.stdout, "tfjob.tfk8s.io/second created") {
 		t.Errorf("the second submit did not create its own secret:\n%s", r)
 	}
-	after := f.objectsUnder("")
+	// Only its run record is new.
+	record := jobs.ArtifactsBase(f.getJob("second")).Join(storage.RunRecordName)
+	all := f.objectsUnder("")
+	after := slices.DeleteFunc(slices.Clone(all), func(o storage.Object) bool { return o.URI == record })
+	if len(after) != len(all)-1 {
+		t.Errorf("the second submit stored no run record at %s", record)
+	}
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("the second submit changed the bucket (-before +after):\n%s", diff)
 	}
@@ -319,7 +326,12 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 	code := writeTree(t, map[string]string{"train.py": "print(1)\n"})
 	file := filepath.Join(code, "train.py")
 	closed := closedPort(t)
-	f.mustSucceed("submit", "--name", "taken", "--image", "tf", "--", "python3", "x.py") // no S3 involved
+	// No code, and yet with S3 known it keeps its logs: a Secret of its own and its run record.
+	f.mustSucceed("submit", "--name", "taken", "--image", "tf", "--", "python3", "x.py")
+	takenObjects, takenSecrets := f.objects(), f.secrets()
+	if len(takenObjects) != 1 || !strings.HasSuffix(takenObjects[0], "/"+storage.RunRecordName) || !slices.Equal(takenSecrets, []string{"taken-storage"}) {
+		t.Fatalf("a job without code: objects %v, secrets %v; want its run record and taken-storage", takenObjects, takenSecrets)
+	}
 	partial := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "partial"}, Data: map[string][]byte{"endpoint": []byte("s3:9000")}}
 	if err := k8sClient.Create(context.Background(), partial); err != nil {
 		t.Fatal(err)
@@ -347,7 +359,7 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 		{"name taken", nil, []string{"submit", code, "--name", "taken", "--image", "tf", "--", "python3", "t.py"}, `tfjobs.tfk8s.io "taken" already exists`},
 		{"--storage-secret missing", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "no-such", "--", "python3", "t.py"}, "--storage-secret no-such: no such Secret in namespace " + f.ns},
 		{"--storage-secret lacking keys", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "partial", "--", "python3", "t.py"}, "--storage-secret partial: the Secret has no accessKeyID, secretAccessKey, which the job's pods read"},
-		{"--storage-secret for no storage", nil, []string{"submit", "--name", "a", "--image", "tf", "--storage-secret", "partial", "--", "python3", "t.py"}, "--storage-secret partial: the job keeps nothing in S3"},
+		{"--storage-secret for no storage", map[string]string{}, []string{"submit", "--name", "a", "--image", "tf", "--storage-secret", "partial", "--", "python3", "t.py"}, "--storage-secret partial: the job keeps nothing in S3"},
 		{"--storage-secret and --s3-cluster-endpoint", nil, []string{"submit", code, "--name", "a", "--image", "tf", "--storage-secret", "partial", "--s3-cluster-endpoint", "s3:9000", "--", "python3", "t.py"}, "--s3-cluster-endpoint s3:9000: the job's pods reach S3 at the endpoint in the Secret partial (--storage-secret)"},
 		{"TFK8S_STORAGE_SECRET not a name", map[string]string{"TFK8S_STORAGE_SECRET": "Not_A_Name"}, []string{"submit", code, "--name", "a", "--image", "tf", "--", "python3", "t.py"}, `TFK8S_STORAGE_SECRET "Not_A_Name": not a Secret's name`},
 		{"name too long for its pods", nil, []string{"submit", code, "--name", strings.Repeat("n", 55), "--image", "tf", "--", "python3", "t.py"}, "metadata.name is too long"},
@@ -379,10 +391,10 @@ func TestSubmitErrorsLeaveNothing(t *testing.T) {
 			if got := f.jobs(); !slices.Equal(got, []string{"taken"}) {
 				t.Errorf("tfjobs after the error: %v", got)
 			}
-			if got := f.objects(); len(got) != 0 {
+			if got := f.objects(); !slices.Equal(got, takenObjects) {
 				t.Errorf("objects uploaded: %v", got)
 			}
-			if got := f.secrets(); len(got) != 0 {
+			if got := f.secrets(); !slices.Equal(got, takenSecrets) {
 				t.Errorf("secrets created: %v", got)
 			}
 		})

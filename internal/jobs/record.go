@@ -1,0 +1,49 @@
+package jobs
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// RecordRun writes the run record of a job just created, run.json at its run's prefix:
+// the job as created, without its status and the fields the API server manages, so that
+// tfk8s runs lists it and submit --from-run submits it again once the TFJob is gone.
+// A job that backs up nothing to S3 has no record.
+func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
+	if job.Spec.Artifacts == nil || job.UID == "" {
+		return nil
+	}
+	data, err := storage.Marshal(NewRunRecord(job, now))
+	if err != nil {
+		return fmt.Errorf("encoding the run record of tfjob %s: %w", job.Name, err)
+	}
+	u := ArtifactsBase(job).Join(storage.RunRecordName)
+	if err := c.PutObject(ctx, u, bytes.NewReader(data), int64(len(data)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("writing the run record of tfjob %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// NewRunRecord is the run record of a job as created.
+func NewRunRecord(job *tfv1.TFJob, now time.Time) storage.RunRecord {
+	spec := jobspec.NewTFJob()
+	spec.Name, spec.Namespace, spec.Labels, spec.Annotations = job.Name, job.Namespace, job.Labels, job.Annotations
+	spec.Spec = *job.Spec.DeepCopy()
+	return storage.RunRecord{
+		Namespace: job.Namespace,
+		Name:      job.Name,
+		UID:       string(job.UID),
+		Run:       tfjob.RunID(string(job.UID)),
+		Labels:    job.Labels,
+		Submitted: cmp.Or(job.CreationTimestamp.Time, now).UTC(),
+		Job:       spec,
+	}
+}
