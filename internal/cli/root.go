@@ -121,6 +121,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
+		newRunsCommand(o),
 		newTensorBoardCommand(o),
 		newNotebookCommand(o),
 		newLocalCommand(o),

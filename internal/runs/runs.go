@@ -1,0 +1,257 @@
+// Package runs reads the runs of TFJobs stored in S3, whether or not their TFJob still
+// exists: what tfk8s runs lists, shows and deletes. A run is one TFJob object; the
+// layout of what it stores is storage's (runs.go there).
+package runs
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// MaxParallelReads bounds the records read at once: one listing names a thousand runs,
+// whose records are small.
+const MaxParallelReads = 32
+
+// States of a run besides the TFJob's own (Running, Succeeded, ...).
+const (
+	// StateDeleted is a run whose job was deleted before it finished.
+	StateDeleted = "Deleted"
+	// StateUnknown is a run whose TFJob is gone without its end recorded.
+	StateUnknown = "Unknown"
+)
+
+// Run is one run as tfk8s runs shows it.
+type Run struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Run is the run's id, storage.LegacyRun for files stored before runs.
+	Run   string `json:"run"`
+	UID   string `json:"uid,omitempty"`
+	State string `json:"state"`
+	// Reason and Message say why it ended, as its end record or its TFJob has it.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Started is when it was submitted (its record), else its oldest file's time;
+	// Ended when it finished, nil while it runs or when nobody recorded it.
+	Started time.Time  `json:"started"`
+	Ended   *time.Time `json:"ended,omitempty"`
+	Image   string     `json:"image,omitempty"`
+	// Replicas counts the replicas by type: "ps:1,worker:2".
+	Replicas string            `json:"replicas"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	// Loss is the last value of its main scalar, "" when it recorded none.
+	Loss string `json:"loss,omitempty"`
+	// Live is true while its TFJob exists.
+	Live bool `json:"live"`
+	// Prefix is where it stores.
+	Prefix string `json:"prefix"`
+
+	// Job is the job as submitted (its record), or its TFJob while it exists; nil for
+	// a run of neither.
+	Job *tfv1.TFJob `json:"-"`
+	// Stored is what the listing found of it.
+	Stored storage.StoredRun `json:"-"`
+	// End is its end record, if any.
+	End *storage.RunEnd `json:"-"`
+}
+
+// Query picks the runs to list.
+type Query struct {
+	// Namespace is the namespace listed; "" lists every namespace.
+	Namespace string
+	// Since, if set, keeps the runs started since then.
+	Since time.Time
+	// Selector, if set, keeps the runs whose job's labels it matches.
+	Selector labels.Selector
+}
+
+// List lists the runs stored under destination: one listing of the namespace's
+// prefix without delimiter, then each run's run.json, end.json and lead progress.json
+// read, MaxParallelReads at a time. live are the TFJobs that exist: a run of one of
+// them (same UID) takes its state from it, and one that stored nothing yet is listed
+// from it alone. Runs come by namespace, name and start.
+func List(ctx context.Context, c *storage.Client, destination storage.URI, live []tfv1.TFJob, q Query) ([]Run, error) {
+	prefix := destination.Dir()
+	if q.Namespace != "" {
+		prefix = prefix.Join(q.Namespace + "/")
+	}
+	objs, err := c.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing the runs: %w", err)
+	}
+	stored := slices.DeleteFunc(storage.GroupRuns(destination, objs), func(r storage.StoredRun) bool {
+		return !q.Since.IsZero() && r.Started().Before(q.Since)
+	})
+	runs := make([]Run, len(stored))
+	errs := make([]error, len(stored))
+	jobs.Parallel(len(stored), MaxParallelReads, func(i int) {
+		runs[i], errs[i] = read(ctx, c, stored[i])
+	})
+	runs = mergeLive(runs, live, destination, q)
+	runs = slices.DeleteFunc(runs, func(r Run) bool {
+		return q.Selector != nil && !q.Selector.Matches(labels.Set(r.Labels))
+	})
+	slices.SortStableFunc(runs, func(a, b Run) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), a.Started.Compare(b.Started))
+	})
+	return runs, errors.Join(errs...)
+}
+
+// read reads a stored run's records and makes its row. A record that cannot be read
+// leaves its fields empty and is returned as an error beside the row.
+func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, error) {
+	r := Run{Namespace: s.Namespace, Name: s.Job, Run: s.Run, State: StateUnknown, Started: s.Started(), Prefix: s.Prefix.String(), Stored: s}
+	var errs []error
+	if s.Record.URI.Key != "" {
+		rec := &storage.RunRecord{}
+		if err := readJSON(ctx, c, s.Record.URI, rec); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.UID, r.Labels, r.Started, r.Job = rec.UID, rec.Labels, rec.Submitted, rec.Job
+		}
+	}
+	if s.End.URI.Key != "" {
+		end := &storage.RunEnd{}
+		if err := readJSON(ctx, c, s.End.URI, end); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.End = end
+			r.State, r.Reason, r.Message, r.Ended = end.State, end.Reason, end.Message, &end.Completed
+		}
+	}
+	if u, ok := leadProgress(s); ok {
+		var buf bytes.Buffer
+		if _, err := c.Download(ctx, u, &buf); err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", u, err))
+		} else {
+			r.Loss = loss(buf.Bytes())
+		}
+	}
+	r.describe()
+	return r, errors.Join(errs...)
+}
+
+// mergeLive gives the runs of existing TFJobs their live state, and adds the runs of
+// those that stored nothing yet but will under destination.
+func mergeLive(runs []Run, live []tfv1.TFJob, destination storage.URI, q Query) []Run {
+	byRun := map[[3]string]int{}
+	for i, r := range runs {
+		byRun[[3]string{r.Namespace, r.Name, r.Run}] = i
+	}
+	for i := range live {
+		job := &live[i]
+		if q.Namespace != "" && job.Namespace != q.Namespace {
+			continue
+		}
+		id := tfjob.RunID(string(job.UID))
+		at, found := byRun[[3]string{job.Namespace, job.Name, id}]
+		if !found {
+			// Replicas of an older controller store without a run level.
+			at, found = byRun[[3]string{job.Namespace, job.Name, storage.LegacyRun}]
+		}
+		switch {
+		case found:
+			runs[at].fromLive(job)
+		case job.Spec.Artifacts != nil && storesUnder(job, destination) &&
+			(q.Since.IsZero() || !job.CreationTimestamp.Time.Before(q.Since)):
+			r := Run{Namespace: job.Namespace, Name: job.Name, Run: id, Started: job.CreationTimestamp.Time, Prefix: jobs.ArtifactsBase(job).String()}
+			r.fromLive(job)
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// storesUnder reports whether the job's destination is destination.
+func storesUnder(job *tfv1.TFJob, destination storage.URI) bool {
+	dest, err := storage.ParseURI(job.Spec.Artifacts.Destination)
+	return err == nil && dest.Dir() == destination.Dir()
+}
+
+// fromLive takes the run's state from its existing TFJob.
+func (r *Run) fromLive(job *tfv1.TFJob) {
+	r.Live, r.UID, r.Labels, r.Job = true, string(job.UID), job.Labels, job
+	r.State = cmp.Or(string(job.Status.State), string(tfv1.JobCreated))
+	r.Reason, r.Message, r.Ended = "", "", nil
+	if t := job.Status.CompletionTime; t != nil {
+		r.Ended = &t.Time
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == string(job.Status.State) {
+			r.Reason, r.Message = c.Reason, c.Message
+		}
+	}
+	r.describe()
+}
+
+// describe fills the image and the replica counts from the job, else from the
+// replicas that stored something.
+func (r *Run) describe() {
+	if r.Job != nil {
+		r.Image = jobs.Image(r.Job)
+		var counts []string
+		for _, rt := range tfv1.ReplicaTypes {
+			if spec := r.Job.Spec.TFReplicaSpecs[rt]; spec != nil {
+				counts = append(counts, tfjob.TaskType(rt)+":"+strconv.Itoa(int(tfjob.Replicas(spec))))
+			}
+		}
+		r.Replicas = strings.Join(counts, ",")
+		return
+	}
+	count := map[string]int{}
+	var types []string
+	replicas := slices.SortedFunc(slices.Values(r.Stored.Replicas), jobs.CompareReplicas)
+	for _, name := range replicas {
+		typ, _, _ := strings.Cut(name, "-")
+		if count[typ] == 0 {
+			types = append(types, typ)
+		}
+		count[typ]++
+	}
+	counts := make([]string, len(types))
+	for i, typ := range types {
+		counts[i] = typ + ":" + strconv.Itoa(count[typ])
+	}
+	r.Replicas = strings.Join(counts, ",")
+}
+
+// Duration is how long the run ran: until its end, or until now while its job runs;
+// 0 when unknown.
+func (r *Run) Duration(now time.Time) time.Duration {
+	switch {
+	case r.Started.IsZero():
+		return 0
+	case r.Ended != nil:
+		return r.Ended.Sub(r.Started)
+	case r.Live:
+		return now.Sub(r.Started)
+	}
+	return 0
+}
+
+// readJSON reads the JSON object at u into v.
+func readJSON(ctx context.Context, c *storage.Client, u storage.URI, v any) error {
+	var buf bytes.Buffer
+	if _, err := c.Download(ctx, u, &buf); err != nil {
+		return fmt.Errorf("reading %s: %w", u, err)
+	}
+	if err := json.Unmarshal(buf.Bytes(), v); err != nil {
+		return fmt.Errorf("reading %s: %w", u, err)
+	}
+	return nil
+}

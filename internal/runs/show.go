@@ -1,0 +1,93 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// Details is a run in full: its row, and each replica's manifest, which lists its
+// attempts and files.
+type Details struct {
+	Run
+	Manifests []Replica
+}
+
+// Replica is what one replica of a run stored.
+type Replica struct {
+	Name string
+	// Manifest is nil when the replica stored none.
+	Manifest *storage.Manifest
+	// Err says why its manifest could not be read.
+	Err error
+}
+
+// Find finds a run by its name, JOB for the newest or JOB/RUN, in namespace under
+// destination. live is the TFJob of that name if it exists (else nil): its run is
+// the newest, and takes its state from it.
+func Find(ctx context.Context, c *storage.Client, destination storage.URI, live *tfv1.TFJob, namespace, name string) (Run, error) {
+	job, id, err := jobs.SplitRun(name)
+	if err != nil {
+		return Run{}, err
+	}
+	if live != nil && id != "" && id != tfjob.RunID(string(live.UID)) {
+		live = nil
+	}
+	if live != nil && live.Spec.Artifacts != nil && storesUnder(live, destination) {
+		id = tfjob.RunID(string(live.UID))
+	}
+	stored, err := jobs.FindRun(ctx, c, destination, namespace, job, id)
+	if errors.Is(err, storage.ErrNotFound) && live != nil {
+		stored, err = jobs.FindRun(ctx, c, destination, namespace, job, storage.LegacyRun)
+	}
+	var r Run
+	switch {
+	case err == nil:
+		r, err = read(ctx, c, stored)
+	case errors.Is(err, storage.ErrNotFound) && live != nil:
+		r, err = Run{Namespace: namespace, Name: job, Run: tfjob.RunID(string(live.UID)), Started: live.CreationTimestamp.Time}, nil
+		if live.Spec.Artifacts != nil {
+			r.Prefix = jobs.ArtifactsBase(live).String()
+		}
+	default:
+		return Run{}, err
+	}
+	if live != nil {
+		r.fromLive(live)
+	}
+	return r, err
+}
+
+// Show reads a run's replicas' manifests, MaxParallelReads at a time: those of the
+// replicas it stored, and of its job's others.
+func Show(ctx context.Context, c *storage.Client, r Run) (*Details, error) {
+	names := slices.Clone(r.Stored.Replicas)
+	for _, name := range jobs.Replicas(r.Job) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, jobs.CompareReplicas)
+	if r.Prefix == "" {
+		return &Details{Run: r}, nil // a live job that stores nothing
+	}
+	prefix, err := storage.ParseURI(r.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("run %s/%s: %w", r.Name, r.Run, err)
+	}
+	d := &Details{Run: r, Manifests: make([]Replica, len(names))}
+	jobs.Parallel(len(names), MaxParallelReads, func(i int) {
+		m, err := storage.ReadManifest(ctx, c, prefix.Join(names[i]+"/"))
+		if errors.Is(err, storage.ErrNotFound) {
+			err = nil
+		}
+		d.Manifests[i] = Replica{Name: names[i], Manifest: m, Err: err}
+	})
+	return d, nil
+}
