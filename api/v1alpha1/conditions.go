@@ -164,3 +164,16 @@ const (
 	// message names each field by its path.
 	ReasonFieldsIgnored = "FieldsIgnored"
 )
+
+// The end record of a job that stores in S3: a condition beside the job's states,
+// never its State. Once the job has finished, a short pod (<job>-record) writes the
+// run's end.json with the job's own S3 credentials; the job's TTL deletion waits for it.
+const (
+	// JobEndRecorded is True once the end is recorded, False once tfk8s gave up.
+	JobEndRecorded JobState = "EndRecorded"
+	// ReasonEndRecorded: the record pod wrote end.json.
+	ReasonEndRecorded = "EndRecorded"
+	// ReasonEndNotRecorded: the record pod failed its tries or did not run in time;
+	// the Warning event of that reason says why. The run then shows state Unknown.
+	ReasonEndNotRecorded = "EndNotRecorded"
+)

@@ -6,6 +6,7 @@
 //	tfk8s-agent run [flags] -- CMD ARGS   run CMD under the agent
 //	tfk8s-agent mirror --from s3://BUCKET/PREFIX/ --to DIR [--interval 5s] [--include GLOB]...
 //	                                      keep DIR up to date with the prefix (TensorBoard's summaries)
+//	tfk8s-agent record                    write a finished run's end.json (the environment says all)
 package main
 
 import (
@@ -22,7 +23,8 @@ func main() {
 const usage = `usage:
   tfk8s-agent install DIR
   tfk8s-agent run [flags] -- COMMAND [ARGS...]
-  tfk8s-agent mirror --from s3://BUCKET/PREFIX/ --to DIR [--interval 5s] [--include GLOB]...`
+  tfk8s-agent mirror --from s3://BUCKET/PREFIX/ --to DIR [--interval 5s] [--include GLOB]...
+  tfk8s-agent record`
 
 // run dispatches a subcommand and returns the exit code.
 func run(args []string) int {
@@ -55,6 +57,13 @@ func run(args []string) int {
 			return agent.ExitUsage
 		}
 		return agent.RunMirror(cfg, os.Stderr)
+	case "record":
+		cfg, err := agent.ParseRecordConfig(os.Getenv)
+		if err != nil || len(args) != 1 {
+			fmt.Fprintf(os.Stderr, "tfk8s-agent: %v\n%s\n", err, usage)
+			return agent.ExitUsage
+		}
+		return agent.RunRecord(cfg, os.Stderr)
 	default:
 		fmt.Fprintf(os.Stderr, "tfk8s-agent: unknown subcommand %q\n%s\n", args[0], usage)
 		return agent.ExitUsage

@@ -20,6 +20,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 const runsLong = `List the runs kept in S3 under s3://<bucket>/runs/, whether or not their TFJob
@@ -247,7 +248,7 @@ func (o *rootOptions) liveJob(ctx context.Context, namespace, name string) *tfv1
 // runDocument is a run as -o yaml|json prints it.
 type runDocument struct {
 	runs.Run `json:",inline"`
-	End      *storage.RunEnd   `json:"end,omitempty"`
+	End      *tfjob.RunEnd     `json:"end,omitempty"`
 	Job      *tfv1.TFJob       `json:"job,omitempty"`
 	Replicas []replicaDocument `json:"replicas"`
 }

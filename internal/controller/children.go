@@ -19,24 +19,30 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// listPods returns the pods the job controls, from the cache, and the foreign pods:
+// listPods returns the replica pods the job controls, from the cache, the foreign pods:
 // those of an earlier job of the same name, deleted or being deleted, whose pods still
-// hold the names this job's pods need. The cached objects are shared, not copied: they
-// are read, never changed in place.
-func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, foreign []*corev1.Pod, err error) {
+// hold the names this job's pods need, and the job's record pod (nil if none). The
+// cached objects are shared, not copied: they are read, never changed in place.
+func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, foreign []*corev1.Pod, record *corev1.Pod, err error) {
 	pods, err := r.podsOf(ctx, job.Namespace, job.Name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	own = make([]*corev1.Pod, 0, len(pods))
 	for _, pod := range pods {
+		if isRecordPod(pod) {
+			if metav1.IsControlledBy(pod, job) {
+				record = pod
+			}
+			continue // not a replica
+		}
 		if metav1.IsControlledBy(pod, job) {
 			own = append(own, pod)
 		} else {
 			foreign = append(foreign, pod)
 		}
 	}
-	return own, foreign, nil
+	return own, foreign, record, nil
 }
 
 // podsOf returns the pods controlled by a TFJob of that name, this one or an earlier

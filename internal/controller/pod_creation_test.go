@@ -142,7 +142,7 @@ func TestRefusedPodsSlowStartAndBackOff(t *testing.T) {
 	// written, and writes the status back, as a reconcile does.
 	try := func() (posts int32, wait time.Duration, o *observation) {
 		t.Helper()
-		pods, _, err := r.listPods(ctx, job)
+		pods, _, _, err := r.listPods(ctx, job)
 		if err != nil {
 			t.Fatal(err)
 		}

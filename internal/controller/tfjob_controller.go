@@ -119,8 +119,8 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	logger := log.FromContext(ctx).WithValues("tfjob", klog.KObj(job))
 	ctx = log.IntoContext(ctx, logger)
 
-	// 1. Observe: the job's pods, those an earlier job of its name left behind.
-	pods, foreign, err := r.listPods(ctx, job)
+	// 1. Observe: the job's pods, those an earlier job of its name left behind, its record pod.
+	pods, foreign, recordPod, err := r.listPods(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -167,7 +167,12 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	requeue = minPositive(requeue, wait)
 	errs = append(errs, err)
 
-	// 8. Write the status once, if it changed; right after pods were created, routine
+	// 8. Decide the end record of a finished job that stores in S3: whether it is
+	// written, or given up on, goes into this status write.
+	rp := decideRecord(run, st, recordPod, now.Time)
+	rp.setCondition(st, now)
+
+	// 9. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
 	if wait := r.statusDeferral(run, p.o); wait > 0 {
 		requeue = minPositive(requeue, wait)
@@ -177,11 +182,9 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		r.announce(run, p.o, now)
 	}
 
-	// 9. The outcomes are recorded: release the finished pods.
-	errs = append(errs, r.releasePods(ctx, p.o.release))
-
-	// 10. Delete the job once its TTL after finishing has passed.
-	wait, err = r.deleteExpired(ctx, run, st, now.Time)
+	// 10. The outcomes are recorded: release the finished pods, act on the end record,
+	// and delete the job once its TTL after finishing has passed and its end is recorded.
+	wait, err = r.finish(ctx, run, st, p.o.release, rp, now.Time)
 	requeue = minPositive(requeue, wait)
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return ctrl.Result{}, err

@@ -63,13 +63,15 @@ func PodPhase(p *corev1.Pod) string {
 	return string(p.Status.Phase)
 }
 
-// Pods lists a job's pods, in replica order: chief, master, PS, workers,
+// Pods lists a job's replicas' pods, in replica order: chief, master, PS, workers,
 // evaluator, each by index.
 func Pods(ctx context.Context, c client.Client, namespace, job string) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: job}); err != nil {
 		return nil, fmt.Errorf("listing the pods of tfjob %s: %w", job, err)
 	}
+	// The record pod, which writes a finished job's end, is no replica.
+	list.Items = slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Labels[tfjob.LabelRecord] != "" })
 	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return CompareReplicas(ReplicaName(&a), ReplicaName(&b)) })
 	return list.Items, nil
 }

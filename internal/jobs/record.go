@@ -33,11 +33,11 @@ func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time
 }
 
 // NewRunRecord is the run record of a job as created.
-func NewRunRecord(job *tfv1.TFJob, now time.Time) storage.RunRecord {
+func NewRunRecord(job *tfv1.TFJob, now time.Time) tfjob.RunRecord {
 	spec := jobspec.NewTFJob()
 	spec.Name, spec.Namespace, spec.Labels, spec.Annotations = job.Name, job.Namespace, job.Labels, job.Annotations
 	spec.Spec = *job.Spec.DeepCopy()
-	return storage.RunRecord{
+	return tfjob.RunRecord{
 		Namespace: job.Namespace,
 		Name:      job.Name,
 		UID:       string(job.UID),

@@ -27,13 +27,9 @@ import (
 // whose records are small.
 const MaxParallelReads = 32
 
-// States of a run besides the TFJob's own (Running, Succeeded, ...).
-const (
-	// StateDeleted is a run whose job was deleted before it finished.
-	StateDeleted = "Deleted"
-	// StateUnknown is a run whose TFJob is gone without its end recorded.
-	StateUnknown = "Unknown"
-)
+// StateUnknown is the state of a run whose TFJob is gone without its end recorded;
+// the others are the TFJob's own (Running, Succeeded, ...) and tfjob.RunDeleted.
+const StateUnknown = "Unknown"
 
 // Run is one run as tfk8s runs shows it.
 type Run struct {
@@ -67,7 +63,7 @@ type Run struct {
 	// Stored is what the listing found of it.
 	Stored storage.StoredRun `json:"-"`
 	// End is its end record, if any.
-	End *storage.RunEnd `json:"-"`
+	End *tfjob.RunEnd `json:"-"`
 }
 
 // Query picks the runs to list.
@@ -118,7 +114,7 @@ func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, err
 	r := Run{Namespace: s.Namespace, Name: s.Job, Run: s.Run, State: StateUnknown, Started: s.Started(), Prefix: s.Prefix.String(), Stored: s}
 	var errs []error
 	if s.Record.URI.Key != "" {
-		rec := &storage.RunRecord{}
+		rec := &tfjob.RunRecord{}
 		if err := readJSON(ctx, c, s.Record.URI, rec); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -126,7 +122,7 @@ func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, err
 		}
 	}
 	if s.End.URI.Key != "" {
-		end := &storage.RunEnd{}
+		end := &tfjob.RunEnd{}
 		if err := readJSON(ctx, c, s.End.URI, end); err != nil {
 			errs = append(errs, err)
 		} else {

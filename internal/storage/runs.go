@@ -6,17 +6,15 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
 // The runs of a job. A run is one TFJob object, named by tfjob.RunID of its UID, so
 // that a same-name re-submission starts clean:
 //
 //	<destination>/<namespace>/<job>/<run>/run.json
-//	    a RunRecord: the job as submitted, written by the front end that created it
+//	    a tfjob.RunRecord: the job as submitted, written by the front end that created it
 //	<destination>/<namespace>/<job>/<run>/end.json
-//	    a RunEnd: how the job ended, written once it has
+//	    a tfjob.RunEnd: how the job ended, written once it has
 //	<destination>/<namespace>/<job>/<run>/<replica>/...
 //	    what each replica stores, as layout.go describes under <destination>/<namespace>/<job>/
 //
@@ -52,30 +50,6 @@ func IsRunID(s string) bool {
 		}
 	}
 	return true
-}
-
-// RunRecord is a run's run.json: the job as it was created, without its status and
-// the fields the API server manages, so that it can be submitted again.
-type RunRecord struct {
-	Namespace string            `json:"namespace"`
-	Name      string            `json:"name"`
-	UID       string            `json:"uid"`
-	Run       string            `json:"run"`
-	Labels    map[string]string `json:"labels,omitempty"`
-	Submitted time.Time         `json:"submitted"`
-	Job       *tfv1.TFJob       `json:"job"`
-}
-
-// RunEnd is a run's end.json: how the job ended.
-type RunEnd struct {
-	Completed time.Time `json:"completed"`
-	// State is the job's final state: Succeeded, Failed, or Deleted for a job deleted
-	// before it finished.
-	State   string `json:"state"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Replicas are the replica statuses by type, as the job's status had them.
-	Replicas map[string]tfv1.ReplicaStatus `json:"replicas,omitempty"`
 }
 
 // Marshal encodes a record as stored: indented JSON.

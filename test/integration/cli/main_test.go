@@ -26,6 +26,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 var (
@@ -173,7 +174,9 @@ func (f *fixture) waitPods(job string, names ...string) map[string]*corev1.Pod {
 		}
 		pods = map[string]*corev1.Pod{}
 		for i := range list.Items {
-			pods[list.Items[i].Name] = &list.Items[i]
+			if list.Items[i].Labels[tfjob.LabelRecord] == "" { // the record pod is no replica
+				pods[list.Items[i].Name] = &list.Items[i]
+			}
 		}
 		if len(pods) != len(names) {
 			return false, nil
