@@ -60,7 +60,7 @@ func newRunsCommand(o *rootOptions) *cobra.Command {
 	cmd.Flags().DurationVar(&f.since, "since", 0, "list only the runs started within this duration (24h)")
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "list only the runs whose job's labels match this selector (team=vision)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: yaml or json")
-	cmd.AddCommand(newRunsShowCommand(o))
+	cmd.AddCommand(newRunsShowCommand(o), newRunsDeleteCommand(o))
 	return cmd
 }
 
@@ -197,25 +197,9 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 	if err := checkOutput(output, outputTable, outputYAML, outputJSON); err != nil {
 		return err
 	}
-	job, _, err := jobs.SplitRun(name)
+	c, r, err := o.findRun(ctx, name)
 	if err != nil {
 		return err
-	}
-	c, dest, err := o.runsStorage()
-	if err != nil {
-		return err
-	}
-	ns, err := o.namespace()
-	if err != nil {
-		return err
-	}
-	live := o.liveJob(ctx, ns, job)
-	r, err := runs.Find(ctx, c, dest, live, ns, name)
-	if err != nil && r.Name == "" {
-		return err
-	}
-	if err != nil {
-		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 	}
 	d, err := runs.Show(ctx, c, r)
 	if err != nil {
@@ -225,6 +209,31 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 		return printObject(o.env.Out, newRunDocument(d), output)
 	}
 	return describeRun(o.env.Out, d, time.Now())
+}
+
+// findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
+// if it exists; a record that could not be read is a warning.
+func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
+	job, _, err := jobs.SplitRun(name)
+	if err != nil {
+		return nil, runs.Run{}, err
+	}
+	c, dest, err := o.runsStorage()
+	if err != nil {
+		return nil, runs.Run{}, err
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, runs.Run{}, err
+	}
+	r, err := runs.Find(ctx, c, dest, o.liveJob(ctx, ns, job), ns, name)
+	if err != nil && r.Name == "" {
+		return nil, runs.Run{}, err
+	}
+	if err != nil {
+		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
+	}
+	return c, r, nil
 }
 
 // liveJob is the TFJob of that name if it exists; nil, with a warning when the cluster

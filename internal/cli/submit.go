@@ -165,11 +165,9 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			return nil, err
 		}
 	}
-	var base *tfv1.TFJob
-	if f.file != "" {
-		if base, err = readManifest(f.file, o.env.In); err != nil {
-			return nil, err
-		}
+	base, err := o.readBase(cmd.Context(), f)
+	if err != nil {
+		return nil, err
 	}
 	if o.namespaceGiven() || base == nil || base.Namespace == "" {
 		if s.p.Namespace, err = o.namespace(); err != nil {
@@ -368,6 +366,20 @@ func hasCommand(base *tfv1.TFJob, command []string) bool {
 		}
 	}
 	return true
+}
+
+// readBase reads the job the flags apply over: the manifest of -f, or the job of the
+// run of --from-run; nil for neither.
+func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob, error) {
+	switch {
+	case f.file != "" && f.fromRun != "":
+		return nil, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
+	case f.file != "":
+		return readManifest(f.file, o.env.In)
+	case f.fromRun != "":
+		return o.runManifest(ctx, f.fromRun)
+	}
+	return nil, nil
 }
 
 // readManifest reads the manifest of -f: a file, or stdin for "-".

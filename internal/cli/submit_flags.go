@@ -15,6 +15,7 @@ import (
 type submitFlags struct {
 	p               jobspec.Params
 	file            string
+	fromRun         string
 	wait, follow    bool
 	dryRun          bool
 	output          string
@@ -26,6 +27,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	jobspec.AddFlags(fs, &f.p)
 	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")
+	fs.StringVar(&f.fromRun, "from-run", "", "submit the job a stored run was submitted as (JOB for its newest run, or JOB/RUN), the flags over it")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the job succeeds or fails (exit code 1 if it fails)")
 	fs.BoolVar(&f.follow, "follow", false, "print the job's logs until it finishes, then wait as --wait")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
@@ -62,5 +64,5 @@ func parseArgs(cmd *cobra.Command, args []string) (submitArgs, error) {
 func (f *submitFlags) params(command []string) (jobspec.Values, error) {
 	p := f.p
 	p.Command = command
-	return p.Check(f.file != "")
+	return p.Check(f.file != "" || f.fromRun != "")
 }

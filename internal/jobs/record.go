@@ -21,15 +21,41 @@ func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time
 	if job.Spec.Artifacts == nil || job.UID == "" {
 		return nil
 	}
-	data, err := storage.Marshal(NewRunRecord(job, now))
-	if err != nil {
-		return fmt.Errorf("encoding the run record of tfjob %s: %w", job.Name, err)
-	}
-	u := ArtifactsBase(job).Join(storage.RunRecordName)
-	if err := c.PutObject(ctx, u, bytes.NewReader(data), int64(len(data)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
+	if err := putRecord(ctx, c, ArtifactsBase(job).Join(storage.RunRecordName), NewRunRecord(job, now)); err != nil {
 		return fmt.Errorf("writing the run record of tfjob %s: %w", job.Name, err)
 	}
 	return nil
+}
+
+// RecordEnd writes the end record of a job that stores in S3, end.json at its run's
+// prefix: how it finished, or, deleted before it did, state Deleted at now.
+func RecordEnd(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
+	if job.Spec.Artifacts == nil || job.UID == "" {
+		return nil
+	}
+	end := tfjob.EndOf(&job.Status)
+	if !ConditionTrue(job, tfv1.JobSucceeded) && !ConditionTrue(job, tfv1.JobFailed) {
+		end.State, end.Completed = tfjob.RunDeleted, now.UTC()
+		end.Reason, end.Message = tfjob.RunDeleted, "tfk8s delete deleted it before it finished"
+	}
+	if err := putRecord(ctx, c, ArtifactsBase(job).Join(storage.RunEndName), end); err != nil {
+		return fmt.Errorf("writing the end record of tfjob %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// putRecord stores a record as indented JSON.
+func putRecord(ctx context.Context, c *storage.Client, u storage.URI, v any) error {
+	data, err := storage.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.PutObject(ctx, u, bytes.NewReader(data), int64(len(data)), storage.UploadOptions{ContentType: "application/json"})
+}
+
+// EndRecorded reports whether the controller's record pod wrote the job's end.
+func EndRecorded(job *tfv1.TFJob) bool {
+	return ConditionTrue(job, tfv1.JobEndRecorded)
 }
 
 // NewRunRecord is the run record of a job as created.

@@ -204,6 +204,32 @@ func (c *Client) Any(ctx context.Context, u URI) (bool, error) {
 	return found, nil
 }
 
+// Remove deletes the objects of one bucket, in batches of a thousand; an object
+// already gone is no error.
+func (c *Client) Remove(ctx context.Context, bucket string, keys []string) error {
+	objs := make(chan minio.ObjectInfo)
+	go func() {
+		defer close(objs)
+		for _, k := range keys {
+			select {
+			case objs <- minio.ObjectInfo{Key: k}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var errs []error
+	for e := range c.mc.RemoveObjects(ctx, bucket, objs, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil && !isNotFound(e.Err) {
+			errs = append(errs, fmt.Errorf("deleting s3://%s/%s: %w", bucket, e.ObjectName, e.Err))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // Download writes the object at u to w. It is retried as long as nothing was written.
 func (c *Client) Download(ctx context.Context, u URI, w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -59,7 +60,7 @@ spec:
 	// Deleted as a TFJob, it is still listed and shown, with its attempts.
 	f.mustSucceed("delete", "mnist", "--wait")
 	r = f.mustSucceed("runs")
-	assertLines(t, r.stdout, `^NAME\s+RUN`, `^mnist\s+`+firstRun+`\s+(Deleted|Unknown)\s`)
+	assertLines(t, r.stdout, `^NAME\s+RUN`, `^mnist\s+`+firstRun+`\s+Deleted\s`) // delete wrote its end
 	r = f.mustSucceed("runs", "show", "mnist")
 	for _, want := range []string{
 		`(?m)^Run:\s+` + firstRun + `$`,
@@ -83,7 +84,7 @@ spec:
 		attempt(storage.Attempt{Number: 1, Pod: "mnist-worker-0", Start: time.Now().UTC().Truncate(time.Second)}, "second run\n").
 		manifest()
 	r = f.mustSucceed("runs")
-	for _, want := range []string{`(?m)^mnist\s+` + firstRun + `\s+(Deleted|Unknown)\s`, `(?m)^mnist\s+` + secondRun + `\s+(Created|Running)\s`} {
+	for _, want := range []string{`(?m)^mnist\s+` + firstRun + `\s+Deleted\s`, `(?m)^mnist\s+` + secondRun + `\s+(Created|Running)\s`} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("runs lacks %s:\n%s", want, r.stdout)
 		}
@@ -124,6 +125,30 @@ spec:
 	r = f.mustSucceed("runs", "--since", "10m")
 	if !strings.Contains(r.stdout, secondRun) {
 		t.Errorf("runs --since 10m:\n%s", r.stdout)
+	}
+
+	// submit --from-run submits the run's job again; the flags override it.
+	f.mustSucceed("submit", "--from-run", "mnist/"+firstRun, "--name", "again", "--workers", "2")
+	again := f.getJob("again")
+	if again.Labels["team"] != "vision" || again.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Image != "tf:2.21" ||
+		*again.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Replicas != 2 || again.Spec.Storage == nil || again.Spec.Storage.SecretRef.Name != "again-storage" {
+		t.Errorf("submit --from-run: labels %v, spec %+v", again.Labels, again.Spec)
+	}
+
+	// runs delete: refused while the TFJob exists, asks first, then deletes.
+	if r = f.tfk8s("runs", "delete", "mnist"); r.code == 0 || !strings.Contains(r.stderr, "its tfjob mnist exists") {
+		t.Errorf("runs delete of a live run: %s", r)
+	}
+	if r = f.mustSucceed("runs", "delete", "mnist/"+firstRun); !strings.Contains(r.stdout, "[y/N]") || !strings.Contains(r.stdout, "Not deleted.") {
+		t.Errorf("runs delete without a yes: %s", r)
+	}
+	f.mustSucceed("runs", "delete", "mnist/"+firstRun, "--yes")
+	if r = f.mustSucceed("runs"); strings.Contains(r.stdout, firstRun) || !strings.Contains(r.stdout, secondRun) {
+		t.Errorf("runs after deleting mnist/%s:\n%s", firstRun, r.stdout)
+	}
+	f.mustSucceed("runs", "delete", "old/-", "--yes")
+	if r = f.mustSucceed("runs"); regexp.MustCompile(`(?m)^old\s`).MatchString(r.stdout) || !strings.Contains(r.stdout, secondRun) {
+		t.Errorf("runs after deleting old/-:\n%s", r.stdout)
 	}
 }
 
