@@ -24,8 +24,9 @@ import (
 )
 
 // MaxParallelReads bounds the records read at once: one listing names a thousand runs,
-// whose records are small.
-const MaxParallelReads = 32
+// whose records are small; minio-go keeps 16 idle connections to a host, and more
+// readers would open and close connections.
+const MaxParallelReads = 16
 
 // StateUnknown is the state of a run whose TFJob is gone without its end recorded;
 // the others are the TFJob's own (Running, Succeeded, ...) and tfjob.RunDeleted.
