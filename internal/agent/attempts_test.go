@@ -154,3 +154,18 @@ func TestRunResumesFromAnotherJob(t *testing.T) {
 		t.Errorf("worker-9 output:\n%s\nagent log:\n%s", out, j.stderr.String())
 	}
 }
+
+// TestRunStoresUnderItsRun: with the job's run in its environment, the replica stores
+// under <destination>/<namespace>/<job>/<run>/, so a same-name job starts clean.
+func TestRunStoresUnderItsRun(t *testing.T) {
+	j := newBareJob(t)
+	j.runStep(t, "1", 0, tfjob.EnvRun+"=0f3a9c2e")
+	dest := storage.MustParseURI("s3://" + j.srv.Bucket + "/runs")
+	m, err := storage.ReadManifest(t.Context(), j.client, storage.RunPrefix(dest, "team", "mnist", "0f3a9c2e").Join("worker-1/"))
+	if err != nil || !m.Final || len(m.Attempts) != 1 {
+		t.Fatalf("the run's manifest: %+v, %v", m, err)
+	}
+	if found, err := j.client.Any(t.Context(), storage.JobPrefix(dest, "team", "mnist").Join("worker-1/")); found || err != nil {
+		t.Errorf("stored without the run level too (found %v, %v)", found, err)
+	}
+}
