@@ -15,7 +15,8 @@ import (
 const maxDescribedScalars = 20
 
 // describeProgress writes how far the job has got, from the progress record of its
-// lead replica's agent, and how late those figures may be; err, if it could not be read.
+// lead replica's agent, and, for a job that runs (non-nil), how late those figures may
+// be; err, if it could not be read.
 func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err error, now time.Time) error {
 	tw := newTabWriter(w)
 	fmt.Fprintln(tw, "Progress:")
@@ -31,7 +32,11 @@ func describeProgress(w io.Writer, job *tfv1.TFJob, p *jobs.JobProgress, err err
 	if key, last, ok := p.Loss(); ok {
 		fmt.Fprintf(tw, "  Loss:\t%s (%s at step %d)\n", last.Value.Display(), key, last.Step)
 	}
-	fmt.Fprintf(tw, "  Updated:\t%s; %s\n", ago(p.Updated, now), jobs.ProgressLag(job))
+	if job != nil {
+		fmt.Fprintf(tw, "  Updated:\t%s; %s\n", ago(p.Updated, now), jobs.ProgressLag(job))
+	} else {
+		fmt.Fprintf(tw, "  Updated:\t%s\n", ago(p.Updated, now))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -175,13 +176,21 @@ func printRuns(w io.Writer, found []runs.Run, withNamespace bool, now time.Time)
 	fmt.Fprintln(tw, header)
 	for i := range found {
 		r := &found[i]
-		row := []string{r.Name, r.Run, r.State, ago(r.Started, now), runDuration(r, now), cmp.Or(r.Image, "-"), cmp.Or(r.Replicas, "-"), cmp.Or(r.Loss, "-")}
+		row := []string{r.Name, r.Run, r.State, ago(r.Started, now), runDuration(r, now), cmp.Or(r.Image, "-"), cmp.Or(r.Replicas, "-"), lossCell(r)}
 		if withNamespace {
 			row = append([]string{r.Namespace}, row...)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// lossCell renders the last value of a run's main scalar, "-" when it stored none.
+func lossCell(r *runs.Run) string {
+	if r.Loss == nil {
+		return "-"
+	}
+	return formatValue(*r.Loss)
 }
 
 // runDuration renders how long a run ran, "-" when unknown.
@@ -260,6 +269,8 @@ type runDocument struct {
 	End      *tfjob.RunEnd     `json:"end,omitempty"`
 	Job      *tfv1.TFJob       `json:"job,omitempty"`
 	Replicas []replicaDocument `json:"replicas"`
+	// Progress is the lead replica's progress record, scalars and series.
+	Progress *tfevents.Progress `json:"progress,omitempty"`
 }
 
 // replicaDocument is what one replica stored.
@@ -272,6 +283,9 @@ type replicaDocument struct {
 
 func newRunDocument(d *runs.Details) runDocument {
 	doc := runDocument{Run: d.Run, End: d.End, Replicas: []replicaDocument{}}
+	if d.Progress != nil {
+		doc.Progress = d.Progress.Progress
+	}
 	if d.Job != nil {
 		doc.Job = jobspec.ForPrinting(d.Job)
 	}
@@ -312,7 +326,6 @@ func describeRun(w io.Writer, d *runs.Details, now time.Time) error {
 	field("Duration", runDuration(&d.Run, now))
 	field("Image", orNone(d.Image))
 	field("Replicas", orNone(d.Replicas))
-	field("Loss", cmp.Or(d.Loss, "-"))
 	field("Stored under", orNone(d.Prefix))
 	if err := tw.Flush(); err != nil {
 		return err
@@ -330,7 +343,14 @@ func describeRun(w io.Writer, d *runs.Details, now time.Time) error {
 	if err := describeAttempts(w, attempts, nil, now); err != nil {
 		return err
 	}
-	return describeRunArtifacts(w, d.Manifests)
+	if err := describeRunArtifacts(w, d.Manifests); err != nil {
+		return err
+	}
+	var live *tfv1.TFJob // whose figures may still move
+	if d.Live {
+		live = d.Job
+	}
+	return describeProgress(w, live, d.Progress, nil, now)
 }
 
 // describeRunSpec writes the job's spec as submitted, indented.

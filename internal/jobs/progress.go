@@ -48,6 +48,20 @@ var leadReplicas = []string{
 	tfjob.ReplicaName(tfv1.ReplicaTypeWorker, 0),
 }
 
+// LeadReplica is the replica of replicas whose progress stands for the job's: the
+// first lead replica among them, else the first of them; false when there is none.
+func LeadReplica(replicas []string) (string, bool) {
+	for _, lead := range leadReplicas {
+		if slices.Contains(replicas, lead) {
+			return lead, true
+		}
+	}
+	if len(replicas) == 0 {
+		return "", false
+	}
+	return replicas[0], true
+}
+
 // Progress returns the progress of a job that stores its artifacts from its replicas'
 // records under base, its run's prefix (ArtifactsBase, or LocateFiles for a job that
 // may predate runs): the chief's (or master's) record, else worker-0's, else the one

@@ -100,3 +100,19 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 		t.Errorf("ReplicaProgress of a job without artifacts: %v, %v; want nothing", found, err)
 	}
 }
+
+func TestLeadReplica(t *testing.T) {
+	for _, tc := range []struct {
+		replicas []string
+		want     string
+	}{
+		{[]string{"evaluator-0", "ps-0", "worker-0", "chief-0"}, "chief-0"},
+		{[]string{"ps-0", "worker-1", "worker-0"}, "worker-0"},
+		{[]string{"worker-1", "evaluator-0"}, "worker-1"},
+		{nil, ""},
+	} {
+		if got, ok := LeadReplica(tc.replicas); got != tc.want || ok != (tc.want != "") {
+			t.Errorf("LeadReplica(%v) = %q, %v; want %q", tc.replicas, got, ok, tc.want)
+		}
+	}
+}

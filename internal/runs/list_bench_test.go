@@ -33,7 +33,7 @@ func BenchmarkList(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		found, err := List(context.Background(), c, dest, nil, Query{Namespace: "bench"})
-		if err != nil || len(found) != benchRuns || found[0].Loss != "0.25" || found[0].State != "Succeeded" {
+		if err != nil || len(found) != benchRuns || found[0].Loss == nil || *found[0].Loss != 0.25 || found[0].State != "Succeeded" {
 			b.Fatalf("listed %d runs (first %+v): %v", len(found), found[0], err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -51,8 +52,10 @@ type Run struct {
 	// Replicas counts the replicas by type: "ps:1,worker:2".
 	Replicas string            `json:"replicas"`
 	Labels   map[string]string `json:"labels,omitempty"`
-	// Loss is the last value of its main scalar, "" when it recorded none.
-	Loss string `json:"loss,omitempty"`
+	// Step is the highest step of its lead replica's summaries, and Loss the last
+	// value of their main scalar (tfevents.Progress.Loss); nil when none was stored.
+	Step *int64          `json:"step,omitempty"`
+	Loss *tfevents.Value `json:"loss,omitempty"`
 	// Live is true while its TFJob exists.
 	Live bool `json:"live"`
 	// Prefix is where it stores.
@@ -65,6 +68,8 @@ type Run struct {
 	Stored storage.StoredRun `json:"-"`
 	// End is its end record, if any.
 	End *tfjob.RunEnd `json:"-"`
+	// Progress is its lead replica's progress record, if any.
+	Progress *jobs.JobProgress `json:"-"`
 }
 
 // Query picks the runs to list.
@@ -131,16 +136,25 @@ func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, err
 			r.State, r.Reason, r.Message, r.Ended = end.State, end.Reason, end.Message, &end.Completed
 		}
 	}
-	if u, ok := leadProgress(s); ok {
-		var buf bytes.Buffer
-		if _, err := c.Download(ctx, u, &buf); err != nil {
-			errs = append(errs, fmt.Errorf("reading %s: %w", u, err))
-		} else {
-			r.Loss = loss(buf.Bytes())
-		}
+	if replica, ok := jobs.LeadReplica(s.Progress); ok {
+		p, err := jobs.ReadProgress(ctx, c, s.Prefix.Join(replica+"/"))
+		errs = append(errs, err)
+		r.setProgress(replica, p)
 	}
 	r.describe()
 	return r, errors.Join(errs...)
+}
+
+// setProgress takes the step and the main scalar from a replica's progress record.
+func (r *Run) setProgress(replica string, p *tfevents.Progress) {
+	if p == nil {
+		return
+	}
+	r.Progress = &jobs.JobProgress{Replica: replica, Progress: p}
+	r.Step = &p.Step
+	if _, last, ok := p.Loss(); ok {
+		r.Loss = &last.Value
+	}
 }
 
 // mergeLive gives the runs of existing TFJobs their live state, and adds the runs of

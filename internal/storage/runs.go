@@ -64,8 +64,8 @@ type StoredRun struct {
 	Prefix              URI
 	// Record and End are its run.json and end.json; zero when absent.
 	Record, End Object
-	// Progress are the replicas' progress records, in key order.
-	Progress []URI
+	// Progress are the replicas that stored a progress record, in key order.
+	Progress []string
 	// Replicas name the replicas that stored something, in key order.
 	Replicas []string
 	// First and Last are the times of its oldest and newest object.
@@ -125,7 +125,7 @@ func GroupRuns(destination URI, objs []Object) []StoredRun {
 				r.Replicas = append(r.Replicas, rest[0])
 			}
 			if len(rest) == 2 && rest[1] == ProgressName {
-				r.Progress = append(r.Progress, obj.URI)
+				r.Progress = append(r.Progress, rest[0])
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -56,6 +57,10 @@ spec:
 	r := f.mustSucceed("runs")
 	assertLines(t, r.stdout, `^NAME\s+RUN\s+STATE\s+STARTED\s+DURATION\s+IMAGE\s+REPLICAS\s+LOSS$`,
 		`^mnist\s+`+firstRun+`\s+\S+\s+.* ago\s+\S+\s+tf:2.21\s+worker:1\s+-$`)
+	f.storeReplica("mnist", "worker-0").putProgress(&tfevents.Progress{Step: 40, Updated: end,
+		Scalars: map[string]tfevents.Last{"train/epoch_loss": {Step: 4, Value: 0.125}, "train/epoch_accuracy": {Step: 4, Value: 0.75}}})
+	r = f.mustSucceed("runs")
+	assertLines(t, r.stdout, `^NAME\s+RUN`, `^mnist\s+`+firstRun+`\s+.*\s+worker:1\s+0.125$`)
 
 	// Deleted as a TFJob, it is still listed and shown, with its attempts.
 	f.mustSucceed("delete", "mnist", "--wait")
@@ -68,6 +73,8 @@ spec:
 		`(?m)^\s+team: vision$`,
 		`(?m)^\s+worker-0\s+1\s+mnist-worker-0\s+.*\s137\s+Signaled$`,
 		`(?m)^\s+worker-0\s+\S*/workspace/model/ckpt-1\s+7$`,
+		`(?m)^Progress:\n\s+Step:\s+40 \(from worker-0's summaries\)\n\s+Loss:\s+0.125 \(train/epoch_loss at step 4\)\n\s+Updated:\s+.* ago\n`,
+		`(?m)^\s+train/epoch_accuracy\s+4\s+0.75$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("runs show mnist lacks %s:\n%s", want, r.stdout)
