@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// The runs' cluster has its own network, apart from the other suites'.
+const (
+	runsBridge  = "tfk8se2er"
+	runsPodCIDR = "10.234.0.0/24"
+)
+
+// scalarsProgram is a TensorFlow program small enough to keep the test short: it
+// writes a training loss of 1/step for five steps with tf.summary, as a trainer does.
+const scalarsProgram = `import tensorflow as tf
+
+writer = tf.summary.create_file_writer("/workspace/logs/train")
+with writer.as_default():
+    for step in range(1, 6):
+        tf.summary.scalar("loss", 1.0 / step, step=step)
+writer.flush()
+print("trained to step 5", flush=True)
+`
+
+// TestRuns: a job that stores in S3 is still listed and shown once its TTL deleted
+// its TFJob (after its end was recorded), with its attempts, its logs and its scalars;
+// submitted again from its run under the same name, it is a second run with attempts
+// of its own (issue 27).
+func TestRuns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fileExists(filepath.Join(binDir, "tfk8s-nodeinit")) {
+		t.Fatalf("no tfk8s-nodeinit in %s: training jobs need a node (make build)", binDir)
+	}
+	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "tensorflow", "index.json")) {
+		t.Fatalf("no TensorFlow image in %s/../_out/images: make tensorflow-image", binDir)
+	}
+	opts, st := upForTest(ctx, t, localcluster.Options{
+		BinDir:   binDir,
+		NodeName: "e2e-runs-node",
+		PodCIDR:  runsPodCIDR,
+		Bridge:   runsBridge,
+	}, func() {
+		if left := leftNetwork(runsBridge); len(left) > 0 {
+			t.Errorf("left on the host after down: %v", left)
+		}
+	})
+	c := newJobsCluster(t, st.Kubeconfig, opts.UserConfigFile, opts.Dir)
+	c.wait = tfWait
+	code := t.TempDir()
+	if err := os.WriteFile(filepath.Join(code, "train.py"), []byte(scalarsProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first run's TFJob goes as soon as it finished and its end is recorded.
+	start := time.Now()
+	c.mustTfk8s(ctx, t, "submit", code, "--name", "scalars", "--image", images.TensorFlow,
+		"--workers", "1", "--artifacts", "logs", "--ttl-after-finished", "0s", "--", "python3", "train.py")
+	firstRun := tfjob.RunID(string(c.job(ctx, t, "scalars").UID))
+	c.eventually(ctx, t, "scalars deleted after it finished", func() (bool, error) {
+		err := c.cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "scalars"}, &tfv1.TFJob{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	t.Logf("first run %s finished and deleted %.1f s after submit (the image pulled)", firstRun, time.Since(start).Seconds())
+
+	// Deleted as a TFJob, the run is still listed and shown from S3.
+	r := c.mustTfk8s(ctx, t, "runs")
+	if !regexp.MustCompile(`(?m)^scalars\s+` + firstRun + `\s+Succeeded\s+.*\s+worker:1\s+0\.2$`).MatchString(r.stdout) {
+		t.Errorf("runs does not list the deleted job's run %s as Succeeded with its loss 0.2:\n%s", firstRun, r.stdout)
+	}
+	r = c.mustTfk8s(ctx, t, "runs", "show", "scalars")
+	for _, want := range []string{
+		`(?m)^Run:\s+` + firstRun + `$`,
+		`(?m)^State:\s+Succeeded$`,
+		`(?m)^\s+worker-0\s+1\s+scalars-worker-0\s+.*\s0\s+Completed\b`,
+		`(?m)^\s+worker-0\s+\S*/workspace/logs/train/events\.out\.tfevents\.`,
+		`(?m)^\s+Step:\s+5 \(from worker-0's summaries\)\n\s+Loss:\s+0\.2 \(train/loss at step 5\)$`,
+		`(?m)^\s+train/loss\s+5\s+0\.2$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("runs show scalars lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if r = c.mustTfk8s(ctx, t, "logs", "scalars", "worker-0"); !strings.Contains(r.stdout, "trained to step 5") {
+		t.Errorf("logs of the deleted job's run: %s", r)
+	}
+
+	// Submitted again from its run, under the same name: a second run.
+	start = time.Now()
+	c.mustTfk8s(ctx, t, "submit", "--from-run", "scalars/"+firstRun, "--ttl-after-finished", "1h")
+	second := waitRunSucceeded(ctx, t, c, "scalars")
+	secondRun := tfjob.RunID(string(second.UID))
+	t.Logf("second run %s Succeeded %.1f s after submit --from-run", secondRun, time.Since(start).Seconds())
+	if secondRun == firstRun {
+		t.Fatalf("the re-submission has the first run's id %s", firstRun)
+	}
+	r = c.mustTfk8s(ctx, t, "runs")
+	for _, want := range []string{`(?m)^scalars\s+` + firstRun + `\s+Succeeded\s`, `(?m)^scalars\s+` + secondRun + `\s+Succeeded\s.*\s0\.2$`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("runs lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	firstAttempts := runAttempts(ctx, t, c, "scalars/"+firstRun)
+	secondAttempts := runAttempts(ctx, t, c, "scalars/"+secondRun)
+	if len(firstAttempts) != 1 || len(secondAttempts) != 1 || firstAttempts[0].PodUID == secondAttempts[0].PodUID ||
+		secondAttempts[0].PodUID != string(c.pod(ctx, t, "scalars", "worker", 0).UID) {
+		t.Errorf("attempts of worker-0: first run %+v, second run %+v; want one each, the second of the pod that exists", firstAttempts, secondAttempts)
+	}
+	c.mustTfk8s(ctx, t, "delete", "scalars", "--wait")
+}
+
+// waitRunSucceeded waits for the job to finish and wants it Succeeded.
+func waitRunSucceeded(ctx context.Context, t *testing.T, c *jobsCluster, name string) *tfv1.TFJob {
+	t.Helper()
+	job := c.waitFinished(ctx, t, name)
+	if job.Status.State != tfv1.JobSucceeded {
+		c.fail(t, "%s %s, want Succeeded: %+v\nlogs:\n%s", name, job.Status.State, job.Status.Conditions, c.tfk8s(ctx, "logs", name))
+	}
+	return job
+}
+
+// runAttempts reads worker-0's attempts as runs show -o json prints them.
+func runAttempts(ctx context.Context, t *testing.T, c *jobsCluster, run string) []storage.Attempt {
+	t.Helper()
+	r := c.mustTfk8s(ctx, t, "runs", "show", run, "-o", "json")
+	var doc struct {
+		Replicas []struct {
+			Name     string            `json:"name"`
+			Attempts []storage.Attempt `json:"attempts"`
+		} `json:"replicas"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("runs show %s -o json: %v\n%s", run, err, r.stdout)
+	}
+	for _, rep := range doc.Replicas {
+		if rep.Name == "worker-0" {
+			return rep.Attempts
+		}
+	}
+	t.Fatalf("runs show %s -o json has no worker-0:\n%s", run, r.stdout)
+	return nil
+}
