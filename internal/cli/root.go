@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfk8s/tfk8s/internal/pack"
+	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -37,6 +38,9 @@ type Env struct {
 	// DigestCacheFile remembers the digests of code and data directories already
 	// stored, so that re-submitting them reads nothing; "" keeps no cache.
 	DigestCacheFile string
+	// RunsCacheDir keeps the run records tfk8s runs read, which are written once, so
+	// that the next listing reads only what changed; "" keeps no cache.
+	RunsCacheDir string
 	// Name is the name the program was run by. As kubectl-tfk8s, the kubectl plugin
 	// (kubectl tfk8s ... runs it), its usage says "kubectl tfk8s".
 	Name string
@@ -54,6 +58,7 @@ func DefaultEnv() Env {
 		Getenv:          os.Getenv,
 		ConfigFile:      configFile(),
 		DigestCacheFile: pack.DefaultDigestCacheFile(),
+		RunsCacheDir:    runs.DefaultCacheDir(),
 		Name:            os.Args[0],
 	}
 }

@@ -123,9 +123,13 @@ func (o *rootOptions) listRuns(ctx context.Context, f *runsFlags) error {
 		}
 	}
 	live := o.liveJobs(ctx, q.Namespace)
+	q.Cache = runs.OpenCache(o.env.RunsCacheDir, dest, q.Namespace)
 	found, err := runs.List(ctx, c, dest, live, q)
 	if err != nil {
 		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
+	}
+	if err := q.Cache.Save(); err != nil {
+		fmt.Fprintf(o.env.ErrOut, "warning: keeping the run records read: %v\n", err)
 	}
 	switch {
 	case f.output != outputTable:

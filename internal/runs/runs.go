@@ -80,11 +80,13 @@ type Query struct {
 	Since time.Time
 	// Selector, if set, keeps the runs whose job's labels it matches.
 	Selector labels.Selector
+	// Cache, if set, holds the records read before and keeps those read now.
+	Cache *Cache
 }
 
 // List lists the runs stored under destination: one listing of the namespace's
-// prefix without delimiter, then each run's run.json, end.json and lead progress.json
-// read, MaxParallelReads at a time. live are the TFJobs that exist: a run of one of
+// prefix without delimiter, then each run's run.json and end.json (unless q.Cache
+// holds them) and lead progress.json read, MaxParallelReads at a time. live are the TFJobs that exist: a run of one of
 // them (same UID) takes its state from it, and one that stored nothing yet is listed
 // from it alone. Runs come by namespace, name and start.
 func List(ctx context.Context, c *storage.Client, destination storage.URI, live []tfv1.TFJob, q Query) ([]Run, error) {
@@ -102,7 +104,7 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 	runs := make([]Run, len(stored))
 	errs := make([]error, len(stored))
 	jobs.Parallel(len(stored), MaxParallelReads, func(i int) {
-		runs[i], errs[i] = read(ctx, c, stored[i])
+		runs[i], errs[i] = read(ctx, c, q.Cache, stored[i])
 	})
 	runs = mergeLive(runs, live, destination, q)
 	runs = slices.DeleteFunc(runs, func(r Run) bool {
@@ -114,14 +116,15 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 	return runs, errors.Join(errs...)
 }
 
-// read reads a stored run's records and makes its row. A record that cannot be read
-// leaves its fields empty and is returned as an error beside the row.
-func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, error) {
+// read reads a stored run's records, run.json and end.json from cache if it holds
+// them, and makes its row. A record that cannot be read leaves its fields empty and is
+// returned as an error beside the row.
+func read(ctx context.Context, c *storage.Client, cache *Cache, s storage.StoredRun) (Run, error) {
 	r := Run{Namespace: s.Namespace, Name: s.Job, Run: s.Run, State: StateUnknown, Started: s.Started(), Prefix: s.Prefix.String(), Stored: s}
 	var errs []error
 	if s.Record.URI.Key != "" {
 		rec := &tfjob.RunRecord{}
-		if err := readJSON(ctx, c, s.Record.URI, rec); err != nil {
+		if err := readRecord(ctx, c, cache, s.Record, rec); err != nil {
 			errs = append(errs, err)
 		} else {
 			r.UID, r.Labels, r.Started, r.Job = rec.UID, rec.Labels, rec.Submitted, rec.Job
@@ -129,7 +132,7 @@ func read(ctx context.Context, c *storage.Client, s storage.StoredRun) (Run, err
 	}
 	if s.End.URI.Key != "" {
 		end := &tfjob.RunEnd{}
-		if err := readJSON(ctx, c, s.End.URI, end); err != nil {
+		if err := readRecord(ctx, c, cache, s.End, end); err != nil {
 			errs = append(errs, err)
 		} else {
 			r.End = end
@@ -255,14 +258,21 @@ func (r *Run) Duration(now time.Time) time.Duration {
 	return 0
 }
 
-// readJSON reads the JSON object at u into v.
-func readJSON(ctx context.Context, c *storage.Client, u storage.URI, v any) error {
-	var buf bytes.Buffer
-	if _, err := c.Download(ctx, u, &buf); err != nil {
-		return fmt.Errorf("reading %s: %w", u, err)
+// readRecord reads the JSON object obj into v, from cache if it holds it.
+func readRecord(ctx context.Context, c *storage.Client, cache *Cache, obj storage.Object, v any) error {
+	body, ok := cache.get(obj)
+	if !ok {
+		var buf bytes.Buffer
+		if _, err := c.Download(ctx, obj.URI, &buf); err != nil {
+			return fmt.Errorf("reading %s: %w", obj.URI, err)
+		}
+		body = buf.Bytes()
 	}
-	if err := json.Unmarshal(buf.Bytes(), v); err != nil {
-		return fmt.Errorf("reading %s: %w", u, err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("reading %s: %w", obj.URI, err)
+	}
+	if !ok {
+		cache.put(obj, body)
 	}
 	return nil
 }
