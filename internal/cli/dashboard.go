@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
 
 	"github.com/tfk8s/tfk8s/internal/dashboard"
 )
@@ -51,13 +49,7 @@ type serveFlags struct {
 func (o *rootOptions) serveDashboard(ctx context.Context, f serveFlags) error {
 	return dashboard.Run(ctx, dashboard.RunOptions{
 		Address: f.address, Open: f.open, OpenBrowser: openBrowser, InCluster: f.inCluster, S3Endpoints: f.s3Endpoints,
-		Config: func() (*rest.Config, error) {
-			cfg, err := o.kube.ToRESTConfig()
-			if err != nil {
-				return nil, fmt.Errorf("loading kubeconfig: %w", err)
-			}
-			return cfg, nil
-		},
+		Config:    o.restConfig,
 		Namespace: o.namespace, LocalS3: o.storageConfig, Out: o.env.Out, ErrOut: o.env.ErrOut,
 	})
 }

@@ -51,9 +51,9 @@ func (o *rootOptions) serveForward(ctx context.Context, f forwardFlags, pod *cor
 	if err != nil {
 		return err
 	}
-	cfg, err := o.kube.ToRESTConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -90,6 +90,12 @@ type rootOptions struct {
 
 // NewRootCommand returns the tfk8s command with all its subcommands.
 func NewRootCommand(env Env) *cobra.Command {
+	cmd, _ := newRootCommand(env)
+	return cmd
+}
+
+// newRootCommand returns the tfk8s command and the options its subcommands share.
+func newRootCommand(env Env) (*cobra.Command, *rootOptions) {
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
@@ -133,7 +139,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newDashboardCommand(o),
 		newVersionCommand(o),
 	)
-	return cmd
+	return cmd, o
 }
 
 // configFile is $TFK8S_CONFIG, else ~/.tfk8s/config.
@@ -145,23 +151,28 @@ func configFile() string {
 }
 
 // Main runs the tfk8s command with args (without the program name) and returns its
-// exit code; errors are printed to env.ErrOut as "error: ...".
+// exit code; errors are printed to env.ErrOut as "error: ...", or as a JSON line
+// with TFK8S_ERRORS=json.
 func Main(ctx context.Context, args []string, env Env) int {
-	cmd := NewRootCommand(env)
+	cmd, o := newRootCommand(env)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var exit *ExitError
 	if errors.As(err, &exit) {
-		if exit.Err != nil {
-			fmt.Fprintf(env.ErrOut, "error: %v\n", exit.Err)
-		}
-		return exit.Code
+		code, err = exit.Code, exit.Err
 	}
-	fmt.Fprintf(env.ErrOut, "error: %v\n", err)
-	return 1
+	switch {
+	case err == nil:
+	case o.env.Getenv(EnvErrors) == "json":
+		printError(env.ErrOut, err, o.apiServer())
+	default:
+		fmt.Fprintf(env.ErrOut, "error: %v\n", err)
+	}
+	return code
 }
 
 // Run is a program's main: the tfk8s command with args, in the process's environment,

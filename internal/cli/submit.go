@@ -144,25 +144,25 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		f.output = outputYAML
 	}
 	if err := checkOutput(f.output, "", outputYAML, outputJSON); err != nil {
-		return nil, err
+		return nil, invalidJob(err, "-o")
 	}
 	a, err := parseArgs(cmd, args)
 	if err != nil {
-		return nil, err
+		return nil, invalidJob(err, "DIR")
 	}
 	s := &submission{dir: a.dir, cache: pack.NewDigestCache(o.env.DigestCacheFile)}
 	if s.p, err = f.params(a.command); err != nil {
-		return nil, err
+		return nil, invalidJob(err, "")
 	}
 	if a.dir != "" {
 		if err := checkDir("DIR", a.dir); err != nil {
-			return nil, err
+			return nil, invalidJob(err, "DIR")
 		}
 	}
 	s.localData = f.p.Data != "" && len(s.p.Data) == 0
 	if s.localData {
 		if err := checkDir("--data", f.p.Data); err != nil {
-			return nil, err
+			return nil, invalidJob(err, "--data")
 		}
 	}
 	base, err := o.readBase(cmd.Context(), f)
@@ -175,7 +175,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		}
 	}
 	if err := o.resolveStorageSecret(cmd, f); err != nil {
-		return nil, err
+		return nil, invalidJob(err, "--storage-secret")
 	}
 	s.usesStorage = a.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
 		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base)) ||
@@ -196,19 +196,19 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		}
 	}
 	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
-		return nil, fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret)
+		return nil, invalidJob(fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret), "")
 	}
 	if err := s.scanTrees(f.p.Data); err != nil {
 		return nil, err
 	}
 	if s.job, err = jobspec.Build(base, s.p); err != nil {
 		s.archive.Remove()
-		return nil, err
+		return nil, invalidJob(err, "")
 	}
 	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !jobspec.HasVolume(s.job, "logs") &&
 		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
 		s.archive.Remove()
-		return nil, errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)")
+		return nil, invalidJob(errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)"), "")
 	}
 	return s, nil
 }
@@ -219,7 +219,7 @@ func (s *submission) scanTrees(dataDir string) error {
 	var err error
 	if s.dir != "" {
 		if s.archive, err = storage.PackCode(s.dir, s.cache); err != nil {
-			return err
+			return invalidJob(err, "DIR")
 		}
 		s.p.Code = &tfv1.Code{
 			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(storage.CodePrefix)}.String(),
@@ -230,7 +230,7 @@ func (s *submission) scanTrees(dataDir string) error {
 	if s.localData {
 		if s.data, err = storage.ScanDataSet(dataDir, s.cache); err != nil {
 			s.archive.Remove()
-			return err
+			return invalidJob(err, "--data")
 		}
 		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Bucket).String(), Path: jobspec.DefaultDataPath}}
 	}
@@ -320,7 +320,12 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.env.Out, "secret/%s created\n", secret.Name)
+		// With -o, stdout holds the job alone, for a program to read.
+		notes := o.env.Out
+		if f.output != "" {
+			notes = o.env.ErrOut
+		}
+		fmt.Fprintf(notes, "secret/%s created\n", secret.Name)
 	}
 	if err := cs.Client.Create(ctx, job); err != nil {
 		err = fmt.Errorf("creating tfjob %s: %w", job.Name, err)
@@ -392,11 +397,11 @@ func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading -f %s: %w", name, err)
+		return nil, invalidJob(fmt.Errorf("reading -f %s: %w", name, err), "-f")
 	}
 	job, err := jobspec.Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("-f %s: %w", name, err)
+		return nil, &invalidJobError{field: cmp.Or(leadingField(err.Error()), "-f"), err: fmt.Errorf("-f %s: %w", name, err)}
 	}
 	return job, nil
 }

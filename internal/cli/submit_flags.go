@@ -24,6 +24,7 @@ type submitFlags struct {
 }
 
 func (f *submitFlags) addFlags(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	fs := cmd.Flags()
 	jobspec.AddFlags(fs, &f.p)
 	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")

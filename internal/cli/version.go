@@ -91,9 +91,9 @@ apart get a warning on stderr.`,
 
 // serverVersion reads the controller's version from its Deployment.
 func (o *rootOptions) serverVersion(ctx context.Context, namespace string) (*serverVersion, error) {
-	cfg, err := o.kube.ToRESTConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -78,7 +78,7 @@ func ConfigFromSecret(ctx context.Context, c client.Client, namespace, name stri
 // RequireBucket checks that a bucket is configured.
 func RequireBucket(cfg storage.Config) error {
 	if cfg.Bucket == "" {
-		return fmt.Errorf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", tfjob.EnvS3Bucket)
+		return &storage.NotConfiguredError{Msg: fmt.Sprintf("no S3 bucket configured: set --s3-bucket, %s or bucket in ~/.tfk8s/config", tfjob.EnvS3Bucket)}
 	}
 	return nil
 }

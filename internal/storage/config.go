@@ -118,7 +118,7 @@ func readConfigFile(name string) (Config, error) {
 // Insecure from its scheme.
 func (c Config) normalize() (Config, error) {
 	if c.Endpoint == "" {
-		return Config{}, fmt.Errorf("no S3 endpoint configured: set --s3-endpoint, %s or endpoint in %s", tfjob.EnvS3Endpoint, "~/.tfk8s/config")
+		return Config{}, &NotConfiguredError{Msg: fmt.Sprintf("no S3 endpoint configured: set --s3-endpoint, %s or endpoint in %s", tfjob.EnvS3Endpoint, "~/.tfk8s/config")}
 	}
 	switch {
 	case strings.HasPrefix(c.Endpoint, "http://"):
@@ -133,7 +133,13 @@ func (c Config) normalize() (Config, error) {
 		return Config{}, fmt.Errorf("S3 endpoint %q: want host:port, without a path", c.Endpoint)
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
-		return Config{}, fmt.Errorf("S3 credentials incomplete: set both %s and %s, or neither", tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey)
+		return Config{}, &NotConfiguredError{Msg: fmt.Sprintf("S3 credentials incomplete: set both %s and %s, or neither", tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey)}
 	}
 	return c, nil
 }
+
+// NotConfiguredError says that an S3 setting a command needs is set nowhere (or only
+// half): a program tells it from S3's own refusals by its type.
+type NotConfiguredError struct{ Msg string }
+
+func (e *NotConfiguredError) Error() string { return e.Msg }
