@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,13 +45,17 @@ func (o *rootOptions) locateFiles(ctx context.Context, args []string) (*jobs.Fil
 }
 
 func newArtifactsListCommand(o *rootOptions) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:     "ls JOB [PATH]",
 		Aliases: []string{"list"},
 		Short:   "List a job's stored files, under PATH (e.g. worker-0/artifacts) if given",
-		Example: "  tfk8s artifacts ls mnist\n  tfk8s artifacts ls mnist chief-0/artifacts/workspace/model",
+		Example: "  tfk8s artifacts ls mnist\n  tfk8s artifacts ls mnist chief-0/artifacts/workspace/model -o json",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, outputTable, outputJSON); err != nil {
+				return err
+			}
 			files, err := o.locateFiles(cmd.Context(), args)
 			if err != nil {
 				return err
@@ -58,18 +64,39 @@ func newArtifactsListCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(objs) == 0 {
+			if len(objs) == 0 && (output != outputJSON || files.Job == nil) {
 				return files.None()
 			}
-			tw := newTabWriter(o.env.Out)
-			fmt.Fprintln(tw, "PATH\tSIZE\tMODIFIED")
+			list := make([]storedFile, 0, len(objs))
 			for _, obj := range objs {
-				rel := strings.TrimPrefix(obj.URI.Key, files.Base.Key)
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", rel, obj.Size, obj.ModTime.UTC().Format("2006-01-02T15:04:05Z"))
+				list = append(list, storedFile{Path: strings.TrimPrefix(obj.URI.Key, files.Base.Key), Size: obj.Size, Modified: obj.ModTime.UTC()})
 			}
-			return tw.Flush()
+			return printStoredFiles(o.env.Out, list, output)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (a list of path, size and modified)")
+	return cmd
+}
+
+// storedFile is a file of a job in S3, as artifacts ls -o json prints it.
+type storedFile struct {
+	// Path is relative to the job's files: <replica>/artifacts/...
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+// printStoredFiles prints files as a table or a JSON list.
+func printStoredFiles(w io.Writer, files []storedFile, output string) error {
+	if output == outputJSON {
+		return printObject(w, files, output)
+	}
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "PATH\tSIZE\tMODIFIED")
+	for _, f := range files {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", f.Path, f.Size, f.Modified.Format("2006-01-02T15:04:05Z"))
+	}
+	return tw.Flush()
 }
 
 func newArtifactsGetCommand(o *rootOptions) *cobra.Command {

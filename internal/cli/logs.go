@@ -11,6 +11,7 @@ import (
 
 func newLogsCommand(o *rootOptions) *cobra.Command {
 	var follow bool
+	var output string
 	var which jobs.Attempt
 	cmd := &cobra.Command{
 		Use:   "logs JOB [REPLICA] [-f] [--previous | --attempt N]",
@@ -23,11 +24,17 @@ to S3. With -f, follow the logs until the job finishes.
 A replica that failed and was retried keeps the log of every attempt: --previous
 prints the attempt before the current one (from the pod's previous container while
 the pod exists, else from S3), --attempt N prints attempt N from S3. tfk8s describe
-lists the attempts.`,
+lists the attempts.
+
+-o json prints each line as an object of its own line, {"replica":"worker-0","text":"..."},
+for a program to read (the Python SDK's get_job_logs).`,
 		Example: "  tfk8s logs mnist\n  tfk8s logs mnist worker-1 -f\n  tfk8s logs mnist worker-1 --previous\n  tfk8s logs mnist chief-0 --attempt 1",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkAttemptFlags(cmd, which, follow); err != nil {
+				return err
+			}
+			if err := checkOutput(output, outputTable, outputJSON); err != nil {
 				return err
 			}
 			cs, err := o.clients()
@@ -38,7 +45,7 @@ lists the attempts.`,
 			if len(args) == 2 {
 				replica = strings.ToLower(args[1])
 			}
-			l := &jobs.Logs{Storage: o.storage(), Clients: cs, Name: args[0], Replica: replica, Which: which, Out: &jobs.LineWriter{W: o.env.Out}, ErrOut: o.env.ErrOut}
+			l := &jobs.Logs{Storage: o.storage(), Clients: cs, Name: args[0], Replica: replica, Which: which, Out: &jobs.LineWriter{W: o.env.Out, JSON: output == outputJSON}, ErrOut: o.env.ErrOut}
 			if follow {
 				return l.Follow(cmd.Context())
 			}
@@ -48,6 +55,7 @@ lists the attempts.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the logs until the job finishes")
 	cmd.Flags().BoolVarP(&which.Previous, "previous", "p", false, "print the attempt before the current one of each replica")
 	cmd.Flags().IntVar(&which.Number, "attempt", 0, "print attempt N (1, 2, ...) of each replica, from S3")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json, an object a line")
 	return cmd
 }
 

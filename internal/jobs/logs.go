@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -343,10 +344,34 @@ func hasLogs(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodPending && pod.Status.Phase != ""
 }
 
-// LineWriter writes whole lines from several replicas, each prefixed "[replica] ".
+// LineWriter writes whole lines from several replicas, each prefixed "[replica] ", or
+// with JSON each as one object, LogLine, a line.
 type LineWriter struct {
-	mu sync.Mutex
-	W  io.Writer
+	mu   sync.Mutex
+	W    io.Writer
+	JSON bool
+}
+
+// LogLine is a line of a replica's log as tfk8s logs -o json prints it.
+type LogLine struct {
+	Replica string `json:"replica"`
+	Text    string `json:"text"`
+}
+
+// writeLine writes one line of replica's log.
+func (lw *LineWriter) writeLine(replica string, line []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if !lw.JSON {
+		_, err := fmt.Fprintf(lw.W, "[%s] %s\n", replica, line)
+		return err
+	}
+	out, err := json.Marshal(LogLine{Replica: replica, Text: string(line)})
+	if err != nil {
+		return err
+	}
+	_, err = lw.W.Write(append(out, '\n'))
+	return err
 }
 
 // copyLines copies r line by line. A line longer than logline.Max is written in
@@ -362,15 +387,11 @@ func (lw *LineWriter) copyLines(replica string, r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		mark := ""
 		if cut {
-			mark = logline.Mark
+			line = append(line[:len(line):len(line)], logline.Mark...) // a copy: line is the reader's
 		}
-		lw.mu.Lock()
-		_, werr := fmt.Fprintf(lw.W, "[%s] %s%s\n", replica, line, mark)
-		lw.mu.Unlock()
-		if werr != nil {
-			return werr
+		if err := lw.writeLine(replica, line); err != nil {
+			return err
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -69,6 +70,32 @@ func TestLineWriterSplitsLongLines(t *testing.T) {
 	}
 	if len(lines) != 5 || joined.String() != long || lines[4] != "[worker-0] after" {
 		t.Errorf("%d lines, the long one rejoined whole %v, last %q", len(lines), joined.String() == long, lines[len(lines)-1])
+	}
+}
+
+// TestLineWriterJSON: with JSON each line is one object of its own line, the text
+// whole, quotes and all, and a piece of a long line marked as continuing.
+func TestLineWriterJSON(t *testing.T) {
+	var buf bytes.Buffer
+	lw := &LineWriter{W: &buf, JSON: true}
+	long := strings.Repeat("x", logline.Max+10)
+	if err := lw.copyLines("worker-0", strings.NewReader("loss=\"0.5\"\t{}\n"+long)); err != nil {
+		t.Fatal(err)
+	}
+	var got []LogLine
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var l LogLine
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 3 || got[0] != (LogLine{Replica: "worker-0", Text: "loss=\"0.5\"\t{}"}) {
+		t.Fatalf("got %d lines, first %+v; want 3, the first whole", len(got), got[0])
+	}
+	if !strings.HasSuffix(got[1].Text, logline.Mark) || strings.TrimSuffix(got[1].Text, logline.Mark)+got[2].Text != long {
+		t.Errorf("the long line's pieces do not rejoin to it, or the first is not marked as continuing")
 	}
 }
 
