@@ -133,12 +133,9 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
 		newRunsCommand(o),
-		newTensorBoardCommand(o),
-		newNotebookCommand(o),
-		newLocalCommand(o),
-		newDashboardCommand(o),
 		newVersionCommand(o),
 	)
+	cmd.AddCommand(interactiveCommands(o)...)
 	return cmd, o
 }
 
