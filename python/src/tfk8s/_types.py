@@ -1,0 +1,140 @@
+"""Typed results of the tfk8s SDK, read from the TFJob JSON the CLI prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# The GPU resource tfk8s counts, as the CLI's GPUS column does.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# The states in which a job has finished.
+FINISHED_STATES = frozenset({"Succeeded", "Failed"})
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """A Kubernetes timestamp (RFC 3339, "Z" for UTC) as an aware datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition of a job: Created, Running, Restarting, Suspended, Succeeded, Failed."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica type of a job (Chief, PS, Worker, Evaluator) and its pods' counts."""
+
+    type: str
+    # replicas is how many the job asks for; the others count its pods.
+    replicas: int
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    restarts: int = 0
+    gpus: int = 0
+    image: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A TFJob as the cluster has it (or, for submit's dry_run, as it would be)."""
+
+    name: str
+    namespace: str
+    # state is the newest of the job's true conditions; "" before the controller saw it.
+    state: str
+    replicas: list[Replica]
+    # gpus is the GPUs the job's replicas ask for, in all.
+    gpus: int
+    created: datetime | None
+    start_time: datetime | None
+    completion_time: datetime | None
+    conditions: list[Condition]
+    # tensorboard_url is the job's TensorBoard inside the cluster, "" without one;
+    # tfk8s tensorboard JOB opens it from outside.
+    tensorboard_url: str
+    # manifest is the TFJob itself, for what the fields above leave out.
+    manifest: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job succeeded or failed."""
+        return self.state in FINISHED_STATES
+
+    @classmethod
+    def from_manifest(cls, obj: dict[str, Any]) -> Job:
+        """The job of a TFJob object, as tfk8s get -o json prints it."""
+        meta = obj.get("metadata", {})
+        spec = obj.get("spec", {})
+        status = obj.get("status", {})
+        counts = status.get("replicaStatuses", {})
+        replicas = []
+        for rtype, rspec in spec.get("tfReplicaSpecs", {}).items():
+            n = rspec.get("replicas", 1)
+            containers = rspec.get("template", {}).get("spec", {}).get("containers", [])
+            main = containers[0] if containers else {}
+            limits = main.get("resources", {}).get("limits", {})
+            c = counts.get(rtype) or {}
+            replicas.append(
+                Replica(
+                    type=rtype,
+                    replicas=n,
+                    active=c.get("active", 0),
+                    succeeded=c.get("succeeded", 0),
+                    failed=c.get("failed", 0),
+                    restarts=c.get("restarts", 0),
+                    gpus=int(limits.get(GPU_RESOURCE, 0)),
+                    image=main.get("image", ""),
+                )
+            )
+        conditions = [
+            Condition(
+                type=c.get("type", ""),
+                status=c.get("status", ""),
+                reason=c.get("reason", ""),
+                message=c.get("message", ""),
+                last_transition_time=parse_time(c.get("lastTransitionTime")),
+            )
+            for c in status.get("conditions", [])
+        ]
+        return cls(
+            name=meta.get("name", ""),
+            namespace=meta.get("namespace", ""),
+            state=status.get("state", ""),
+            replicas=replicas,
+            gpus=sum(r.replicas * r.gpus for r in replicas),
+            created=parse_time(meta.get("creationTimestamp")),
+            start_time=parse_time(status.get("startTime")),
+            completion_time=parse_time(status.get("completionTime")),
+            conditions=conditions,
+            tensorboard_url=(status.get("tensorBoard") or {}).get("url", ""),
+            manifest=obj,
+        )
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """A line of a replica's log; replica is e.g. "worker-0"."""
+
+    replica: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a job's replica stored in S3; path is relative to the job's files."""
+
+    path: str
+    size: int
+    modified: datetime | None
