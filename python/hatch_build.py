@@ -23,6 +23,8 @@ BINARY_IN_WHEEL = "tfk8s/_bin/tfk8s"
 
 
 class CustomBuildHook(BuildHookInterface):
+    _tmp: str | None = None
+
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
@@ -47,7 +49,8 @@ class CustomBuildHook(BuildHookInterface):
         go = shutil.which("go")
         if go is None or not (repo / "go.mod").is_file() or not (repo / "cmd" / "tfk8s").is_dir():
             return None
-        out = Path(tempfile.mkdtemp(prefix="tfk8s-wheel-")) / "tfk8s"
+        self._tmp = tempfile.mkdtemp(prefix="tfk8s-wheel-")
+        out = Path(self._tmp) / "tfk8s"
         env = {**os.environ, "CGO_ENABLED": "0"}
         subprocess.run(
             [go, "build", "-tags", "sdk", "-trimpath", "-ldflags", "-s -w", "-o", str(out), "./cmd/tfk8s"],
@@ -56,3 +59,7 @@ class CustomBuildHook(BuildHookInterface):
             check=True,
         )
         return str(out)
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
