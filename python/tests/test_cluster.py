@@ -1,0 +1,172 @@
+"""The SDK against a real cluster: test/e2e's TestPythonSDK brings one up and runs
+these with its kubeconfig, S3 settings and image in the environment. Every wait is
+bounded: each job gets an active deadline, each wait a timeout."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import tfk8s
+
+from .conftest import REPO
+
+IMAGE = os.environ.get("TFK8S_E2E_IMAGE", "")
+DENIED_KUBECONFIG = os.environ.get("TFK8S_E2E_DENIED_KUBECONFIG", "")
+
+pytestmark = pytest.mark.skipif(not IMAGE, reason="needs the cluster of test/e2e's TestPythonSDK")
+
+TRAINER = REPO / "examples" / "trainer"
+# WAIT bounds each wait for a job; DEADLINE fails a job that hangs, ending any follow.
+WAIT = 180
+DEADLINE = "4m"
+SUSPENDED = {"apiVersion": "tfk8s.io/v1alpha1", "kind": "TFJob", "spec": {"runPolicy": {"suspend": True}}}
+PRINT_THREE = ["python3", "-c", "import time\nfor i in range(3):\n    print('line', i, flush=True)\n    time.sleep(0.2)"]
+
+
+@pytest.fixture
+def client(binary: str) -> tfk8s.Client:
+    return tfk8s.Client(binary=binary, namespace="default")
+
+
+def gone(client: tfk8s.Client, name: str) -> bool:
+    try:
+        client.get_job(name)
+    except tfk8s.JobNotFound:
+        return True
+    return False
+
+
+def test_job_lifecycle(client: tfk8s.Client, tmp_path: Path) -> None:
+    """submit, list_jobs, get_job, get_job_logs (following, then not),
+    wait_for_job_status, list_artifacts, download_artifacts and delete_job on a
+    distributed job."""
+    job = client.submit(
+        TRAINER, name="sdk-demo", image=IMAGE, ps=1, workers=2, chief=True, artifacts=["checkpoints"],
+        active_deadline=DEADLINE,
+        command=["python3", "trainer.py", "--steps", "100", "--model-dir", "/workspace/checkpoints"],
+    )
+    assert (job.name, job.namespace) == ("sdk-demo", "default")
+    assert [(r.type, r.replicas) for r in job.replicas] == [("Chief", 1), ("PS", 1), ("Worker", 2)]
+    assert "sdk-demo" in [j.name for j in client.list_jobs()]
+
+    followed = list(client.get_job_logs("sdk-demo", follow=True))
+    replicas = {line.replica for line in followed}
+    assert {"chief-0", "worker-0", "worker-1"} <= replicas, replicas
+    assert any("loss" in line.text for line in followed if line.replica == "chief-0")
+
+    job = client.wait_for_job_status("sdk-demo", timeout=WAIT)
+    assert job.state == "Succeeded" and job.finished
+    assert job.completion_time is not None and job.start_time is not None
+    assert any(c.type == "Succeeded" and c.status == "True" for c in job.conditions)
+    assert {r.type: r.succeeded for r in job.replicas}["Chief"] == 1
+    assert client.get_job("sdk-demo").state == "Succeeded"
+
+    chief = list(client.get_job_logs("sdk-demo", "chief-0"))
+    assert chief and {line.replica for line in chief} == {"chief-0"}
+
+    files = client.list_artifacts("sdk-demo")
+    paths = {f.path for f in files}
+    assert any(p.startswith("chief-0/artifacts/") for p in paths), paths
+    assert any(p.startswith("chief-0/attempts/1/logs/") for p in paths), paths
+    assert all(f.size >= 0 and f.modified is not None for f in files)
+    dest = client.download_artifacts("sdk-demo", "chief-0", tmp_path / "out")
+    downloaded = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
+    assert any(p.startswith("chief-0/artifacts/") or p.startswith("artifacts/") for p in downloaded), downloaded
+
+    client.delete_job("sdk-demo", wait=True)
+    assert gone(client, "sdk-demo")
+
+
+def test_follow_waits_for_pods_not_yet_created(client: tfk8s.Client) -> None:
+    """Following a suspended job's logs waits for its pods rather than returning
+    nothing, and streams them once resume_job creates them."""
+    client.submit(name="sdk-later", image=IMAGE, workers=1, manifest=SUSPENDED, active_deadline=DEADLINE,
+                  command=PRINT_THREE)
+    try:
+        client.wait_for_job_status("sdk-later", {"Suspended"}, timeout=WAIT)
+        lines: list[tfk8s.LogLine] = []
+        errors: list[BaseException] = []
+
+        def follow() -> None:
+            try:
+                lines.extend(client.get_job_logs("sdk-later", follow=True))
+            except BaseException as e:  # reported by the test's thread
+                errors.append(e)
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        follower.join(timeout=3)
+        assert follower.is_alive(), f"following a suspended job returned at once: {lines} {errors}"
+        client.resume_job("sdk-later")
+        follower.join(timeout=WAIT)
+        assert not follower.is_alive(), "following did not end once the job finished"
+        assert not errors, errors
+        assert [(l.replica, l.text) for l in lines] == [("worker-0", f"line {i}") for i in range(3)]
+        assert client.wait_for_job_status("sdk-later", timeout=WAIT).state == "Succeeded"
+    finally:
+        client.delete_job("sdk-later")
+
+
+def test_suspend_and_wait_errors(client: tfk8s.Client) -> None:
+    """suspend_job and resume_job; a name taken; a wait that runs out of time; a job
+    that fails while its success is waited for."""
+    client.submit(name="sdk-pause", image=IMAGE, workers=1, manifest=SUSPENDED, active_deadline=DEADLINE,
+                  command=["python3", "-c", "import time; time.sleep(600)"])
+    try:
+        with pytest.raises(tfk8s.JobExists):
+            client.submit(name="sdk-pause", image=IMAGE, workers=1, command=["true"])
+        client.wait_for_job_status("sdk-pause", {"Suspended"}, timeout=WAIT)
+        with pytest.raises(tfk8s.TimeoutError):
+            client.wait_for_job_status("sdk-pause", timeout=1, polling_interval=0.2)
+        client.resume_job("sdk-pause")
+        client.wait_for_job_status("sdk-pause", {"Running"}, timeout=WAIT)
+        client.suspend_job("sdk-pause")
+        assert client.wait_for_job_status("sdk-pause", {"Suspended"}, timeout=WAIT).state == "Suspended"
+    finally:
+        client.delete_job("sdk-pause")
+
+    client.submit(name="sdk-fail", image=IMAGE, workers=1, restart_policy="Never", active_deadline=DEADLINE,
+                  command=["python3", "-c", "raise SystemExit(3)"])
+    try:
+        with pytest.raises(tfk8s.JobEnded) as ended:
+            client.wait_for_job_status("sdk-fail", timeout=WAIT)
+        assert ended.value.job.state == "Failed"
+    finally:
+        client.delete_job("sdk-fail")
+
+
+def test_not_found(client: tfk8s.Client) -> None:
+    for call in (lambda: client.get_job("sdk-none"), lambda: client.delete_job("sdk-none"),
+                 lambda: client.suspend_job("sdk-none"), lambda: client.list_artifacts("sdk-none")):
+        with pytest.raises(tfk8s.JobNotFound):
+            call()
+
+
+def test_refused_s3_key_creates_nothing(binary: str, client: tfk8s.Client) -> None:
+    denied = tfk8s.Client(binary=binary, namespace="default", s3_access_key_id="AKIAWRONGWRONG",
+                          s3_secret_access_key="wrong-secret")
+    with pytest.raises(tfk8s.AccessDenied, match="AKIAWRONGWRONG"):
+        denied.submit(TRAINER, name="sdk-denied", image=IMAGE, command=["python3", "trainer.py"])
+    assert gone(client, "sdk-denied")
+
+
+def test_refused_token(binary: str) -> None:
+    assert DENIED_KUBECONFIG, "TestPythonSDK sets TFK8S_E2E_DENIED_KUBECONFIG"
+    with pytest.raises(tfk8s.AccessDenied):
+        tfk8s.Client(binary=binary, kubeconfig=DENIED_KUBECONFIG).list_jobs()
+
+
+def test_missing_s3_settings_create_nothing(
+    binary: str, client: tfk8s.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TFK8S_CONFIG", str(tmp_path / "none"))
+    for name in list(os.environ):
+        if name.startswith(("TFK8S_S3_", "AWS_ACCESS_KEY", "AWS_SECRET")):
+            monkeypatch.delenv(name)
+    with pytest.raises(tfk8s.StorageNotConfigured):
+        tfk8s.Client(binary=binary).submit(TRAINER, name="sdk-nos3", image=IMAGE, command=["python3", "trainer.py"])
+    assert gone(client, "sdk-nos3")
