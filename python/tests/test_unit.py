@@ -203,3 +203,31 @@ def test_import_time() -> None:
 def test_timeout_error_is_both() -> None:
     err = tfk8s.TimeoutError("slow")
     assert isinstance(err, TimeoutError) and isinstance(err, tfk8s.Tfk8sError)
+
+
+def test_job_from_manifest() -> None:
+    """A TFJob's status, as the API server writes it, read into typed fields."""
+    job = tfk8s.Job.from_manifest({
+        "metadata": {"name": "mnist", "namespace": "team", "creationTimestamp": "2026-01-02T03:04:05Z"},
+        "spec": {"tfReplicaSpecs": {
+            "PS": {"replicas": 2, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
+            "Worker": {"replicas": 3, "template": {"spec": {"containers": [
+                {"name": "tensorflow", "image": "tf", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}},
+        }},
+        "status": {
+            "state": "Succeeded",
+            "startTime": "2026-01-02T03:04:06Z",
+            "completionTime": "2026-01-02T03:14:06.5Z",
+            "conditions": [{"type": "Succeeded", "status": "True", "reason": "JobSucceeded", "message": "done",
+                            "lastTransitionTime": "2026-01-02T03:14:06Z"}],
+            "replicaStatuses": {"Worker": {"succeeded": 3, "restarts": 1}, "PS": {"active": 1}},
+            "tensorBoard": {"serviceName": "mnist-tensorboard", "url": "http://mnist-tensorboard.team:6006", "ready": True},
+        },
+    })
+    assert (job.name, job.namespace, job.state, job.finished, job.gpus) == ("mnist", "team", "Succeeded", True, 6)
+    assert job.replicas == [tfk8s.Replica("PS", 2, active=1, image="tf"),
+                            tfk8s.Replica("Worker", 3, succeeded=3, restarts=1, gpus=2, image="tf")]
+    assert job.conditions[0].type == "Succeeded" and job.conditions[0].last_transition_time is not None
+    assert job.completion_time is not None and job.completion_time.microsecond == 500000
+    assert job.start_time is not None and job.created is not None and job.created.tzinfo is not None
+    assert job.tensorboard_url == "http://mnist-tensorboard.team:6006"

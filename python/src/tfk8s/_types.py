@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -13,11 +14,17 @@ GPU_RESOURCE = "nvidia.com/gpu"
 FINISHED_STATES = frozenset({"Succeeded", "Failed"})
 
 
+# A fraction of a second: Go writes 1 to 9 digits, Python 3.10's fromisoformat reads 3
+# or 6.
+_FRACTION = re.compile(r"\.(\d+)")
+
+
 def parse_time(value: str | None) -> datetime | None:
-    """A Kubernetes timestamp (RFC 3339, "Z" for UTC) as an aware datetime."""
+    """A Kubernetes or Go timestamp (RFC 3339, "Z" for UTC) as an aware datetime."""
     if not value:
         return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    value = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), value.replace("Z", "+00:00"))
+    return datetime.fromisoformat(value)
 
 
 @dataclass(frozen=True)
