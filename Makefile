@@ -377,8 +377,8 @@ $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 # ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements
 # pinned by hash in hack/tensorflow-image/requirements.txt) and
 # ghcr.io/tfk8s/jupyter:2.21.0-cpu (that, JupyterLab pinned by hash in
-# hack/tensorflow-image/jupyter-requirements.txt, and the tfk8s CLI, stamped with VERSION
-# as the images are), as OCI layouts
+# hack/tensorflow-image/jupyter-requirements.txt, the tfk8s CLI, stamped with VERSION
+# as the images are, and the Python SDK of python/), as OCI layouts
 # under _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a
 # second, plus the CLI's go build (about 10 s after a change to the CLI).
 .PHONY: tensorflow-image

@@ -60,10 +60,11 @@ func addUser(root, stage string) error {
 	return os.Chown(home, jupyterUID, jupyterGID)
 }
 
-// cliLayer is the layer of the tfk8s CLI, /usr/local/bin/tfk8s: small, and the only one
-// a change of the CLI makes again. sum is the binary's SHA-256.
-func (b builder) cliLayer(sum string) (*layerFile, error) {
-	path := filepath.Join(b.o.cache, "layers", "cli-"+sum[:16]+".tar.gz")
+// cliLayer is the layer of the tfk8s CLI, /usr/local/bin/tfk8s, and of the Python SDK
+// that runs it: small, and the only one a change of either makes again. key hashes
+// the binary and the SDK's files.
+func (b builder) cliLayer(key string) (*layerFile, error) {
+	path := filepath.Join(b.o.cache, "layers", "cli-"+key[:16]+".tar.gz")
 	if l := readLayer(path); l != nil {
 		fmt.Printf("tensorflow-image: cli layer cached: %s\n", l.Sum)
 		return l, nil
@@ -82,6 +83,9 @@ func (b builder) cliLayer(sum string) (*layerFile, error) {
 			return 0, fmt.Errorf("staging the CLI: %w", err)
 		}
 		if err := os.Chmod(bin, 0o755); err != nil {
+			return 0, err
+		}
+		if err := stageSDK(b.o.sdk, stage); err != nil {
 			return 0, err
 		}
 		l, err = b.layer(stage, path)
@@ -105,11 +109,11 @@ func buildCLI(pkg, ldflags, out string) (string, error) {
 	return out, nil
 }
 
-// jupyterSpec describes the Jupyter image: TensorFlow's, JupyterLab and the CLI, run
-// as jovyan in its home.
+// jupyterSpec describes the Jupyter image: TensorFlow's, JupyterLab, the CLI and the
+// Python SDK, run as jovyan in its home.
 func jupyterSpec(base, tf, jupyter, cli *layerFile) imageSpec {
 	return imageSpec{ref: images.Jupyter, title: "jupyter",
-		description: "Debian " + suite + " (minbase), python3, tensorflow-cpu 2.21.0, JupyterLab and the tfk8s CLI",
+		description: "Debian " + suite + " (minbase), python3, tensorflow-cpu 2.21.0, JupyterLab, the tfk8s CLI and its Python SDK",
 		layers:      []*layerFile{base, tf, jupyter, cli},
 		user:        fmt.Sprintf("%d:%d", jupyterUID, jupyterGID),
 		workDir:     jupyterHome,

@@ -15,8 +15,9 @@
 //   - OUT/jupyter/: ghcr.io/tfk8s/jupyter:2.21.0-cpu, those two layers, one of
 //     jupyter-requirements.txt (JupyterLab 4, pinned by hash) with the user jovyan (uid
 //     1000, the image's user) and its home /home/jovyan, and one of the tfk8s CLI
-//     (./cmd/tfk8s, static) at /usr/local/bin/tfk8s, so that a change of the CLI makes
-//     only that small layer again.
+//     (./cmd/tfk8s, static) at /usr/local/bin/tfk8s and its Python SDK
+//     (python/src/tfk8s, import tfk8s), so that a change of either makes only that
+//     small layer again.
 //
 // It needs root (debootstrap and chroot), Debian's mirror and PyPI. Downloads (.debs,
 // wheels), the root file system and the layers are kept in the cache directory
@@ -55,7 +56,7 @@ func main() {
 type options struct {
 	out, cache, mirror, requirements string
 	jupyterRequirements, cli         string
-	cliLdflags                       string
+	cliLdflags, sdk                  string
 }
 
 func build(args []string) error {
@@ -69,6 +70,7 @@ func build(args []string) error {
 		"the pinned Python packages JupyterLab adds")
 	fs.StringVar(&o.cli, "cli", "./cmd/tfk8s", "the Go package of the tfk8s CLI the Jupyter image holds")
 	fs.StringVar(&o.cliLdflags, "cli-ldflags", "", "linker flags of the CLI besides -s -w: its version stamp (make passes the images')")
+	fs.StringVar(&o.sdk, "sdk", "python/src/tfk8s", "the Python SDK's package, which the Jupyter image holds beside the CLI")
 	_ = fs.Parse(args)
 	if o.mirror == "" {
 		o.mirror = aptMirror()
@@ -109,7 +111,7 @@ func build(args []string) error {
 	if err := cliBuild.addTo(&k); err != nil {
 		return err
 	}
-	cli, err := b.cliLayer(k.cliBinary)
+	cli, err := b.cliLayer(k.cliLayer)
 	if err != nil {
 		return err
 	}
@@ -128,9 +130,10 @@ func build(args []string) error {
 
 // keys are the hashes of the inputs of each layer and image.
 type keys struct {
-	root, tf           string // the python layer; the python and tensorflow images
-	jupyterLayer       string // the JupyterLab layer
-	jupyter, cliBinary string // the jupyter image; the CLI binary, which it includes
+	root, tf          string // the python layer; the python and tensorflow images
+	jupyterLayer      string // the JupyterLab layer
+	jupyter, cliLayer string // the jupyter image; the CLI and the Python SDK, which it includes
+	sdk               string // the Python SDK
 }
 
 // cliBuild is the go build of the CLI the Jupyter image holds. It runs beside
@@ -165,8 +168,8 @@ func (c *cliBuild) addTo(k *keys) error {
 	if c.err != nil {
 		return c.err
 	}
-	k.jupyter = hashOf(k.jupyterLayer, c.sum)
-	k.cliBinary = c.sum
+	k.cliLayer = hashOf(c.sum, k.sdk)
+	k.jupyter = hashOf(k.jupyterLayer, k.cliLayer)
 	return nil
 }
 
@@ -182,6 +185,9 @@ func inputKeys(o options) (keys, error) {
 		return keys{}, fmt.Errorf("reading --jupyter-requirements: %w", err)
 	}
 	var k keys
+	if k.sdk, err = sdkSum(o.sdk); err != nil {
+		return keys{}, err
+	}
 	k.root = hashOf("tensorflow-image", version, suite, strings.Join(packages, ","), strings.Join(junk, ","))
 	k.tf = hashOf(k.root, pipWheel, string(req))
 	k.jupyterLayer = hashOf(k.tf, jupyterVersion, string(jreq))

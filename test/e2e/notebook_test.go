@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,8 +43,8 @@ var notebookURL = regexp.MustCompile(`Notebook default/notebook: (http://127\.0\
 // TestNotebook starts a notebook in a local cluster of its own, opens it through the
 // API server, and, through JupyterLab's REST API and a kernel's websocket, runs a cell
 // that writes a program and submits it with !tfk8s submit: the job succeeds, as the
-// notebook's ServiceAccount, with the namespace's S3 settings. Without the token,
-// JupyterLab refuses.
+// notebook's ServiceAccount, with the namespace's S3 settings; a second cell does the
+// same with the image's Python SDK. Without the token, JupyterLab refuses.
 func TestNotebook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -98,6 +99,19 @@ d = pathlib.Path("hello"); d.mkdir(exist_ok=True)
 	// Its pods read the notebook's S3 Secret: the notebook's account may touch none.
 	if s := job.Spec.Storage; s == nil || s.SecretRef.Name != "notebook-s3" {
 		t.Errorf("fromnb reads its S3 settings from %+v, want the notebook's Secret notebook-s3", s)
+	}
+
+	// The image's Python SDK does the same, in-cluster, as the notebook's account.
+	start = time.Now()
+	out = jupyter.execute(ctx, t, kernel, `import tfk8s
+c = tfk8s.Client()
+c.submit("hello", name="fromsdk", image="`+images.Python+`", workers=1, command=["python3", "hello.py"])
+job = c.wait_for_job_status("fromsdk", timeout=`+strconv.Itoa(int((notebookWait-time.Minute).Seconds()))+`)
+print("sdk", job.name, job.state, job.manifest["spec"]["storage"]["secretRef"]["name"])
+print("\n".join(line.text for line in c.get_job_logs("fromsdk")))`)
+	t.Logf("the SDK's cell ran in %.1f s; it printed:\n%s", time.Since(start).Seconds(), out)
+	if !strings.Contains(out, "sdk fromsdk Succeeded notebook-s3") || !strings.Contains(out, "hello from a notebook job") {
+		c.fail(t, "the SDK's cell did not submit, wait for and read fromsdk:\n%s", out)
 	}
 
 	// Stopped and started again, the notebook has the files of its home claim.
