@@ -171,7 +171,7 @@ func classifyStatus(err error) (ErrorType, string) {
 		return ErrAccessDenied, ""
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
 		return ErrTimeout, ""
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+	case apierrors.IsInvalid(err):
 		var status apierrors.APIStatus
 		errors.As(err, &status)
 		field := ""
