@@ -44,7 +44,8 @@ var notebookURL = regexp.MustCompile(`Notebook default/notebook: (http://127\.0\
 // API server, and, through JupyterLab's REST API and a kernel's websocket, runs a cell
 // that writes a program and submits it with !tfk8s submit: the job succeeds, as the
 // notebook's ServiceAccount, with the namespace's S3 settings; a second cell does the
-// same with the image's Python SDK. Without the token, JupyterLab refuses.
+// same with the image's Python SDK, and examples/notebooks/mnist.ipynb runs there end
+// to end under nbclient. Without the token, JupyterLab refuses.
 func TestNotebook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -113,6 +114,7 @@ print("\n".join(line.text for line in c.get_job_logs("fromsdk")))`)
 	if !strings.Contains(out, "sdk fromsdk Succeeded notebook-s3") || !strings.Contains(out, "hello from a notebook job") {
 		c.fail(t, "the SDK's cell did not submit, wait for and read fromsdk:\n%s", out)
 	}
+	t.Run("the example notebook runs in the notebook", func(t *testing.T) { testExampleNotebook(ctx, t, c, jupyter, kernel) })
 
 	// Stopped and started again, the notebook has the files of its home claim.
 	closeNotebook()
@@ -200,23 +202,12 @@ func (j *jupyterClient) status(ctx context.Context, t *testing.T, path string, w
 // startKernel starts a Python kernel and returns its id.
 func (j *jupyterClient) startKernel(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.base+"/api/kernels", strings.NewReader(`{"name": "python3"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+j.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST /api/kernels: %v", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp := j.do(ctx, t, http.MethodPost, "/api/kernels", []byte(`{"name": "python3"}`))
 	var kernel struct {
 		ID string `json:"id"`
 	}
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &kernel) != nil || kernel.ID == "" {
-		t.Fatalf("POST /api/kernels: %s: %s", resp.Status, body)
+	if resp.code != http.StatusCreated || json.Unmarshal(resp.body, &kernel) != nil || kernel.ID == "" {
+		t.Fatalf("POST /api/kernels: %d: %s", resp.code, resp.body)
 	}
 	return kernel.ID
 }
