@@ -4,6 +4,7 @@ bounded: each job gets an active deadline, each wait a timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -81,34 +82,46 @@ def test_job_lifecycle(client: tfk8s.Client, tmp_path: Path) -> None:
     assert gone(client, "sdk-demo")
 
 
-def test_follow_waits_for_pods_not_yet_created(client: tfk8s.Client) -> None:
-    """Following a suspended job's logs waits for its pods rather than returning
-    nothing, and streams them once resume_job creates them."""
+def test_follow_waits_for_pods_not_yet_created(client: tfk8s.Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Following the logs of a suspended job, which has no pods, waits for them rather
+    than returning nothing: resumed from another thread once the iterator has started
+    the CLI, the job's pods are created and their lines come through."""
     client.submit(name="sdk-later", image=IMAGE, workers=1, manifest=SUSPENDED, active_deadline=DEADLINE,
                   command=PRINT_THREE)
     try:
-        client.wait_for_job_status("sdk-later", {"Suspended"}, timeout=WAIT)
-        lines: list[tfk8s.LogLine] = []
+        job = client.wait_for_job_status("sdk-later", {"Suspended"}, timeout=WAIT)
+        assert [(r.type, r.active) for r in job.replicas] == [("Worker", 0)], job.replicas
+
+        # The iterator runs tfk8s logs --follow on its first next(): the spy says when.
+        following = threading.Event()
+        command = client.command
+
+        def spy(*args: str) -> list[str]:
+            if args[:1] == ("logs",):
+                following.set()
+            return command(*args)
+
+        monkeypatch.setattr(client, "command", spy)
         errors: list[BaseException] = []
 
-        def follow() -> None:
+        def resume_once_following() -> None:
             try:
-                lines.extend(client.get_job_logs("sdk-later", follow=True))
+                assert following.wait(WAIT), "get_job_logs did not run tfk8s logs"
+                client.resume_job("sdk-later")
             except BaseException as e:  # reported by the test's thread
                 errors.append(e)
+                client.delete_job("sdk-later")  # which ends the follow
 
-        follower = threading.Thread(target=follow, daemon=True)
-        follower.start()
-        follower.join(timeout=3)
-        assert follower.is_alive(), f"following a suspended job returned at once: {lines} {errors}"
-        client.resume_job("sdk-later")
-        follower.join(timeout=WAIT)
-        assert not follower.is_alive(), "following did not end once the job finished"
+        resumer = threading.Thread(target=resume_once_following, daemon=True)
+        resumer.start()
+        lines = [(line.replica, line.text) for line in client.get_job_logs("sdk-later", follow=True)]
+        resumer.join(timeout=WAIT)
         assert not errors, errors
-        assert [(l.replica, l.text) for l in lines] == [("worker-0", f"line {i}") for i in range(3)]
+        assert lines == [("worker-0", f"line {i}") for i in range(3)]
         assert client.wait_for_job_status("sdk-later", timeout=WAIT).state == "Succeeded"
     finally:
-        client.delete_job("sdk-later")
+        with contextlib.suppress(tfk8s.JobNotFound):  # the resumer's failure deleted it
+            client.delete_job("sdk-later")
 
 
 def test_suspend_and_wait_errors(client: tfk8s.Client) -> None:
