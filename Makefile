@@ -450,13 +450,17 @@ chart:
 # local, notebook, tensorboard and dashboard, which the SDK never runs: 33 MB instead
 # of 61) and tagged for it. The build backend, hatchling, and pytest are pinned, in a
 # venv under _out/ made once per pair of versions. Wheel tags: manylinux_2_17 for a
-# static binary, which needs no libc; macOS 11, the oldest Go supports.
+# static binary, which needs no libc; macOS 11, the oldest Go supports. make release
+# (hack/release) builds its wheels from a copy of PY_SRC stamped with its version, the
+# binaries into PY_BIN and the wheels into PY_OUT of its own.
 PYTHON ?= python3
 HATCHLING_VERSION := 1.33.0
 PYTEST_VERSION := 9.2.0
 PY_VENV := $(OUT)/python-venv
 PY_STAMP := $(PY_VENV)/.stamp-hatchling-$(HATCHLING_VERSION)-pytest-$(PYTEST_VERSION)
 PY_OUT := $(OUT)/python
+PY_SRC := python
+PY_BIN := $(OUT)/bin
 PY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: python python-venv test-python
 python-venv: $(PY_STAMP)
@@ -468,14 +472,14 @@ $(PY_STAMP):
 python: $(PY_STAMP)
 	rm -rf $(PY_OUT) && mkdir -p $(PY_OUT)
 	for p in $(PY_PLATFORMS); do \
-		bin=$(OUT)/bin/sdk_$${p/\//_}/tfk8s; \
+		bin=$(PY_BIN)/sdk_$${p/\//_}/tfk8s; \
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -tags sdk -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $$bin ./cmd/tfk8s; \
 		case $$p in \
 			linux/amd64) tag=manylinux_2_17_x86_64;; linux/arm64) tag=manylinux_2_17_aarch64;; \
 			darwin/amd64) tag=macosx_11_0_x86_64;; darwin/arm64) tag=macosx_11_0_arm64;; \
 			*) echo "no wheel tag for $$p"; exit 1;; \
 		esac; \
-		(cd python && TFK8S_WHEEL_BINARY=$$bin TFK8S_WHEEL_PLATFORM=$$tag \
+		(cd $(PY_SRC) && TFK8S_WHEEL_BINARY=$$bin TFK8S_WHEEL_PLATFORM=$$tag \
 			$(PY_VENV)/bin/python -m hatchling build -t wheel -d $(PY_OUT)); \
 	done
 	ls -l $(PY_OUT)

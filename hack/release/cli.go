@@ -96,6 +96,17 @@ func writeArchive(archive, bin string) (int64, error) {
 // writeChecksums writes the SHA-256 of each file, by its base name, in sha256sum's
 // format: "<hex>  <name>".
 func writeChecksums(path string, files []string) error {
+	return checksums(path, files, os.O_TRUNC)
+}
+
+// addChecksums adds the SHA-256 of each file to the checksums file at path.
+func addChecksums(path string, files []string) error {
+	return checksums(path, files, os.O_APPEND)
+}
+
+// checksums writes the lines of writeChecksums to path, truncated or appended to as
+// mode says.
+func checksums(path string, files []string, mode int) error {
 	var b strings.Builder
 	for _, file := range files {
 		sum, err := pack.FileSHA256(file)
@@ -104,7 +115,15 @@ func writeChecksums(path string, files []string) error {
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(file))
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|mode, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // readChecksums reads a checksums file written by writeChecksums: name to hex SHA-256.

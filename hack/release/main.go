@@ -2,7 +2,7 @@
 // make release runs it.
 //
 //	release --version vX.Y.Z --registry HOST[:PORT][/PATH] --ldflags FLAGS
-//		[--out _out/release] [--release-url URL] [--plain-http] [--make make]
+//		[--out _out/release] [--release-url URL] [--plain-http] [--make make] [--python python]
 //
 // In order, each step timed:
 //   - images: make images tensorflow-image into OUT/VERSION/build, stamped with the
@@ -12,11 +12,13 @@
 //     system and pip wheels of this machine's architecture) under their own tags;
 //   - cli: tfk8s for linux and darwin, amd64 and arm64, static, as
 //     OUT/VERSION/tfk8s_VERSION_OS_ARCH.tar.gz, with SHA256SUMS beside them;
+//   - wheel: the Python SDK's wheels (make python) for the same platforms, each
+//     carrying its platform's tfk8s, as OUT/VERSION/tfk8s-PYVERSION-py3-none-TAG.whl,
+//     PYVERSION the version as PEP 440 writes it, their SHA-256 added to SHA256SUMS;
 //   - krew: OUT/VERSION/tfk8s.yaml, the krew plugin manifest of kubectl tfk8s naming
 //     those archives under RELEASE_URL with their SHA-256;
 //   - chart: charts/tfk8s packaged as OUT/VERSION/tfk8s-X.Y.Z.tgz, its values naming
-//     the images of this release, pushed to oci://REGISTRY/charts;
-//   - wheel: the Python SDK's wheel, once there is one (skipped until then).
+//     the images of this release, pushed to oci://REGISTRY/charts.
 //
 // It ends with a summary: each artefact, its size (an image's compressed, per
 // platform) and the total time.
@@ -37,7 +39,8 @@ import (
 type options struct {
 	version, revision, registry string
 	ldflags, releaseURL         string
-	out, chart, helm, make      string
+	out, chart, python          string
+	helm, make                  string
 	plainHTTP                   bool
 }
 
@@ -80,6 +83,7 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.releaseURL, "release-url", "", "where the CLI archives are downloaded from: the krew manifest's URI base")
 	fs.StringVar(&o.out, "out", "_out/release", "directory the release is written under, in VERSION/")
 	fs.StringVar(&o.chart, "chart", "charts/tfk8s", "the Helm chart's directory")
+	fs.StringVar(&o.python, "python", "python", "the Python SDK's directory")
 	fs.StringVar(&o.helm, "helm", "bin/helm", "the helm binary")
 	fs.StringVar(&o.make, "make", "make", "the make binary that builds the images")
 	fs.BoolVar(&o.plainHTTP, "plain-http", false, "push the chart over plain HTTP (a test's registry); images go over HTTP to a registry on loopback anyway")
@@ -114,9 +118,9 @@ func release(ctx context.Context, o options) error {
 	steps := []step{
 		{"images", buildAndPushImages},
 		{"cli", buildCLI},
+		{"wheel", buildWheels},
 		{"krew", writeKrewManifest},
 		{"chart", packageAndPushChart},
-		{"wheel", buildWheel},
 	}
 	var summary []artefact
 	for _, s := range steps {
@@ -148,12 +152,3 @@ func printSummary(o options, artefacts []artefact, took time.Duration) {
 
 // megabytes reads a size in bytes as "12.3 MB".
 func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
-
-// buildWheel is the hook of the Python SDK's wheel: skipped while the repository
-// holds no SDK (sdk/python/pyproject.toml).
-func buildWheel(context.Context, options) ([]artefact, error) {
-	if _, err := os.Stat(filepath.Join("sdk", "python", "pyproject.toml")); err == nil {
-		return nil, fmt.Errorf("sdk/python exists: building its wheel is not written yet")
-	}
-	return []artefact{{name: "python wheel", size: "skipped: no Python SDK yet"}}, nil
-}

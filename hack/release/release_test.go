@@ -203,3 +203,57 @@ func TestChartVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestPythonVersion(t *testing.T) {
+	cases := []struct {
+		version, want string
+		ok            bool
+	}{
+		{"v1.2.3", "1.2.3", true},
+		{"v0.2.0-rc.1", "0.2.0rc1", true},
+		{"v0.2.0-beta.02", "0.2.0b2", true},
+		{"v0.2.0-alpha3", "0.2.0a3", true},
+		{"v0.1.1-e2e", "0.1.1+e2e", true},
+		{"v0.1.1-Dev-Build.7", "0.1.1+dev.build.7", true},
+		{"1.2.3", "", false},
+	}
+	for _, tc := range cases {
+		got, err := pythonVersion(tc.version)
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("pythonVersion(%q) = %q, %v; want %q, ok %v", tc.version, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestChecksumsOfArchivesAndWheels writes SHA256SUMS as the cli step does, adds a
+// wheel as the wheel step does, and reads back each file's SHA-256.
+func TestChecksumsOfArchivesAndWheels(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"tfk8s_v1.2.3_linux_amd64.tar.gz": "archive", "tfk8s-1.2.3-py3-none-manylinux_2_17_x86_64.whl": "wheel"}
+	want := map[string]string{}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := pack.FileSHA256(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[name] = sum
+	}
+	sums := filepath.Join(dir, checksumsFile)
+	if err := writeChecksums(sums, []string{filepath.Join(dir, "tfk8s_v1.2.3_linux_amd64.tar.gz")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := addChecksums(sums, []string{filepath.Join(dir, "tfk8s-1.2.3-py3-none-manylinux_2_17_x86_64.whl")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readChecksums(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SHA256SUMS (-want +got):\n%s", diff)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +36,19 @@ const (
 	releaseVersion = "v0.1.1-e2e"
 	// releaseRepo is the path under the test's registry the release is pushed to.
 	releaseRepo = "tfk8s"
+	// releasePythonVersion is releaseVersion as the wheels carry it (PEP 440).
+	releasePythonVersion = "0.1.1+e2e"
 )
 
-// TestRelease runs make release into a registry the test starts on loopback, then
-// installs that release into a local cluster with helm install oci://..., the chart's
+// wheelTags are the platform tags of the released wheels, by GOOS/GOARCH.
+var wheelTags = map[string]string{
+	"linux/amd64": "manylinux_2_17_x86_64", "linux/arm64": "manylinux_2_17_aarch64",
+	"darwin/amd64": "macosx_11_0_x86_64", "darwin/arm64": "macosx_11_0_arm64",
+}
+
+// TestRelease runs make release into a registry the test starts on loopback, checks
+// the Python wheels beside the CLI archives and installs this platform's, then
+// installs the release into a local cluster with helm install oci://..., the chart's
 // defaults naming the release's images, and checks what a team would: a distributed
 // job succeeds in the release's Python image with the release's agent, and the
 // released CLI's tfk8s version reports the release's version for client and server.
@@ -58,6 +69,9 @@ func TestRelease(t *testing.T) {
 	out := t.TempDir()
 	makeRelease(ctx, t, root, registry, releaseVersion, out)
 	dir := filepath.Join(out, releaseVersion)
+	t.Run("the wheels are released, and this platform's installs", func(t *testing.T) {
+		checkWheels(ctx, t, dir, releaseVersion, releasePythonVersion)
+	})
 
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
@@ -257,4 +271,78 @@ func extractCLI(t *testing.T, archive string) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// checkWheels checks the release's Python wheels in dir: one a platform, each listed
+// in SHA256SUMS with its SHA-256; and the wheel of this machine's platform installs
+// into a new venv, where tfk8s imports with the release's version and its Client runs
+// the binary the wheel carries, stamped with the release's version.
+func checkWheels(ctx context.Context, t *testing.T, dir, version, pyVersion string) {
+	sums := readSHA256SUMS(t, filepath.Join(dir, "SHA256SUMS"))
+	for platform, tag := range wheelTags {
+		wheel := "tfk8s-" + pyVersion + "-py3-none-" + tag + ".whl"
+		data, err := os.ReadFile(filepath.Join(dir, wheel))
+		if err != nil {
+			t.Errorf("the %s wheel: %v", platform, err)
+			continue
+		}
+		if got, want := sums[wheel], fmt.Sprintf("%x", sha256.Sum256(data)); got != want {
+			t.Errorf("SHA256SUMS says %q for %s, want %s", got, wheel, want)
+		}
+		t.Logf("%s: %.1f MB", wheel, float64(len(data))/1e6)
+	}
+	tag, ok := wheelTags[runtime.GOOS+"/"+runtime.GOARCH]
+	if !ok {
+		t.Fatalf("no wheel is released for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	tmp := t.TempDir()
+	venv, kubeconfig := filepath.Join(tmp, "venv"), filepath.Join(tmp, "kubeconfig")
+	// No cluster: tfk8s version reports the server as unknown, at once.
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = append(sdkEnviron(), "KUBECONFIG="+kubeconfig, "PIP_DISABLE_PIP_VERSION_CHECK=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	start := time.Now()
+	run("python3", "-m", "venv", venv)
+	run(filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--no-deps", filepath.Join(dir, "tfk8s-"+pyVersion+"-py3-none-"+tag+".whl"))
+	out := run(filepath.Join(venv, "bin", "python"), "-c", `import json, subprocess, sys, tfk8s
+c = tfk8s.Client()
+cli = subprocess.run([c.binary, "version", "-o", "json"], capture_output=True, text=True, check=True)
+print(json.dumps({"version": tfk8s.__version__, "binary": c.binary, "cli": json.loads(cli.stdout)["client"]["version"]}))`)
+	t.Logf("the %s wheel installed and imported in %.1f s: %s", tag, time.Since(start).Seconds(), out)
+	var got struct{ Version, Binary, CLI string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("the import printed %q: %v", out, err)
+	}
+	if got.Version != pyVersion || got.CLI != version || !strings.HasPrefix(got.Binary, venv+"/") {
+		t.Errorf("installed: tfk8s %s running %s (version %s); want tfk8s %s running its own binary in %s, version %s",
+			got.Version, got.Binary, got.CLI, pyVersion, venv, version)
+	}
+}
+
+// readSHA256SUMS reads a release's SHA256SUMS: file name to hex SHA-256.
+func readSHA256SUMS(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for line := range strings.Lines(string(data)) {
+		sum, name, ok := strings.Cut(strings.TrimSpace(line), "  ")
+		if !ok {
+			t.Fatalf("%s: line %q is not \"<sha256>  <name>\"", path, line)
+		}
+		sums[name] = sum
+	}
+	return sums
 }
