@@ -9,15 +9,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
-	"github.com/tfk8s/tfk8s/internal/version"
 )
 
 // DefaultAgentImage holds the tfk8s-agent binary; its install command copies it into
 // the pod. It is the agent image of the controller's own build (make images stamps
 // both with one version), so that a controller never injects an agent of another
 // release. Set another with the controller's --agent-image flag.
-var DefaultAgentImage = version.Image("tfk8s-agent")
+var DefaultAgentImage = images.Agent
 
 const (
 	// agentVolume is the emptyDir shared by the agent's init container and the
@@ -149,21 +149,9 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	return env
 }
 
-// storageEnv is the S3 endpoint and credentials, each read from the storage Secret by
-// the kubelet: never literal in a pod spec.
+// storageEnv is the S3 endpoint and credentials, from the storage Secret.
 func storageEnv(s *tfv1.Storage) []corev1.EnvVar {
-	var env []corev1.EnvVar
-	fromSecret := func(name, key string, optional bool) {
-		env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: s.SecretRef, Key: key, Optional: ptr.To(optional)},
-		}})
-	}
-	fromSecret(tfjob.EnvS3Endpoint, tfjob.SecretKeyEndpoint, false)
-	fromSecret(tfjob.EnvAccessKeyID, tfjob.SecretKeyAccessKeyID, false)
-	fromSecret(tfjob.EnvSecretAccessKey, tfjob.SecretKeySecretAccessKey, false)
-	fromSecret(tfjob.EnvRegion, tfjob.SecretKeyRegion, true)
-	fromSecret(tfjob.EnvS3Insecure, tfjob.SecretKeyInsecure, true)
-	return env
+	return tfjob.StorageEnv(s.SecretRef)
 }
 
 func hasMountAt(c *corev1.Container, dir string) bool {

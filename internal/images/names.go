@@ -8,6 +8,8 @@
 // once the images are pushed there.
 package images
 
+import "github.com/tfk8s/tfk8s/internal/version"
+
 const (
 	// Python is Debian bookworm (minbase) with python3 and nothing else: the image of
 	// the dependency-free trainer (examples/trainer) and the fast tests.
@@ -22,3 +24,8 @@ const (
 // CLI at /usr/local/bin/tfk8s, run as jovyan (uid 1000) in /home/jovyan: the image of
 // tfk8s notebook, from whose cells !tfk8s submit runs jobs.
 const Jupyter = "ghcr.io/tfk8s/jupyter:2.21.0-cpu"
+
+// Agent holds this build's tfk8s-agent binary (make images stamps the controller, the
+// CLI and the agent with one version): the controller injects it into jobs, and tfk8s
+// tensorboard over runs mirrors their summaries with it.
+var Agent = version.Image("tfk8s-agent")
