@@ -20,8 +20,8 @@ import (
 // read each run's prefix, into a directory named after the run, with a Secret of the
 // pod's own by reference, and deletes that pod when the command ends; over runs of
 // one job it reads with that job's Secret. A job without its own TensorBoard named
-// alone is refused with the run to name instead. There is no node in this suite:
-// TensorBoard itself answers in test/e2e.
+// alone is refused with the run to name instead, and the flags of runs beside a job
+// with its own. There is no node in this suite, so no TensorBoard answers here.
 func TestTensorBoardOverRuns(t *testing.T) {
 	f := newFixture(t)
 	code := writeTree(t, map[string]string{"train.py": "print(1)\n"})
@@ -83,6 +83,15 @@ func TestTensorBoardOverRuns(t *testing.T) {
 		want := alpha.Spec.Storage.SecretRef.Name
 		if got := pod.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Name; got != want {
 			t.Errorf("mirror reads Secret %s, want the job's %s:\n%s", got, want, r)
+		}
+	})
+
+	t.Run("RunsOnlyFlagsRefusedBesideAJobsOwn", func(t *testing.T) {
+		f.mustSucceed("submit", code, "--name", "gamma", "--image", "tf", "--tensorboard", "--artifacts", "logs", "--", "python3", "train.py")
+		r := f.tfk8s("tensorboard", "gamma", "--ttl", "5m")
+		want := "--ttl: job " + f.ns + "/gamma has its own TensorBoard, which the controller runs"
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("want an error %q:\n%s", want, r)
 		}
 	})
 
