@@ -38,6 +38,7 @@ SUBMIT_FLAGS: dict[str, tuple[str, str]] = {
     "artifacts": ("--artifacts", "list"),
     "artifacts_interval": ("--artifacts-interval", "duration"),
     "expose_storage_credentials": ("--expose-storage-credentials", "bool"),
+    "from_run": ("--from-run", "string"),
     "s3_cluster_endpoint": ("--s3-cluster-endpoint", "string"),
     "storage_secret": ("--storage-secret", "string"),
 }
@@ -78,6 +79,7 @@ class SubmitMixin:
         artifacts: str | Sequence[str] | None = None,
         artifacts_interval: str | float | timedelta | None = None,
         expose_storage_credentials: bool | None = None,
+        from_run: str | None = None,
         s3_cluster_endpoint: str | None = None,
         storage_secret: str | None = None,
         command: Sequence[str] | None = None,
@@ -150,6 +152,8 @@ class SubmitMixin:
             expose_storage_credentials: pass the S3 settings and credentials (AWS_*) on
                 to the command; by default only the tfk8s agent sees them
                 (--expose-storage-credentials)
+            from_run: submit the job a stored run was submitted as (JOB for its newest
+                run, or JOB/RUN), the flags over it (--from-run)
             s3_cluster_endpoint: S3 endpoint as pods reach it, when not at --s3-endpoint
                 (--s3-cluster-endpoint)
             storage_secret: existing Secret of the job's namespace that its pods read
