@@ -19,6 +19,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfevents"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // trainingRecord is a progress record as an agent stores it after steps training
@@ -50,7 +51,8 @@ func storeProgress(t *testing.T, srv *s3server.Server, job *tfv1.TFJob, replica 
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := storage.ReplicaPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, job.Namespace, job.Name, replica).Join(storage.ProgressName)
+	run := storage.RunPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, job.Namespace, job.Name, tfjob.RunID(string(job.UID)))
+	u := run.Join(replica+"/", storage.ProgressName)
 	if err := srv.Client(t).PutObject(context.Background(), u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
