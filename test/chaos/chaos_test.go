@@ -262,7 +262,8 @@ func (c *cluster) checkCheckpoints(ctx context.Context, t *testing.T, rec *recor
 			t.Errorf("job %s: artifacts destination: %v", name, err)
 			continue
 		}
-		ckpt := storage.ArtifactURI(storage.ReplicaPrefix(dest, namespace, name, "worker-0"), "/workspace/ckpt").Dir()
+		run := storage.RunPrefix(dest, namespace, name, rec.runOf(name))
+		ckpt := storage.ArtifactURI(run.Join("worker-0/"), "/workspace/ckpt").Dir()
 		objs, err := c.s3.List(ctx, ckpt)
 		if err != nil {
 			t.Fatalf("listing %s: %v", ckpt, err)

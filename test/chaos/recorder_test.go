@@ -19,6 +19,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/scheme"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // podRun is one pod of a replica, as the watch saw it last.
@@ -160,6 +161,17 @@ func (r *recorder) destination(name string) string {
 	defer r.mu.Unlock()
 	if j := r.jobs[name]; j != nil && j.Spec.Artifacts != nil {
 		return j.Spec.Artifacts.Destination
+	}
+	return ""
+}
+
+// runOf returns the run of the job name as last seen, the first 8 hex digits of its
+// UID, under which its replicas store; "" if it was never seen.
+func (r *recorder) runOf(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[name]; j != nil {
+		return tfjob.RunID(string(j.UID))
 	}
 	return ""
 }
