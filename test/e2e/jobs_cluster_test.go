@@ -85,9 +85,11 @@ func (c *jobsCluster) fail(t *testing.T, format string, args ...any) {
 	t.Fatalf(format, args...)
 }
 
-// pods lists the job's pods.
+// pods lists the job's replicas' pods: not its record pod (<job>-record), which
+// carries the job's label but no replica type.
 func (c *jobsCluster) pods(ctx context.Context, job string) ([]corev1.Pod, error) {
-	list, err := c.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: tfv1.LabelJobName + "=" + job})
+	selector := tfv1.LabelJobName + "=" + job + "," + tfv1.LabelReplicaType
+	list, err := c.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
