@@ -51,10 +51,12 @@ func testDownKeepsFinalUploads(ctx context.Context, t *testing.T, c *jobsCluster
 	if err := localcluster.Down(ctx, opts); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	// The agent's log quotes the script, so each line counts only at a line's end.
+	// The agent's log quotes the script, so each line counts only at a line's end. The
+	// chief stores under the job's run, last/<run>/chief-0/.
+	chiefFiles := regexp.MustCompile(`/last/[0-9a-f]{8}/chief-0/`)
 	found := map[string]string{}
 	_ = filepath.WalkDir(filepath.Join(opts.Dir, "s3", localcluster.Bucket), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(path, "/last/chief-0/") {
+		if err != nil || d.IsDir() || !chiefFiles.MatchString(path) {
 			return nil
 		}
 		data, _ := os.ReadFile(path)
