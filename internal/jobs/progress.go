@@ -73,11 +73,11 @@ func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base stor
 		return nil, nil
 	}
 	lead, others := leadFirst(job)
-	found, err := readProgresses(ctx, c, base, lead)
+	found, err := ReadProgresses(ctx, c, base, lead)
 	if len(found) > 0 {
 		return found[0], nil // the first lead replica's in order
 	}
-	found, oerr := readProgresses(ctx, c, base, others)
+	found, oerr := ReadProgresses(ctx, c, base, others)
 	if len(found) == 0 {
 		return nil, errors.Join(err, oerr)
 	}
@@ -94,7 +94,7 @@ func ReplicaProgress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, li
 	}
 	lead, others := leadFirst(job)
 	replicas := append(lead, others...)
-	found, err = readProgresses(ctx, c, ArtifactsBase(job), replicas[:min(limit, len(replicas))])
+	found, err = ReadProgresses(ctx, c, ArtifactsBase(job), replicas[:min(limit, len(replicas))])
 	return found, len(replicas) > limit, err
 }
 
@@ -125,9 +125,9 @@ func leadFirst(job *tfv1.TFJob) (lead, others []string) {
 	return lead, others
 }
 
-// readProgresses reads the records of replicas under base, a few at a time, and
-// returns those found, in the replicas' order.
-func readProgresses(ctx context.Context, c *storage.Client, base storage.URI, replicas []string) ([]*JobProgress, error) {
+// ReadProgresses reads the records of replicas under base (a run's prefix), a few
+// at a time, and returns those found, in the replicas' order.
+func ReadProgresses(ctx context.Context, c *storage.Client, base storage.URI, replicas []string) ([]*JobProgress, error) {
 	found := make([]*JobProgress, len(replicas))
 	errs := make([]error, len(replicas))
 	Parallel(len(replicas), MaxParallelReads, func(i int) {

@@ -52,7 +52,8 @@ func (o Storage) ForJob(ctx context.Context, cs *Clients, job *tfv1.TFJob) (*sto
 	return c, cfg, nil
 }
 
-// ConfigFromSecret reads the S3 settings from a job's storage Secret.
+// ConfigFromSecret reads the S3 settings from a job's storage Secret, or from the
+// dashboard's runs Secret, which also names the bucket.
 func ConfigFromSecret(ctx context.Context, c client.Client, namespace, name string) (storage.Config, error) {
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
@@ -63,6 +64,7 @@ func ConfigFromSecret(ctx context.Context, c client.Client, namespace, name stri
 		AccessKeyID:     string(secret.Data[tfjob.SecretKeyAccessKeyID]),
 		SecretAccessKey: string(secret.Data[tfjob.SecretKeySecretAccessKey]),
 		Region:          string(secret.Data[tfjob.SecretKeyRegion]),
+		Bucket:          string(secret.Data[tfjob.SecretKeyBucket]),
 	}
 	if v := string(secret.Data[tfjob.SecretKeyInsecure]); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -48,6 +48,9 @@ const (
 	SecretKeySecretAccessKey = "secretAccessKey"
 	SecretKeyRegion          = "region"
 	SecretKeyInsecure        = "insecure"
+	// SecretKeyBucket is read from the dashboard's runs Secret only: a job's Secret
+	// needs none, its spec.artifacts naming the bucket.
+	SecretKeyBucket = "bucket"
 )
 
 // The S3 settings, as environment variables: the agent reads them (the controller sets
