@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/runs"
 )
 
 // Cluster is what the dashboard reads and changes in the cluster, always as one user:
@@ -25,6 +27,12 @@ type Cluster interface {
 	// Progress reads the progress records a job's replicas stored in S3, with the
 	// job's storage as the user may read it, as Artifacts does.
 	Progress(ctx context.Context, namespace, name string) (*Progress, error)
+	// Runs lists the runs of a namespace stored in S3, as tfk8s runs lists them,
+	// with the namespace's RunsSecret as the user may read it. Beside runs, an error
+	// says which records could not be read.
+	Runs(ctx context.Context, namespace string) ([]runs.Run, error)
+	// Run reads one run as tfk8s runs show does, with its replicas' progress records.
+	Run(ctx context.Context, namespace, job, run string) (*RunPage, error)
 	// Logs writes the logs of a job's replicas (or of one) to w, each line prefixed
 	// "[replica] ", as tfk8s logs prints them: following them until the job ends, or
 	// the previous attempt of each replica.
@@ -192,4 +200,13 @@ type TensorBoardRow struct {
 	Deleted bool
 	// Expires is when tfk8s deletes it; zero while the job runs.
 	Expires time.Time
+}
+
+// RunPage is everything a run's page shows.
+type RunPage struct {
+	*runs.Details
+	// Progress are its replicas' progress records, in replica order, at most
+	// maxCurveReplicas of them; More tells that there are others.
+	Progress []*jobs.JobProgress
+	More     bool
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // nameRule checks a value as the name of one kind of object, as the API server
@@ -35,6 +37,13 @@ var (
 	// replicaName is a replica's, "worker-0": a DNS-1123 label, as the pod name it
 	// ends.
 	replicaName = nameRule{"replica", validation.IsDNS1123Label}
+	// runName is a run's id: 8 hex digits, or storage.LegacyRun.
+	runName = nameRule{"run", func(s string) []string {
+		if s != storage.LegacyRun && !storage.IsRunID(s) {
+			return []string{"must be 8 hex digits or " + storage.LegacyRun}
+		}
+		return nil
+	}}
 )
 
 // checkNames checks every object name a request carries, in its path or its form,
@@ -52,6 +61,7 @@ func checkNames(r *http.Request) error {
 	}{
 		{r.PathValue("namespace"), namespaceName},
 		{r.PathValue("name"), nameOfPath},
+		{r.PathValue("run"), runName},
 		{strings.TrimSpace(r.FormValue("namespace")), namespaceName},
 		{r.FormValue("clone"), jobName},
 		{strings.ToLower(r.FormValue("replica")), replicaName},

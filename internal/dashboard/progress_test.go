@@ -110,21 +110,7 @@ func TestProgressSection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log bytes.Buffer
 			s := newRecordingServer(t, tc.cluster, Options{Log: &log})
-			w := serve(s, http.MethodGet, "/jobs/a/mnist/progress", "127.0.0.1")
-			body := html.UnescapeString(w.Body.String())
-			if w.Code != tc.code {
-				t.Errorf("status %d, want %d:\n%s", w.Code, tc.code, body)
-			}
-			for _, want := range tc.want {
-				if !strings.Contains(body, want) {
-					t.Errorf("the section lacks %q:\n%s", want, body)
-				}
-			}
-			for _, not := range tc.notShown {
-				if strings.Contains(body, not) {
-					t.Errorf("the section shows %q:\n%s", not, body)
-				}
-			}
+			body := getPage(t, s, "/jobs/a/mnist/progress", tc.code, tc.want, tc.notShown)
 			if refresh := strings.Contains(body, `hx-trigger="every 10s"`); refresh != tc.refresh {
 				t.Errorf("refreshes: %v, want %v:\n%s", refresh, tc.refresh, body)
 			}

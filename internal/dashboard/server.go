@@ -154,6 +154,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /jobs/{namespace}/{name}/{action}", s.withSession(s.act))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/artifacts", s.withSession(s.artifactsPage))
 	mux.HandleFunc("GET /jobs/{namespace}/{name}/artifacts/download", s.withSession(s.artifactDownload))
+	mux.HandleFunc("GET /runs", s.withSession(s.runsPage))
+	mux.HandleFunc("GET /runs/{namespace}/compare", s.withSession(s.compareRuns))
+	mux.HandleFunc("GET /runs/{namespace}/{name}/{run}", s.withSession(s.runPage))
 	mux.HandleFunc("GET /submit", s.withSession(s.submitPage))
 	mux.HandleFunc("POST /submit", s.withSession(s.submit))
 	mux.HandleFunc("GET /workspace", s.withSession(s.workspacePage))
@@ -266,7 +269,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"path": url.PathEscape,
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace", "notebookstop"} {
+	for _, name := range []string{"jobs", "job", "logs", "confirm", "signin", "error", "submit", "artifacts", "workspace", "notebookstop", "runs", "run", "compare"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing page %s: %w", name, err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/tfk8s/tfk8s/internal/runs"
 )
 
 // unreachable is a Cluster whose every call fails, for the tests of what the server
@@ -47,6 +49,10 @@ func (unreachable) StopNotebook(context.Context, string, string, bool) error {
 }
 func (unreachable) RequestTensorBoard(context.Context, string, string) error { return errUnreachable }
 func (unreachable) Progress(context.Context, string, string) (*Progress, error) {
+	return nil, errUnreachable
+}
+func (unreachable) Runs(context.Context, string) ([]runs.Run, error) { return nil, errUnreachable }
+func (unreachable) Run(context.Context, string, string, string) (*RunPage, error) {
 	return nil, errUnreachable
 }
 
