@@ -1,0 +1,145 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tfk8s/tfk8s/internal/dashboard"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/browser"
+	"github.com/tfk8s/tfk8s/internal/testing/s3server"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// storeRun stores a run of a TFJob that no longer exists, as its agents and the
+// controller left it under the run layout: its record, and its chief's progress.
+func storeRun(t *testing.T, srv *s3server.Server, ns, name, uid string, rec *tfevents.Progress) {
+	t.Helper()
+	job := testutil.MakeTFJob(name, ns).Chief().Workers(2).Obj()
+	job.UID = types.UID(uid)
+	run := storage.RunPrefix(jobs.DefaultDestination(srv.Config()), ns, name, tfjob.RunID(uid))
+	record := tfjob.RunRecord{Namespace: ns, Name: name, UID: uid, Run: tfjob.RunID(uid), Submitted: time.Now().Add(-time.Hour), Job: job}
+	for u, v := range map[storage.URI]any{run.Join(storage.RunRecordName): record, run.Join("chief-0/", storage.ProgressName): rec} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Client(t).PutObject(context.Background(), u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCompareRuns: the Runs page lists two runs whose TFJobs are gone, read from S3
+// with the namespace's runs Secret; ticking both and pressing Compare draws each
+// scalar with a line per run, whose points read back from the charts are the stored
+// ones, and puts their final scalars side by side. A user who may not read the Secret
+// gets 403 and no run.
+func TestCompareRuns(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	srv := s3server.Start(t)
+	data := jobs.SecretData(srv.Endpoint, true, srv.Config())
+	data[tfjob.SecretKeyBucket] = []byte(srv.Bucket)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dashboard.RunsSecret}, Data: data}
+	if err := k8sClient.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*tfevents.Progress{
+		"mnist/0f3a9c2e":  trainingRecord(200, 0, true),
+		"resnet/1b2c3d4e": trainingRecord(150, 0.3, true),
+	}
+	for name, rec := range records {
+		job, id, _ := strings.Cut(name, "/")
+		storeRun(t, srv, ns, job, id+"-0000-4000-8000-000000000000", rec)
+	}
+	base, _ := startDashboard(t, ns)
+	ctx := browser.Start(t)
+
+	if err := browser.Open(ctx, base+"/runs?namespace="+ns, "table.runs"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.run")].map(r => r.dataset.run)`))
+	if err != nil || !slices.Equal(rows, []string{"mnist/0f3a9c2e", "resnet/1b2c3d4e"}) {
+		t.Fatalf("the Runs page lists %q (%v), want both runs", rows, err)
+	}
+	if text, err := browser.Text(ctx, `tr[data-run="mnist/0f3a9c2e"]`); err != nil || !strings.Contains(text, "chief:1,worker:2") || !strings.Contains(text, "0.181818") {
+		t.Errorf("mnist's row reads %q (%v), want its replicas and its last loss", text, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`input[value="mnist/0f3a9c2e"]`)), chromedp.Click(chromedp.CSS(`input[value="resnet/1b2c3d4e"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := browser.Submit(ctx, "#compare-button"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#curves figure.curve canvas"))); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(stored(records), plotted(t, ctx)); d != "" {
+		t.Errorf("the plotted points (-stored +plotted):\n%s", d)
+	}
+	table, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll("#final-scalars tr")].map(r => [...r.cells].map(c => c.innerText.trim()))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(finalScalars(records, "mnist/0f3a9c2e", "resnet/1b2c3d4e"), table); d != "" {
+		t.Errorf("the final scalars (-stored +shown):\n%s", d)
+	}
+	for _, line := range browser.Console(ctx) {
+		if strings.Contains(line, "Content Security Policy") || strings.Contains(line, "Error") {
+			t.Errorf("the page's console: %s", line)
+		}
+	}
+	compare := base + "/runs/" + ns + "/compare?run=mnist/0f3a9c2e&run=resnet/1b2c3d4e"
+	if err := browser.Screenshot(ctx, compare, "#curves figure.curve canvas", screenshotPath(t, "dashboard-runs.png")); err != nil {
+		t.Error(err)
+	}
+
+	// In the cluster, a user who may read jobs but not Secrets.
+	carol := userWithRules(t, ns, "carol", false)
+	inCluster, _ := startDashboardWithEnv(t, "default", nil, "--in-cluster", "--allowed-s3-endpoint", srv.Endpoint)
+	ctx = browser.Start(t)
+	signIn(t, ctx, inCluster, carol)
+	if code, text := status(t, ctx, inCluster+"/runs?namespace="+ns); code != http.StatusForbidden || strings.Contains(text, "0f3a9c2e") {
+		t.Errorf("carol's runs: %d %q, want 403 and no run", code, text)
+	}
+}
+
+// finalScalars is the compare view's table of records' runs, as it should read: the
+// header, the step, then each scalar's last value in each run, sorted by scalar.
+func finalScalars(records map[string]*tfevents.Progress, names ...string) [][]string {
+	table := [][]string{append([]string{"Scalar"}, names...)}
+	step := []string{"step"}
+	scalars := map[string]bool{}
+	for _, name := range names {
+		step = append(step, strconv.FormatInt(records[name].Step, 10))
+		for k := range records[name].Scalars {
+			scalars[k] = true
+		}
+	}
+	table = append(table, step)
+	for _, k := range slices.Sorted(maps.Keys(scalars)) {
+		row := []string{k}
+		for _, name := range names {
+			row = append(row, strconv.FormatFloat(float64(records[name].Scalars[k].Value), 'g', 6, 64))
+		}
+		table = append(table, row)
+	}
+	return table
+}
