@@ -48,7 +48,7 @@ func storeRun(t *testing.T, srv *s3server.Server, ns, name, uid string, rec *tfe
 }
 
 // TestCompareRuns: the Runs page lists two runs whose TFJobs are gone, read from S3
-// with the namespace's runs Secret; ticking both and pressing Compare draws each
+// with the namespace's runs Secret; a run's page draws its curves; ticking both and pressing Compare draws each
 // scalar with a line per run, whose points read back from the charts are the stored
 // ones, and puts their final scalars side by side. A user who may not read the Secret
 // gets 403 and no run.
@@ -81,6 +81,16 @@ func TestCompareRuns(t *testing.T) {
 	}
 	if text, err := browser.Text(ctx, `tr[data-run="mnist/0f3a9c2e"]`); err != nil || !strings.Contains(text, "chief:1,worker:2") || !strings.Contains(text, "0.181818") {
 		t.Errorf("mnist's row reads %q (%v), want its replicas and its last loss", text, err)
+	}
+	// A run's page draws its replicas' curves.
+	if err := browser.Open(ctx, base+"/runs/"+ns+"/mnist/0f3a9c2e", "#curves figure.curve canvas"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(stored(map[string]*tfevents.Progress{"chief-0": records["mnist/0f3a9c2e"]}), plotted(t, ctx)); d != "" {
+		t.Errorf("the run page's plotted points (-stored +plotted):\n%s", d)
+	}
+	if err := browser.Open(ctx, base+"/runs?namespace="+ns, "table.runs"); err != nil {
+		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`input[value="mnist/0f3a9c2e"]`)), chromedp.Click(chromedp.CSS(`input[value="resnet/1b2c3d4e"]`))); err != nil {
 		t.Fatal(err)
