@@ -194,7 +194,7 @@ func lossCell(r *runs.Run) string {
 	if r.Loss == nil {
 		return "-"
 	}
-	return formatValue(*r.Loss)
+	return r.Loss.Display()
 }
 
 // runDuration renders how long a run ran, "-" when unknown.

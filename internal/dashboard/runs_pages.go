@@ -70,7 +70,7 @@ func lossOf(r *runs.Run) string {
 	if r.Loss == nil {
 		return "-"
 	}
-	return scalarValue(*r.Loss)
+	return r.Loss.Display()
 }
 
 // runView is a run's page.
@@ -231,7 +231,7 @@ func finalScalars(records []*tfevents.Progress) []scalarRow {
 		for _, p := range records {
 			value := "-"
 			if last, ok := p.Scalars[k]; ok {
-				value = scalarValue(last.Value)
+				value = last.Value.Display()
 			}
 			row.Values = append(row.Values, value)
 		}
