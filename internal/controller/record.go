@@ -25,6 +25,11 @@ import (
 const (
 	maxRecordRestarts = 2
 	recordTimeout     = 5 * time.Minute
+	// recordConfigGrace is how long the record pod may fail to start its container for
+	// its configuration (most often the storage Secret it reads is gone: a user's
+	// --storage-secret deleted) before it is given up on; a Secret created a moment late
+	// gets the time to appear.
+	recordConfigGrace = 30 * time.Second
 )
 
 // recordPlan is what to do about a finished job's end record.
@@ -67,16 +72,26 @@ func decideRecord(job *tfv1.TFJob, st *tfv1.TFJobStatus, pod *corev1.Pod, now ti
 		return recordPlan{remove: pod, condition: &metav1.Condition{Type: string(tfv1.JobEndRecorded), Status: metav1.ConditionFalse,
 			Reason: tfv1.ReasonEndNotRecorded, Message: "the run's end was not recorded: " + why}}
 	}
-	return recordPlan{hold: true, requeue: max(time.Second, pod.CreationTimestamp.Add(recordTimeout).Sub(now))}
+	next := pod.CreationTimestamp.Add(recordTimeout)
+	if now.Before(pod.CreationTimestamp.Add(recordConfigGrace)) {
+		next = pod.CreationTimestamp.Add(recordConfigGrace)
+	}
+	return recordPlan{hold: true, requeue: max(time.Second, next.Sub(now))}
 }
 
 // recordGaveUp says why the record pod is given up on: it failed, exited non-zero
-// after its last restart, or has not succeeded in recordTimeout; "" while it may still.
+// after its last restart, could not start its container for recordConfigGrace (the
+// kubelet's reason, such as a Secret not found, is the message), or has not succeeded
+// in recordTimeout; "" while it may still.
 func recordGaveUp(pod *corev1.Pod, now time.Time) string {
 	if pod.Status.Phase == corev1.PodFailed {
 		return "pod " + pod.Name + " failed: " + pod.Status.Message
 	}
+	age := now.Sub(pod.CreationTimestamp.Time)
 	for _, c := range pod.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && age >= recordConfigGrace {
+			return fmt.Sprintf("pod %s cannot start: %s", pod.Name, w.Message)
+		}
 		if t := c.State.Terminated; t != nil && t.ExitCode != 0 && c.RestartCount >= maxRecordRestarts {
 			return fmt.Sprintf("pod %s exited %d after %d restarts (its log says why)", pod.Name, t.ExitCode, c.RestartCount)
 		}
@@ -84,7 +99,7 @@ func recordGaveUp(pod *corev1.Pod, now time.Time) string {
 			return fmt.Sprintf("pod %s exited %d after %d restarts (its log says why)", pod.Name, t.ExitCode, c.RestartCount)
 		}
 	}
-	if !pod.CreationTimestamp.IsZero() && now.Sub(pod.CreationTimestamp.Time) >= recordTimeout {
+	if !pod.CreationTimestamp.IsZero() && age >= recordTimeout {
 		return fmt.Sprintf("pod %s did not succeed within %v", pod.Name, recordTimeout)
 	}
 	return ""

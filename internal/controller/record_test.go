@@ -40,6 +40,12 @@ func TestDecideRecord(t *testing.T) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 		return p
 	}
+	noSecret := func(age time.Duration) *corev1.Pod {
+		p := pod(corev1.PodPending, age, 0, 0)
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "CreateContainerConfigError", Message: `secret "mnist-storage" not found`}}
+		return p
+	}
 	recorded := metav1.Condition{Type: string(tfv1.JobEndRecorded), Status: metav1.ConditionTrue}
 	type want struct {
 		create, remove, hold bool
@@ -61,6 +67,8 @@ func TestDecideRecord(t *testing.T) {
 		{"the pod succeeded", storedJob(), finished(), pod(corev1.PodSucceeded, time.Minute, 0, 0), want{remove: true, condition: metav1.ConditionTrue}},
 		{"the pod failed its tries", storedJob(), finished(), pod(corev1.PodRunning, time.Minute, maxRecordRestarts, 1), want{remove: true, condition: metav1.ConditionFalse}},
 		{"the pod never ran in time", storedJob(), finished(), pod(corev1.PodPending, recordTimeout, 0, 0), want{remove: true, condition: metav1.ConditionFalse}},
+		{"its Secret is missing: the TTL waits a moment", storedJob(), finished(), noSecret(recordConfigGrace / 2), want{hold: true}},
+		{"its Secret stays missing: given up", storedJob(), finished(), noSecret(recordConfigGrace), want{remove: true, condition: metav1.ConditionFalse}},
 		{"recorded: the pod goes", storedJob(), finished(recorded), running, want{remove: true}},
 		{"recorded, no pod", storedJob(), finished(recorded), nil, want{}},
 	} {
@@ -74,6 +82,26 @@ func TestDecideRecord(t *testing.T) {
 				t.Errorf("decideRecord (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDecideRecordMissingSecret: a record pod that cannot start for want of its
+// Secret is given up on after recordConfigGrace, not recordTimeout, and the condition
+// says why in the kubelet's words; before that, the job is looked at again when the
+// grace ends.
+func TestDecideRecordMissingSecret(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	st := &tfv1.TFJobStatus{Conditions: []metav1.Condition{{Type: string(tfv1.JobSucceeded), Status: metav1.ConditionTrue}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mnist-record", CreationTimestamp: metav1.NewTime(now.Add(-10 * time.Second))},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "record",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "mnist-storage" not found`}}}}}}
+	if rp := decideRecord(storedJob(), st, pod, now); rp.condition != nil || rp.requeue != recordConfigGrace-10*time.Second {
+		t.Errorf("10 s in: condition %v, requeue %v; want none, and a look again in %v", rp.condition, rp.requeue, recordConfigGrace-10*time.Second)
+	}
+	rp := decideRecord(storedJob(), st, pod, now.Add(recordConfigGrace))
+	want := `the run's end was not recorded: pod mnist-record cannot start: secret "mnist-storage" not found`
+	if rp.condition == nil || rp.condition.Message != want {
+		t.Errorf("after the grace: condition %+v, want the message %q", rp.condition, want)
 	}
 }
 

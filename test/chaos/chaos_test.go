@@ -11,7 +11,9 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // plan is the size of a run.
@@ -136,6 +139,7 @@ func TestChaos(t *testing.T) {
 	f.backwards = checkConditionsNeverBackwards(t, rec)
 	f.lost = c.checkCheckpoints(ctx, t, rec, jobs, p.steps)
 	f.orphans = c.deleteAndCheckNothingLeft(ctx, t, jobs)
+	f.unrecorded = c.checkEnds(ctx, t, rec, jobs)
 	t.Log(f)
 	fmt.Println(f)
 }
@@ -145,11 +149,12 @@ type figures struct {
 	jobs, kills                                int
 	s3Outage                                   time.Duration
 	pods, duplicates, backwards, lost, orphans int
+	unrecorded                                 int
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("chaos: %d jobs, %d controller kills, 1 API server restart, S3 down %v; %d pods, %d duplicates, %d conditions taken back, %d checkpoints lost, %d orphans",
-		f.jobs, f.kills, f.s3Outage, f.pods, f.duplicates, f.backwards, f.lost, f.orphans)
+	return fmt.Sprintf("chaos: %d jobs, %d controller kills, 1 API server restart, S3 down %v; %d pods, %d duplicates, %d conditions taken back, %d checkpoints lost, %d orphans, %d run ends not recorded",
+		f.jobs, f.kills, f.s3Outage, f.pods, f.duplicates, f.backwards, f.lost, f.orphans, f.unrecorded)
 }
 
 // killController SIGKILLs the controller killEvery after each time it is ready again,
@@ -284,6 +289,31 @@ func (c *cluster) checkCheckpoints(ctx context.Context, t *testing.T, rec *recor
 		}
 	}
 	return lost
+}
+
+// checkEnds checks that every job's run, once the job is deleted, has its end.json,
+// with the state the job ended in: written by its record pod, or by tfk8s delete when
+// the job went first. It returns how many runs have none, or a wrong one.
+func (c *cluster) checkEnds(ctx context.Context, t *testing.T, rec *recorder, jobs map[string]string) (unrecorded int) {
+	t.Helper()
+	for name, mode := range jobs {
+		dest, err := storage.ParseURI(rec.destination(name))
+		if err != nil {
+			t.Errorf("job %s: artifacts destination: %v", name, err)
+			continue
+		}
+		uri := storage.RunPrefix(dest, namespace, name, rec.runOf(name)).Join(storage.RunEndName)
+		var buf bytes.Buffer
+		var end tfjob.RunEnd
+		if _, err := c.s3.Download(ctx, uri, &buf); err != nil {
+			unrecorded++
+			t.Errorf("job %s: its run's end: %v", name, err)
+		} else if err := json.Unmarshal(buf.Bytes(), &end); err != nil || end.State != string(wantState(mode)) {
+			unrecorded++
+			t.Errorf("job %s: %s says %q (%v), want state %s", name, uri, buf.String(), err, wantState(mode))
+		}
+	}
+	return unrecorded
 }
 
 // binDir is where the cluster's binaries are.
