@@ -55,7 +55,13 @@ func (d *kubeCluster) Progress(ctx context.Context, namespace, name string) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	if p.Replicas, p.More, err = jobs.ReplicaProgress(ctx, c, job, maxCurveReplicas); err != nil {
+	// A job whose replicas a controller older than runs started stores under its job's
+	// prefix, not its run's.
+	base, err := jobs.LocateFiles(ctx, c, job)
+	if err != nil {
+		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
+	}
+	if p.Replicas, p.More, err = jobs.ReplicaProgress(ctx, c, job, base, maxCurveReplicas); err != nil {
 		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
 	}
 	return p, nil

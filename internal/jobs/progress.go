@@ -84,17 +84,18 @@ func Progress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base stor
 	return LeadProgress(found), nil
 }
 
-// ReplicaProgress returns the records of a job's replicas that stored one, the lead
-// replicas' first in order, then the others' in the job's order. It reads at most
-// limit replicas' records, a few at a time, so that a job of many workers costs a
-// bounded number of reads; more tells that the job has replicas beyond them.
-func ReplicaProgress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, limit int) (found []*JobProgress, more bool, err error) {
+// ReplicaProgress returns the records of a job's replicas that stored one under base
+// (as Progress takes it), the lead replicas' first in order, then the others' in the
+// job's order. It reads at most limit replicas' records, a few at a time, so that a
+// job of many workers costs a bounded number of reads; more tells that the job has
+// replicas beyond them.
+func ReplicaProgress(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base storage.URI, limit int) (found []*JobProgress, more bool, err error) {
 	if job.Spec.Artifacts == nil {
 		return nil, false, nil
 	}
 	lead, others := leadFirst(job)
 	replicas := append(lead, others...)
-	found, err = ReadProgresses(ctx, c, ArtifactsBase(job), replicas[:min(limit, len(replicas))])
+	found, err = ReadProgresses(ctx, c, base, replicas[:min(limit, len(replicas))])
 	return found, len(replicas) > limit, err
 }
 

@@ -78,7 +78,7 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 		want  []string
 		more  bool
 	}{{10, []string{"chief-0", "worker-0", "worker-1", "evaluator-0"}, false}, {2, []string{"chief-0", "worker-0"}, true}} {
-		found, more, err := ReplicaProgress(ctx, c, job, tc.limit)
+		found, more, err := ReplicaProgress(ctx, c, job, base, tc.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,8 +96,41 @@ func TestProgressPrefersTheLeadReplica(t *testing.T) {
 
 	job.Spec.Artifacts = nil
 	check("", 0)
-	if found, _, err := ReplicaProgress(ctx, c, job, 10); found != nil || err != nil {
+	if found, _, err := ReplicaProgress(ctx, c, job, base, 10); found != nil || err != nil {
 		t.Errorf("ReplicaProgress of a job without artifacts: %v, %v; want nothing", found, err)
+	}
+}
+
+// TestProgressOfAJobOlderThanRuns: the replicas of a job that a controller older
+// than runs started stored under the job's prefix; LocateFiles finds them there, and
+// their records are read from it.
+func TestProgressOfAJobOlderThanRuns(t *testing.T) {
+	srv := s3server.Start(t)
+	c := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job := &tfv1.TFJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "team", UID: "0c5e2a7b-1d2e-4f00-9a7b-3c1d2e4f5a6b"},
+		Spec: tfv1.TFJobSpec{
+			TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: {Replicas: ptr.To[int32](2)}},
+			Artifacts:      &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"},
+		},
+	}
+	b, err := json.Marshal(&tfevents.Progress{Step: 40, Scalars: map[string]tfevents.Last{"loss": {Step: 40, Value: 0.25}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := "runs/team/mnist/worker-1/" + storage.ProgressName
+	if err := c.PutObject(ctx, storage.URI{Bucket: srv.Bucket, Key: legacy}, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := LocateFiles(ctx, c, job)
+	if err != nil || base.Key != "runs/team/mnist/" {
+		t.Fatalf("LocateFiles: %s, %v; want the job's prefix runs/team/mnist/", base.Key, err)
+	}
+	found, _, err := ReplicaProgress(ctx, c, job, base, 10)
+	if err != nil || len(found) != 1 || found[0].Replica != "worker-1" || found[0].Step != 40 {
+		t.Errorf("ReplicaProgress: %v, %v; want worker-1's record at step 40 from %s", found, err, legacy)
 	}
 }
 
