@@ -27,10 +27,10 @@ type Cluster interface {
 	// Progress reads the progress records a job's replicas stored in S3, with the
 	// job's storage as the user may read it, as Artifacts does.
 	Progress(ctx context.Context, namespace, name string) (*Progress, error)
-	// Runs lists the runs of a namespace stored in S3, as tfk8s runs lists them,
-	// with the namespace's RunsSecret as the user may read it. Beside runs, an error
-	// says which records could not be read.
-	Runs(ctx context.Context, namespace string) ([]runs.Run, error)
+	// Runs lists the runs of q.Namespace stored in S3 that q picks, as tfk8s runs
+	// lists them, with the namespace's RunsSecret as the user may read it. Beside runs,
+	// an error says which records could not be read.
+	Runs(ctx context.Context, q runs.Query) ([]runs.Run, error)
 	// Run reads one run as tfk8s runs show does, with its replicas' progress records.
 	Run(ctx context.Context, namespace, job, run string) (*RunPage, error)
 	// Logs writes the logs of a job's replicas (or of one) to w, each line prefixed

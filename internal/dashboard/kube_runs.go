@@ -55,12 +55,12 @@ func (d *kubeCluster) liveJobs(ctx context.Context, namespace string) []tfv1.TFJ
 	return list.Items
 }
 
-func (d *kubeCluster) Runs(ctx context.Context, namespace string) ([]runs.Run, error) {
-	c, dest, err := d.runsStorage(ctx, namespace)
+func (d *kubeCluster) Runs(ctx context.Context, q runs.Query) ([]runs.Run, error) {
+	c, dest, err := d.runsStorage(ctx, q.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return runs.List(ctx, c, dest, d.liveJobs(ctx, namespace), runs.Query{Namespace: namespace})
+	return runs.List(ctx, c, dest, d.liveJobs(ctx, q.Namespace), q)
 }
 
 func (d *kubeCluster) Run(ctx context.Context, namespace, job, run string) (*RunPage, error) {

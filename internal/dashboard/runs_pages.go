@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/runs"
@@ -34,7 +35,9 @@ type runRow struct {
 
 // runsView is the Runs page.
 type runsView struct {
-	Rows []runRow
+	// Since and Selector are the filters as given: a duration, a label selector.
+	Since, Selector string
+	Rows            []runRow
 	// Partial says that some runs' records could not be read.
 	Partial bool
 	Max     int
@@ -42,11 +45,17 @@ type runsView struct {
 }
 
 // runsPage lists the runs of a namespace, as tfk8s runs does, with a box to tick on
-// each for the compare view.
+// each for the compare view; ?since=24h keeps those started within a duration and
+// ?selector=team=vision those whose job's labels match, as tfk8s runs' --since and -l.
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns := s.namespaceOf(r, sess)
-	found, err := sess.cluster.Runs(r.Context(), ns)
-	v := runsView{Max: maxCompared, Secret: RunsSecret}
+	v := runsView{Max: maxCompared, Secret: RunsSecret, Since: r.FormValue("since"), Selector: r.FormValue("selector")}
+	q, err := runsQuery(ns, v.Since, v.Selector, time.Now())
+	if err != nil {
+		s.failRuns(w, r, err)
+		return
+	}
+	found, err := sess.cluster.Runs(r.Context(), q)
 	if err != nil {
 		if found == nil {
 			s.failRuns(w, r, err)
@@ -63,6 +72,27 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, sess *session)
 			Loss: lossOf(run), Live: run.Live})
 	}
 	s.render(w, r, http.StatusOK, "runs", s.data(sess, ns, "Runs in "+ns, v))
+}
+
+// runsQuery makes the query of the Runs page's filters, refusing one that does not
+// parse with an error that names it.
+func runsQuery(namespace, since, selector string, now time.Time) (runs.Query, error) {
+	q := runs.Query{Namespace: namespace}
+	if since != "" {
+		d, err := time.ParseDuration(since)
+		if err != nil || d <= 0 {
+			return q, fmt.Errorf("%w: since %q: want a duration such as 24h or 90m", ErrBadRequest, since)
+		}
+		q.Since = now.Add(-d)
+	}
+	if selector != "" {
+		sel, err := labels.Parse(selector)
+		if err != nil {
+			return q, fmt.Errorf("%w: selector %q: %w", ErrBadRequest, selector, err)
+		}
+		q.Selector = sel
+	}
+	return q, nil
 }
 
 // lossOf renders a run's last loss, "-" when it stored none.
@@ -181,7 +211,7 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, sess *sessi
 			return
 		}
 	}
-	found, err := sess.cluster.Runs(r.Context(), ns)
+	found, err := sess.cluster.Runs(r.Context(), runs.Query{Namespace: ns})
 	if err != nil && found == nil {
 		s.failRuns(w, r, err)
 		return

@@ -39,7 +39,7 @@ type runsCluster struct {
 	err  error
 }
 
-func (c runsCluster) Runs(context.Context, string) ([]runs.Run, error) { return c.runs, c.err }
+func (c runsCluster) Runs(context.Context, runs.Query) ([]runs.Run, error) { return c.runs, c.err }
 func (c runsCluster) Run(context.Context, string, string, string) (*RunPage, error) {
 	return c.page, c.err
 }
@@ -74,6 +74,18 @@ func TestRunsPages(t *testing.T) {
 		want: []string{`<a href="/runs/a/mnist/0f3a9c2e">mnist</a>`, `value="resnet/1b2c3d4e"`, `<td class="loss">0.25</td>`,
 			`action="/runs/a/compare"`, `id="nav-runs"`},
 		notShown: []string{"secret-bucket"},
+	}, {
+		name:    "a since that is no duration",
+		cluster: runsCluster{runs: two},
+		target:  "/runs?namespace=a&since=yesterday",
+		code:    http.StatusBadRequest,
+		want:    []string{`since "yesterday": want a duration such as 24h or 90m`},
+	}, {
+		name:    "a selector that does not parse",
+		cluster: runsCluster{runs: two},
+		target:  "/runs?namespace=a&selector=team%3D%3Dvision%3D",
+		code:    http.StatusBadRequest,
+		want:    []string{`selector "team==vision=": found '='`},
 	}, {
 		name:    "compare",
 		cluster: runsCluster{runs: two},

@@ -51,7 +51,7 @@ func (unreachable) RequestTensorBoard(context.Context, string, string) error { r
 func (unreachable) Progress(context.Context, string, string) (*Progress, error) {
 	return nil, errUnreachable
 }
-func (unreachable) Runs(context.Context, string) ([]runs.Run, error) { return nil, errUnreachable }
+func (unreachable) Runs(context.Context, runs.Query) ([]runs.Run, error) { return nil, errUnreachable }
 func (unreachable) Run(context.Context, string, string, string) (*RunPage, error) {
 	return nil, errUnreachable
 }

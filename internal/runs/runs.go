@@ -107,8 +107,10 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 		runs[i], errs[i] = read(ctx, c, q.Cache, stored[i])
 	})
 	runs = mergeLive(runs, live, destination, q)
+	// The listing's times kept the runs whose record was written since; the records
+	// say when each was submitted.
 	runs = slices.DeleteFunc(runs, func(r Run) bool {
-		return q.Selector != nil && !q.Selector.Matches(labels.Set(r.Labels))
+		return (q.Selector != nil && !q.Selector.Matches(labels.Set(r.Labels))) || (!q.Since.IsZero() && r.Started.Before(q.Since))
 	})
 	slices.SortStableFunc(runs, func(a, b Run) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), a.Started.Compare(b.Started))

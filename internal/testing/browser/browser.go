@@ -306,3 +306,35 @@ func Count(ctx context.Context, selector string) (int, error) {
 	}
 	return n, nil
 }
+
+// Points are the points of a page's charts, by chart (its scalar) and line (its
+// label): [step, value] where the line has a value.
+type Points map[string]map[string][][2]float64
+
+// Plotted reads back the points of the dashboard's charts on the current page
+// (figure.curve under #curves, each holding its uPlot chart as .plot) as uPlot holds
+// them, so that a test checks what is drawn, not what was sent.
+func Plotted(ctx context.Context) (Points, error) {
+	type chart struct {
+		Scalar string
+		Lines  []string
+		Data   [][]*float64
+	}
+	charts, err := chromedp.Run(ctx, chromedp.Evaluate[[]chart](`[...document.querySelectorAll("#curves figure.curve")].map(f => ({
+		scalar: f.dataset.scalar, lines: f.plot.series.slice(1).map(s => s.label), data: f.plot.data}))`))
+	if err != nil {
+		return nil, fmt.Errorf("reading the charts: %w", err)
+	}
+	got := Points{}
+	for _, c := range charts {
+		got[c.Scalar] = map[string][][2]float64{}
+		for i, line := range c.Lines {
+			for j, v := range c.Data[i+1] {
+				if v != nil {
+					got[c.Scalar][line] = append(got[c.Scalar][line], [2]float64{*c.Data[0][j], *v})
+				}
+			}
+		}
+	}
+	return got, nil
+}

@@ -58,37 +58,19 @@ func storeProgress(t *testing.T, srv *s3server.Server, job *tfv1.TFJob, replica 
 	}
 }
 
-// plotted are the points of each chart's lines, by scalar and line, as the page's
-// uPlot charts hold them: [step, value] where a line has a value.
-func plotted(t *testing.T, ctx context.Context) map[string]map[string][][2]float64 {
+// plotted are the points of each chart's lines, as the page's uPlot charts hold them.
+func plotted(t *testing.T, ctx context.Context) browser.Points {
 	t.Helper()
-	type chart struct {
-		Scalar string
-		Lines  []string
-		Data   [][]*float64
-	}
-	charts, err := chromedp.Run(ctx, chromedp.Evaluate[[]chart](`[...document.querySelectorAll("#curves figure.curve")].map(f => ({
-		scalar: f.dataset.scalar, lines: f.plot.series.slice(1).map(s => s.label), data: f.plot.data}))`))
+	got, err := browser.Plotted(ctx)
 	if err != nil {
-		t.Fatalf("reading the charts: %v", err)
-	}
-	got := map[string]map[string][][2]float64{}
-	for _, c := range charts {
-		got[c.Scalar] = map[string][][2]float64{}
-		for i, line := range c.Lines {
-			for j, v := range c.Data[i+1] {
-				if v != nil {
-					got[c.Scalar][line] = append(got[c.Scalar][line], [2]float64{*c.Data[0][j], *v})
-				}
-			}
-		}
+		t.Fatal(err)
 	}
 	return got
 }
 
 // stored are the points of records' series in plotted's shape.
-func stored(records map[string]*tfevents.Progress) map[string]map[string][][2]float64 {
-	want := map[string]map[string][][2]float64{}
+func stored(records map[string]*tfevents.Progress) browser.Points {
+	want := browser.Points{}
 	for replica, rec := range records {
 		for key, points := range rec.Series {
 			if want[key] == nil {

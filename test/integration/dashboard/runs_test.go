@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -28,14 +29,15 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// storeRun stores a run of a TFJob that no longer exists, as its agents and the
-// controller left it under the run layout: its record, and its chief's progress.
-func storeRun(t *testing.T, srv *s3server.Server, ns, name, uid string, rec *tfevents.Progress) {
+// storeRun stores a run of a TFJob that no longer exists, submitted ago with labels,
+// as its agents and the controller left it under the run layout: its record, and its
+// chief's progress.
+func storeRun(t *testing.T, srv *s3server.Server, ns, name, uid string, ago time.Duration, labels map[string]string, rec *tfevents.Progress) {
 	t.Helper()
 	job := testutil.MakeTFJob(name, ns).Chief().Workers(2).Obj()
-	job.UID = types.UID(uid)
+	job.UID, job.Labels = types.UID(uid), labels
 	run := storage.RunPrefix(jobs.DefaultDestination(srv.Config()), ns, name, tfjob.RunID(uid))
-	record := tfjob.RunRecord{Namespace: ns, Name: name, UID: uid, Run: tfjob.RunID(uid), Submitted: time.Now().Add(-time.Hour), Job: job}
+	record := tfjob.RunRecord{Namespace: ns, Name: name, UID: uid, Run: tfjob.RunID(uid), Labels: labels, Submitted: time.Now().Add(-ago), Job: job}
 	for u, v := range map[storage.URI]any{run.Join(storage.RunRecordName): record, run.Join("chief-0/", storage.ProgressName): rec} {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -65,10 +67,9 @@ func TestCompareRuns(t *testing.T) {
 		"mnist/0f3a9c2e":  trainingRecord(200, 0, true),
 		"resnet/1b2c3d4e": trainingRecord(150, 0.3, true),
 	}
-	for name, rec := range records {
-		job, id, _ := strings.Cut(name, "/")
-		storeRun(t, srv, ns, job, id+"-0000-4000-8000-000000000000", rec)
-	}
+	// mnist was submitted an hour ago by team vision, resnet three hours ago by another.
+	storeRun(t, srv, ns, "mnist", "0f3a9c2e-0000-4000-8000-000000000000", time.Hour, map[string]string{"team": "vision"}, records["mnist/0f3a9c2e"])
+	storeRun(t, srv, ns, "resnet", "1b2c3d4e-0000-4000-8000-000000000000", 3*time.Hour, map[string]string{"team": "speech"}, records["resnet/1b2c3d4e"])
 	base, _ := startDashboard(t, ns)
 	ctx := browser.Start(t)
 
@@ -81,6 +82,24 @@ func TestCompareRuns(t *testing.T) {
 	}
 	if text, err := browser.Text(ctx, `tr[data-run="mnist/0f3a9c2e"]`); err != nil || !strings.Contains(text, "chief:1,worker:2") || !strings.Contains(text, "0.181818") {
 		t.Errorf("mnist's row reads %q (%v), want its replicas and its last loss", text, err)
+	}
+	// The filters keep the runs started within a duration, or of the labels selected.
+	for _, tc := range []struct {
+		since, selector string
+		want            []string
+	}{{"2h", "", []string{"mnist/0f3a9c2e"}}, {"", "team!=vision", []string{"resnet/1b2c3d4e"}}, {"4h", "team in (vision,speech)", []string{"mnist/0f3a9c2e", "resnet/1b2c3d4e"}}, {"2h", "team=speech", nil}} {
+		// As a user types; chromedp's SetValue refuses an empty value.
+		set := fmt.Sprintf(`document.getElementById("since").value = %q; document.getElementById("selector").value = %q`, tc.since, tc.selector)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](set)); err != nil {
+			t.Fatal(err)
+		}
+		if err := browser.Submit(ctx, "#filters button"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.run")].map(r => r.dataset.run)`))
+		if err != nil || !slices.Equal(rows, tc.want) {
+			t.Errorf("since %q, selector %q: the Runs page lists %q (%v), want %q", tc.since, tc.selector, rows, err, tc.want)
+		}
 	}
 	// A run's page draws its replicas' curves.
 	if err := browser.Open(ctx, base+"/runs/"+ns+"/mnist/0f3a9c2e", "#curves figure.curve canvas"); err != nil {
