@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -54,7 +55,7 @@ func ParseRecordConfig(getenv func(string) string) (RecordConfig, error) {
 func RunRecord(cfg RecordConfig, logOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := Record(ctx, cfg); err != nil {
+	if err := Record(ctx, cfg, logOut); err != nil {
 		fmt.Fprintf(logOut, "tfk8s-agent record: %v\n", err)
 		return ExitInternal
 	}
@@ -62,11 +63,26 @@ func RunRecord(cfg RecordConfig, logOut io.Writer) int {
 	return 0
 }
 
-// Record writes the run's end record, end.json at its prefix.
-func Record(ctx context.Context, cfg RecordConfig) error {
+// Record writes the run's end record, end.json at its prefix, with the progress
+// record of the run's lead replica (tfjob.LeadReplicas, the first that stored one)
+// as it stands, without its series, so that tfk8s runs reads a finished run's step and
+// loss with its end. A progress record that cannot be read leaves the end without it.
+func Record(ctx context.Context, cfg RecordConfig, logOut io.Writer) error {
 	c, err := storage.New(cfg.Storage)
 	if err != nil {
 		return err
+	}
+	for _, replica := range tfjob.LeadReplicas {
+		p := &tfevents.Progress{}
+		found, err := c.GetJSON(ctx, cfg.Run.Join(replica+"/", storage.ProgressName), p)
+		if err != nil {
+			fmt.Fprintf(logOut, "tfk8s-agent record: the end goes without the lead replica's progress: %v\n", err)
+			break
+		}
+		if found {
+			cfg.End.Lead = tfjob.NewLeadProgress(replica, p)
+			break
+		}
 	}
 	data, err := storage.Marshal(cfg.End)
 	if err != nil {

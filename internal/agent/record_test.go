@@ -12,11 +12,13 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestRecordWritesTheRunsEnd: the record pod's agent writes the end the controller
-// passed it as end.json at the run's prefix, where tfk8s runs reads it.
+// passed it as end.json at the run's prefix, where tfk8s runs reads it, with the lead
+// replica's progress record (worker-0's, not worker-1's) without its series.
 func TestRecordWritesTheRunsEnd(t *testing.T) {
 	srv := s3server.Start(t)
 	end := tfjob.RunEnd{
@@ -41,6 +43,24 @@ func TestRecordWritesTheRunsEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	progress := func(step int64, loss tfevents.Value) *tfevents.Progress {
+		return &tfevents.Progress{Step: step, Updated: end.Completed, WallTime: end.Completed,
+			Scalars: map[string]tfevents.Last{"train/loss": {Step: step, Value: loss, WallTime: end.Completed}},
+			Series:  map[string][]tfevents.Point{"train/loss": {{Step: 1, Value: 1}, {Step: step, Value: loss}}}}
+	}
+	for replica, p := range map[string]*tfevents.Progress{"worker-0": progress(40, 0.25), "worker-1": progress(41, 0.5)} {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := cfg.Run.Join(replica+"/", storage.ProgressName)
+		if err := srv.Client(t).PutObject(t.Context(), u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := end
+	want.Lead = &tfjob.LeadProgress{Replica: "worker-0", Progress: *progress(40, 0.25)}
+	want.Lead.Series = nil
 	var logs bytes.Buffer
 	if code := RunRecord(cfg, &logs); code != 0 {
 		t.Fatalf("record exited %d: %s", code, logs.String())
@@ -53,7 +73,7 @@ func TestRecordWritesTheRunsEnd(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(end, got); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("end.json (-want +got):\n%s", diff)
 	}
 

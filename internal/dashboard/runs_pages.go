@@ -211,7 +211,8 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, sess *sessi
 			return
 		}
 	}
-	found, err := sess.cluster.Runs(r.Context(), runs.Query{Namespace: ns})
+	// The runs compared alone are read, with their series.
+	found, err := sess.cluster.Runs(r.Context(), runs.Query{Namespace: ns, Names: names, Series: true})
 	if err != nil && found == nil {
 		s.failRuns(w, r, err)
 		return

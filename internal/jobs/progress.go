@@ -1,9 +1,7 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,27 +24,16 @@ type JobProgress struct {
 // ReadProgress reads the progress record stored under a replica's prefix; nil, and no
 // error, when there is none yet.
 func ReadProgress(ctx context.Context, c *storage.Client, replica storage.URI) (*tfevents.Progress, error) {
-	var buf bytes.Buffer
-	u := replica.Join(storage.ProgressName)
-	if _, err := c.Download(ctx, u, &buf); errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", u, err)
-	}
 	p := &tfevents.Progress{}
-	if err := json.Unmarshal(buf.Bytes(), p); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", u, err)
+	found, err := c.GetJSON(ctx, replica.Join(storage.ProgressName), p)
+	if !found {
+		return nil, err
 	}
 	return p, nil
 }
 
-// leadReplicas are the replicas whose summaries stand for the job's, in order: the
-// one that drives training (which Keras' callback writes from), else the first worker.
-var leadReplicas = []string{
-	tfjob.ReplicaName(tfv1.ReplicaTypeChief, 0),
-	tfjob.ReplicaName(tfv1.ReplicaTypeMaster, 0),
-	tfjob.ReplicaName(tfv1.ReplicaTypeWorker, 0),
-}
+// leadReplicas are the replicas whose summaries stand for the job's (tfjob.LeadReplicas).
+var leadReplicas = tfjob.LeadReplicas
 
 // LeadReplica is the replica of replicas whose progress stands for the job's: the
 // first lead replica among them, else the first of them; false when there is none.

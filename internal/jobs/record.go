@@ -28,7 +28,8 @@ func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time
 }
 
 // RecordEnd writes the end record of a job that stores in S3, end.json at its run's
-// prefix: how it finished, or, deleted before it did, state Deleted at now.
+// prefix: how it finished, or, deleted before it did, state Deleted at now; with its
+// lead replica's progress as the record pod writes it (tfk8s-agent record).
 func RecordEnd(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
 	if job.Spec.Artifacts == nil || job.UID == "" {
 		return nil
@@ -37,6 +38,16 @@ func RecordEnd(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time
 	if !ConditionTrue(job, tfv1.JobSucceeded) && !ConditionTrue(job, tfv1.JobFailed) {
 		end.State, end.Completed = tfjob.RunDeleted, now.UTC()
 		end.Reason, end.Message = tfjob.RunDeleted, "tfk8s delete deleted it before it finished"
+	}
+	// A progress record that cannot be read leaves the end without it, as in the pod.
+	for _, replica := range tfjob.LeadReplicas {
+		p, err := ReadProgress(ctx, c, ArtifactsBase(job).Join(replica+"/"))
+		if p != nil {
+			end.Lead = tfjob.NewLeadProgress(replica, p)
+		}
+		if p != nil || err != nil {
+			break
+		}
 	}
 	if err := putRecord(ctx, c, ArtifactsBase(job).Join(storage.RunEndName), end); err != nil {
 		return fmt.Errorf("writing the end record of tfjob %s: %w", job.Name, err)

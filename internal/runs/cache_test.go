@@ -68,3 +68,39 @@ func TestCacheKeepsRecordsByETag(t *testing.T) {
 		t.Errorf("the cache holds %d records after a run was deleted, want 2", len(cached.entries))
 	}
 }
+
+// TestListReadsTheLossFromTheEnd: a finished run's step and loss come from its
+// end.json, so listing reads no progress.json (one deleted changes nothing); a query
+// of named runs with their series lists those alone, read from progress.json whole.
+func TestListReadsTheLossFromTheEnd(t *testing.T) {
+	srv := s3server.Start(t)
+	c := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dest := storage.URI{Bucket: srv.Bucket, Key: "runs/"}
+	storeRuns(t, c, dest, "team", 3)
+	first := storage.RunPrefix(dest, "team", "job-0000", tfjob.RunID("00000000-0000-0000-0000-000000000000"))
+	if err := c.Remove(ctx, srv.Bucket, []string{first.Join("worker-0/", storage.ProgressName).Key}); err != nil {
+		t.Fatal(err)
+	}
+	found, err := List(ctx, c, dest, nil, Query{Namespace: "team"})
+	if err != nil || len(found) != 3 {
+		t.Fatalf("listed %d runs: %v", len(found), err)
+	}
+	for _, r := range found {
+		if r.Step == nil || *r.Step != 250 || r.Loss == nil || *r.Loss != 0.25 || r.Progress.Series != nil {
+			t.Errorf("run %s/%s: step %v, loss %v, %d series; want step 250 and loss 0.25 from its end.json, no series", r.Name, r.Run, r.Step, r.Loss, len(r.Progress.Series))
+		}
+	}
+
+	found, err = List(ctx, c, dest, nil, Query{Namespace: "team", Names: []string{"job-0000/00000000", "job-0002/00000002"}, Series: true})
+	if err != nil || len(found) != 2 || found[0].Name != "job-0000" || found[1].Name != "job-0002" {
+		t.Fatalf("listed %v (%v), want job-0000 and job-0002", found, err)
+	}
+	if found[0].Progress != nil {
+		t.Errorf("job-0000's series: %v, want none (its progress.json is gone)", found[0].Progress)
+	}
+	if p := found[1].Progress; p == nil || len(p.Series["train/epoch_loss"]) != 250 {
+		t.Errorf("job-0002's progress %v, want its 250 points of train/epoch_loss", p)
+	}
+}

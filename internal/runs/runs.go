@@ -80,15 +80,27 @@ type Query struct {
 	Since time.Time
 	// Selector, if set, keeps the runs whose job's labels it matches.
 	Selector labels.Selector
+	// Names, if set, keeps these runs alone (JOB/RUN), whose records alone are read.
+	Names []string
+	// Series reads each run's lead progress record whole, with the scalars' series,
+	// even for a run whose end record holds its last values (tfjob.RunEnd.Lead).
+	Series bool
 	// Cache, if set, holds the records read before and keeps those read now.
 	Cache *Cache
 }
 
+// keeps reports whether the query keeps a run of that name, as far as Names tells.
+func (q Query) keeps(job, run string) bool {
+	return len(q.Names) == 0 || slices.Contains(q.Names, job+"/"+run)
+}
+
 // List lists the runs stored under destination: one listing of the namespace's
 // prefix without delimiter, then each run's run.json and end.json (unless q.Cache
-// holds them) and lead progress.json read, MaxParallelReads at a time. live are the TFJobs that exist: a run of one of
-// them (same UID) takes its state from it, and one that stored nothing yet is listed
-// from it alone. Runs come by namespace, name and start.
+// holds them), MaxParallelReads at a time, and its lead replica's progress.json
+// unless its end.json holds that record's last values. So a finished run costs two
+// GETs at first and none once cached; a running one, one more. live are the TFJobs
+// that exist: a run of one of them (same UID) takes its state from it, and one that
+// stored nothing yet is listed from it alone. Runs come by namespace, name and start.
 func List(ctx context.Context, c *storage.Client, destination storage.URI, live []tfv1.TFJob, q Query) ([]Run, error) {
 	prefix := destination.Dir()
 	if q.Namespace != "" {
@@ -99,18 +111,19 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 		return nil, fmt.Errorf("listing the runs: %w", err)
 	}
 	stored := slices.DeleteFunc(storage.GroupRuns(destination, objs), func(r storage.StoredRun) bool {
-		return !q.Since.IsZero() && r.Started().Before(q.Since)
+		return (!q.Since.IsZero() && r.Started().Before(q.Since)) || !q.keeps(r.Job, r.Run)
 	})
 	runs := make([]Run, len(stored))
 	errs := make([]error, len(stored))
 	jobs.Parallel(len(stored), MaxParallelReads, func(i int) {
-		runs[i], errs[i] = read(ctx, c, q.Cache, stored[i])
+		runs[i], errs[i] = read(ctx, c, q, stored[i])
 	})
 	runs = mergeLive(runs, live, destination, q)
 	// The listing's times kept the runs whose record was written since; the records
 	// say when each was submitted.
 	runs = slices.DeleteFunc(runs, func(r Run) bool {
-		return (q.Selector != nil && !q.Selector.Matches(labels.Set(r.Labels))) || (!q.Since.IsZero() && r.Started.Before(q.Since))
+		return (q.Selector != nil && !q.Selector.Matches(labels.Set(r.Labels))) || (!q.Since.IsZero() && r.Started.Before(q.Since)) ||
+			!q.keeps(r.Name, r.Run)
 	})
 	slices.SortStableFunc(runs, func(a, b Run) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), a.Started.Compare(b.Started))
@@ -118,10 +131,11 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 	return runs, errors.Join(errs...)
 }
 
-// read reads a stored run's records, run.json and end.json from cache if it holds
-// them, and makes its row. A record that cannot be read leaves its fields empty and is
-// returned as an error beside the row.
-func read(ctx context.Context, c *storage.Client, cache *Cache, s storage.StoredRun) (Run, error) {
+// read reads a stored run's records, run.json and end.json from q.Cache if it holds
+// them, and its lead progress.json if it must, and makes its row. A record that cannot
+// be read leaves its fields empty and is returned as an error beside the row.
+func read(ctx context.Context, c *storage.Client, q Query, s storage.StoredRun) (Run, error) {
+	cache := q.Cache
 	r := Run{Namespace: s.Namespace, Name: s.Job, Run: s.Run, State: StateUnknown, Started: s.Started(), Prefix: s.Prefix.String(), Stored: s}
 	var errs []error
 	if s.Record.URI.Key != "" {
@@ -141,7 +155,9 @@ func read(ctx context.Context, c *storage.Client, cache *Cache, s storage.Stored
 			r.State, r.Reason, r.Message, r.Ended = end.State, end.Reason, end.Message, &end.Completed
 		}
 	}
-	if replica, ok := jobs.LeadReplica(s.Progress); ok {
+	if r.End != nil && r.End.Lead != nil && !q.Series {
+		r.setProgress(r.End.Lead.Replica, &r.End.Lead.Progress)
+	} else if replica, ok := jobs.LeadReplica(s.Progress); ok {
 		p, err := jobs.ReadProgress(ctx, c, s.Prefix.Join(replica+"/"))
 		errs = append(errs, err)
 		r.setProgress(replica, p)

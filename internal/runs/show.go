@@ -49,7 +49,7 @@ func Find(ctx context.Context, c *storage.Client, destination storage.URI, live 
 	var r Run
 	switch {
 	case err == nil:
-		r, err = read(ctx, c, nil, stored)
+		r, err = read(ctx, c, Query{Series: true}, stored)
 	case errors.Is(err, storage.ErrNotFound) && live != nil:
 		r, err = Run{Namespace: namespace, Name: job, Run: tfjob.RunID(string(live.UID)), Started: live.CreationTimestamp.Time}, nil
 		if live.Spec.Artifacts != nil {

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -243,6 +245,21 @@ func (c *Client) Download(ctx context.Context, u URI, w io.Writer) (int64, error
 		return cw.n, fmt.Errorf("downloading %s: %w", u, err)
 	}
 	return cw.n, nil
+}
+
+// GetJSON decodes the JSON document at u into v: false, and no error, when there is
+// no object at u.
+func (c *Client) GetJSON(ctx context.Context, u URI, v any) (bool, error) {
+	var buf bytes.Buffer
+	if _, err := c.Download(ctx, u, &buf); errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(buf.Bytes(), v); err != nil {
+		return false, fmt.Errorf("reading %s: %w", u, err)
+	}
+	return true, nil
 }
 
 // DownloadFile writes the object at u to localPath, through a temporary file renamed

@@ -14,7 +14,8 @@ import (
 //	<destination>/<namespace>/<job>/<run>/run.json
 //	    a tfjob.RunRecord: the job as submitted, written by the front end that created it
 //	<destination>/<namespace>/<job>/<run>/end.json
-//	    a tfjob.RunEnd: how the job ended, written once it has
+//	    a tfjob.RunEnd: how the job ended, with its lead replica's last progress,
+//	    written once it has
 //	<destination>/<namespace>/<job>/<run>/<replica>/...
 //	    what each replica stores, as layout.go describes under <destination>/<namespace>/<job>/
 //

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
 // The records of a run that the front ends, the controller and the agent agree on;
@@ -32,6 +33,31 @@ type RunEnd struct {
 	Message string `json:"message,omitempty"`
 	// Replicas are the replica statuses by type, as the job's status had them.
 	Replicas map[string]tfv1.ReplicaStatus `json:"replicas,omitempty"`
+	// Lead is the progress record of the run's lead replica as it stood when the end
+	// was written, without its series: what tfk8s runs shows of a finished run, read
+	// with its end. Nil when no lead replica stored one, or the end predates it.
+	Lead *LeadProgress `json:"lead,omitempty"`
+}
+
+// LeadReplicas are the replicas whose summaries stand for a job's, in order: the one
+// that drives training (which Keras' callback writes from), else the first worker.
+var LeadReplicas = []string{
+	ReplicaName(tfv1.ReplicaTypeChief, 0),
+	ReplicaName(tfv1.ReplicaTypeMaster, 0),
+	ReplicaName(tfv1.ReplicaTypeWorker, 0),
+}
+
+// LeadProgress is a replica's progress record without its series.
+type LeadProgress struct {
+	Replica string `json:"replica"`
+	tfevents.Progress
+}
+
+// NewLeadProgress is replica's progress record p without its series.
+func NewLeadProgress(replica string, p *tfevents.Progress) *LeadProgress {
+	l := &LeadProgress{Replica: replica, Progress: *p}
+	l.Series = nil
+	return l
 }
 
 // States of a run's end besides the job's own Succeeded and Failed.
