@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -185,7 +186,7 @@ var dashboardLine = regexp.MustCompile(`Dashboard: (http://127\.0\.0\.1:\d+)/`)
 
 // startCLI runs the CLI with args in namespace default until the test ends, as a
 // user leaves a serving command (dashboard, tensorboard) running, and returns the
-// first group of urlLine once its output matches it.
+// first group of urlLine once its output matches it, within c.wait.
 func startCLI(ctx context.Context, t *testing.T, c *jobsCluster, urlLine *regexp.Regexp, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
@@ -205,17 +206,19 @@ func startCLI(ctx context.Context, t *testing.T, c *jobsCluster, urlLine *regexp
 			t.Errorf("tfk8s %s exited %d:\n%s", strings.Join(args, " "), code, stderr.String())
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		if m := urlLine.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
-		}
+	var url string
+	c.eventually(ctx, t, "the URL of tfk8s "+strings.Join(args, " "), func() (bool, error) {
 		select {
 		case code := <-done:
 			done <- code
-			t.Fatalf("tfk8s %s exited %d before printing its URL:\n%s", strings.Join(args, " "), code, stderr.String())
-		case <-time.After(20 * time.Millisecond):
+			t.Fatalf("tfk8s %s exited %d before printing its URL:\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		default:
 		}
-	}
-	t.Fatalf("tfk8s %s printed no URL in 30 s; stdout %q, stderr %q", strings.Join(args, " "), stdout.String(), stderr.String())
-	return ""
+		if m := urlLine.FindStringSubmatch(stdout.String()); m != nil {
+			url = m[1]
+		}
+		return url != "", fmt.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	})
+	t.Logf("tfk8s %s: %s (waited: %s)", strings.Join(args, " "), url, strings.TrimSpace(stderr.String()))
+	return url
 }

@@ -3,13 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +25,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/browser"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -42,7 +50,8 @@ print("trained to step 5", flush=True)
 // TestRuns: a job that stores in S3 is still listed and shown once its TTL deleted
 // its TFJob (after its end was recorded), with its attempts, its logs and its scalars;
 // submitted again from its run under the same name, it is a second run with attempts
-// of its own (issue 27).
+// of its own; one TensorBoard serves both runs, and the dashboard's compare view
+// draws both (issue 27).
 func TestRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -127,7 +136,113 @@ func TestRuns(t *testing.T) {
 		secondAttempts[0].PodUID != string(c.pod(ctx, t, "scalars", "worker", 0).UID) {
 		t.Errorf("attempts of worker-0: first run %+v, second run %+v; want one each, the second of the pod that exists", firstAttempts, secondAttempts)
 	}
+
+	// Both runs in one TensorBoard, and side by side in the dashboard.
+	checkRunsTensorBoard(ctx, t, c, firstRun, secondRun)
+	checkRunsCompared(ctx, t, c, firstRun, secondRun)
 	c.mustTfk8s(ctx, t, "delete", "scalars", "--wait")
+}
+
+// lossPoints are the [step, loss] points scalarsProgram writes: 1/step, steps 1 to 5,
+// as float32 as tf.summary stores them.
+func lossPoints() [][2]float64 {
+	var points [][2]float64
+	for step := 1; step <= 5; step++ {
+		points = append(points, [2]float64{float64(step), float64(float32(1.0 / float64(step)))})
+	}
+	return points
+}
+
+// checkRunsTensorBoard: tfk8s tensorboard JOB/RUN JOB/RUN serves one TensorBoard whose
+// runs are each run's summaries under the run's name, <job>-<run>/..., with the
+// five losses each stored, read through TensorBoard's HTTP API.
+func checkRunsTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster, ids ...string) {
+	t.Helper()
+	args := []string{"tensorboard"}
+	for _, id := range ids {
+		args = append(args, "scalars/"+id)
+	}
+	base := startCLI(ctx, t, c, regexp.MustCompile(`TensorBoard of runs [^:]* in default: (http://127\.0\.0\.1:\d+/)`), args...)
+	// A run's loss is under the run's name, at the path its replica wrote it.
+	lossRun := func(tags map[string]map[string]any, id string) string {
+		for run, scalars := range tags {
+			if _, ok := scalars["loss"]; ok && strings.HasPrefix(run, "scalars-"+id+"/") && strings.HasSuffix(run, "/train") {
+				return run
+			}
+		}
+		return ""
+	}
+	var tags map[string]map[string]any
+	c.eventually(ctx, t, "both runs' losses in TensorBoard", func() (bool, error) {
+		tags = nil
+		if err := getJSON(base+"data/plugin/scalars/tags", &tags); err != nil {
+			return false, err
+		}
+		for _, id := range ids {
+			if lossRun(tags, id) == "" {
+				return false, fmt.Errorf("no run of scalars/%s with a loss among %v", id, slices.Sorted(maps.Keys(tags)))
+			}
+		}
+		return true, nil
+	})
+	for _, id := range ids {
+		run := lossRun(tags, id)
+		var got [][]float64 // [wall time, step, value]
+		c.eventually(ctx, t, "the five losses of "+run, func() (bool, error) {
+			err := getJSON(base+"data/plugin/scalars/scalars?run="+url.QueryEscape(run)+"&tag=loss", &got)
+			return err == nil && len(got) == 5, err
+		})
+		var points [][2]float64
+		for _, p := range got {
+			points = append(points, [2]float64{p[1], p[2]})
+		}
+		if d := cmp.Diff(lossPoints(), points, cmpopts.EquateApprox(0, 1e-7)); d != "" {
+			t.Errorf("TensorBoard's loss of run %s (-written +served):\n%s", run, d)
+		}
+	}
+	t.Logf("one TensorBoard serves runs %v", slices.Sorted(maps.Keys(tags)))
+}
+
+// checkRunsCompared: the dashboard's Runs page lists both runs; ticked and compared,
+// their losses are drawn as one line each, whose points read back from the chart are
+// the ones written, and their final scalars stand side by side.
+func checkRunsCompared(ctx context.Context, t *testing.T, c *jobsCluster, ids ...string) {
+	t.Helper()
+	base := startCLI(ctx, t, c, dashboardLine, "dashboard", "--address", "127.0.0.1:0")
+	bctx := browser.Start(t)
+	if err := browser.Open(bctx, base+"/runs?namespace=default", "table.runs"); err != nil {
+		t.Fatal(err)
+	}
+	want := browser.Points{"train/loss": {}}
+	header, step, loss := []string{"Scalar"}, []string{"step"}, []string{"train/loss"}
+	for _, id := range ids {
+		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`input[value="scalars/`+id+`"]`))); err != nil {
+			page, _ := browser.Text(bctx, "body")
+			t.Fatalf("ticking run scalars/%s on the Runs page: %v\n%s", id, err, page)
+		}
+		want["train/loss"]["scalars/"+id] = lossPoints()
+		header, step, loss = append(header, "scalars/"+id), append(step, "5"), append(loss, "0.2")
+	}
+	if err := browser.Submit(bctx, "#compare-button"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS("#curves figure.curve canvas"))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := browser.Plotted(bctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-7)); d != "" {
+		t.Errorf("the compare view's points (-written +plotted):\n%s", d)
+	}
+	table, err := chromedp.Run(bctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll("#final-scalars tr")].map(r => [...r.cells].map(c => c.innerText.trim()))`))
+	if d := cmp.Diff([][]string{header, step, loss}, table); err != nil || d != "" {
+		t.Errorf("the compare view's final scalars (%v; -want +shown):\n%s", err, d)
+	}
+	if msgs := browser.Console(bctx); len(msgs) > 0 {
+		t.Errorf("the pages wrote to the console (a CSP violation or a script error): %q", msgs)
+	}
 }
 
 // waitRunSucceeded waits for the job to finish and wants it Succeeded.
