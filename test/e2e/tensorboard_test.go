@@ -12,19 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/testing/browser"
-	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // tensorBoardEpochs is how many epochs the TensorBoard test's job trains: one point of
@@ -47,17 +45,24 @@ sys.exit(1)`
 // testTensorBoard: a TensorFlow job submitted with --tensorboard gets a TensorBoard
 // that `tfk8s tensorboard` opens through the API server; TensorBoard's own HTTP API
 // lists the job's runs and scalar tags while the job runs, and every epoch once its
-// pods are gone; Chromium renders the scalars.
+// pods are gone; Chromium renders the scalars. The chief trains in two halves, held
+// after each until the test says so: the STEP that tfk8s list shows moves on between
+// them while the job runs.
 func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
+	halfURL, halfway := startRelease(t)
 	releaseURL, release := startRelease(t)
-	// Parameter servers and workers serve until the end; only the chief goes on to wait.
-	script := fmt.Sprintf("python3 ps_strategy.py --epochs %d --steps-per-epoch 20 --model-dir /workspace/checkpoints && python3 -c '%s' %s",
-		tensorBoardEpochs, holdChief, releaseURL)
+	// Parameter servers and workers serve until the end; only the chief goes on to
+	// wait, and the second half resumes from the first's last checkpoint.
+	train := func(epochs int) string {
+		return fmt.Sprintf("python3 ps_strategy.py --epochs %d --steps-per-epoch 20 --model-dir /workspace/checkpoints", epochs)
+	}
+	script := fmt.Sprintf("%s && python3 -c '%s' %s && %s && python3 -c '%s' %s",
+		train(tensorBoardEpochs/2), holdChief, halfURL, train(tensorBoardEpochs), holdChief, releaseURL)
 	c.mustTfk8s(ctx, t, "submit", "../../examples/tensorflow", "--name", "tb", "--image", images.TensorFlow,
 		"--ps", "1", "--workers", "2", "--chief", "--artifacts", "checkpoints", "--artifacts-interval", "3s",
 		"--tensorboard", "--clean-pod-policy", "All", "--", "sh", "-c", script)
 	defer c.tfk8s(ctx, "delete", "tb")
-	base := openTensorBoard(ctx, t, c, "tb")
+	base := startCLI(ctx, t, c, regexp.MustCompile(`TensorBoard of job default/tb: (http://127\.0\.0\.1:\d+/)`), "tensorboard", "tb")
 
 	// While the job runs, its first summaries show.
 	var runs []string
@@ -72,6 +77,11 @@ func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
 	if state != tfv1.JobRunning {
 		t.Errorf("the job was %s when TensorBoard first listed its run; want it Running (its chief waits for the test)", state)
 	}
+	// Progress moves while the job trains: a step at half-way, a later one after.
+	half := waitStep(ctx, t, c, "tb", 0)
+	halfway()
+	last := waitStep(ctx, t, c, "tb", half)
+	t.Logf("tfk8s list -o wide, the job Running: step %d at half-way, %d at the end", half, last)
 	release()
 
 	job, _ := waitSucceeded(ctx, t, c, "tb")
@@ -98,6 +108,33 @@ func testTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster) {
 		t.Errorf("describe tb does not show the TensorBoard and when it goes:\n%s", describe)
 	}
 	screenshotScalars(t, base)
+}
+
+// waitStep waits until tfk8s list -o wide shows the job Running at a STEP past after,
+// and returns that step.
+func waitStep(ctx context.Context, t *testing.T, c *jobsCluster, name string, after int64) int64 {
+	t.Helper()
+	var step int64
+	c.eventually(ctx, t, fmt.Sprintf("%s Running past step %d in tfk8s list -o wide", name, after), func() (bool, error) {
+		r := c.tfk8s(ctx, "list", "-o", "wide")
+		for _, line := range strings.Split(r.stdout, "\n") {
+			// NAME STATE WORKERS PS GPUS AGE CHIEF EVALUATOR ACTIVE SUCCEEDED FAILED RESTARTS STEP LOSS IMAGE
+			f := strings.Fields(line)
+			if len(f) < 15 || f[0] != name {
+				continue
+			}
+			if f[1] != string(tfv1.JobRunning) {
+				t.Fatalf("%s is %s before its step passed %d, want it Running (its chief waits for the test):\n%s", name, f[1], after, r.stdout)
+			}
+			if n, err := strconv.ParseInt(f[12], 10, 64); err == nil && n > after {
+				step = n
+				return true, nil
+			}
+		}
+		time.Sleep(time.Second) // each look reads S3
+		return false, fmt.Errorf("tfk8s list -o wide: %s%s", r.stdout, r.stderr)
+	})
+	return step
 }
 
 // startRelease serves a URL that answers 503 until release is called and 200 after:
@@ -131,45 +168,6 @@ func trainRun(runs []string) string {
 		}
 	}
 	return ""
-}
-
-// openTensorBoard runs `tfk8s tensorboard JOB` until the test ends and returns the
-// URL it prints.
-func openTensorBoard(ctx context.Context, t *testing.T, c *jobsCluster, job string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	var stdout, stderr testutil.SyncBuffer
-	done := make(chan int, 1)
-	go func() {
-		env := cli.Env{
-			IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
-			Getenv:     func(string) string { return "" },
-			ConfigFile: c.config,
-		}
-		done <- cli.Main(ctx, []string{"--kubeconfig", c.kubeconfig, "-n", "default", "tensorboard", job}, env)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("tfk8s tensorboard %s exited %d:\n%s", job, code, stderr.String())
-		}
-	})
-	line := regexp.MustCompile(`TensorBoard of job default/` + job + `: (http://127\.0\.0\.1:\d+/)`)
-	var base string
-	c.eventually(ctx, t, "tfk8s tensorboard's URL", func() (bool, error) {
-		select {
-		case code := <-done:
-			done <- code
-			t.Fatalf("tfk8s tensorboard %s exited %d before printing its URL:\n%s%s", job, code, stdout.String(), stderr.String())
-		default:
-		}
-		if m := line.FindStringSubmatch(stdout.String()); m != nil {
-			base = m[1]
-		}
-		return base != "", nil
-	})
-	t.Logf("tfk8s tensorboard %s: %s (waited: %s)", job, base, strings.TrimSpace(stderr.String()))
-	return base
 }
 
 // getJSON decodes what TensorBoard's HTTP API answers at u.
