@@ -141,6 +141,40 @@ func TestRuns(t *testing.T) {
 	checkRunsTensorBoard(ctx, t, c, firstRun, secondRun)
 	checkRunsCompared(ctx, t, c, firstRun, secondRun)
 	c.mustTfk8s(ctx, t, "delete", "scalars", "--wait")
+
+	checkCodelessAttemptsKept(ctx, t, c)
+}
+
+// checkCodelessAttemptsKept: a job submitted without code, whose worker the ExitCode
+// policy retries once, keeps both attempts' logs, each its own, and its run is listed
+// as Failed (issue 27: such a job had no agent, and its first attempt was lost).
+func checkCodelessAttemptsKept(ctx context.Context, t *testing.T, c *jobsCluster) {
+	t.Helper()
+	c.mustTfk8s(ctx, t, "submit", "--name", "rtry", "--image", images.Python, "--workers", "1",
+		"--restart-policy", "ExitCode", "--backoff-limit", "1", "--", "sh", "-c", "echo attempt-$(date +%s%N); exit 137")
+	job := c.waitFinished(ctx, t, "rtry")
+	if job.Status.State != tfv1.JobFailed {
+		c.fail(t, "rtry %s, want Failed after its retry: %+v", job.Status.State, job.Status.Conditions)
+	}
+	line := regexp.MustCompile(`(?m)^\[worker-0\] (attempt-\d+)$`)
+	var printed []string
+	for _, attempt := range []string{"1", "2"} {
+		r := c.mustTfk8s(ctx, t, "logs", "rtry", "worker-0", "--attempt", attempt)
+		m := line.FindStringSubmatch(r.stdout)
+		if m == nil {
+			t.Fatalf("logs rtry worker-0 --attempt %s shows no attempt line:\n%s", attempt, r)
+		}
+		printed = append(printed, m[1])
+	}
+	if printed[0] == printed[1] {
+		t.Errorf("attempts 1 and 2 of worker-0 show the same line %s: one attempt's log stands for both", printed[0])
+	}
+	run := tfjob.RunID(string(job.UID))
+	if r := c.mustTfk8s(ctx, t, "runs"); !regexp.MustCompile(`(?m)^rtry\s+` + run + `\s+Failed\s`).MatchString(r.stdout) {
+		t.Errorf("runs does not list rtry's run %s as Failed:\n%s", run, r.stdout)
+	}
+	t.Logf("rtry without code: worker-0's attempts printed %s and %s", printed[0], printed[1])
+	c.mustTfk8s(ctx, t, "delete", "rtry", "--wait")
 }
 
 // lossPoints are the [step, loss] points scalarsProgram writes: 1/step, steps 1 to 5,
