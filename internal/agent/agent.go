@@ -207,11 +207,11 @@ func (s *session) runCommand() int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	syncNow := make(chan struct{}, 1)
+	syncNow, stop := make(chan struct{}, 1), make(chan struct{})
 	periodicDone := make(chan struct{})
 	if s.up != nil {
 		s.up.started(ctx)
-		go func() { defer close(periodicDone); s.up.run(ctx, s.cfg.ArtifactsInterval, syncNow) }()
+		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)
 	}
@@ -221,12 +221,16 @@ func (s *session) runCommand() int {
 	s.log.Printf("command exited with code %d", code)
 	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)
 	c.drainOutput(drainTimeout(left))
-	cancel() // stop the periodic uploads; an upload in progress is cut short
+	// The periodic uploads stop after the one in progress, which is not cut short: S3
+	// may still complete a PUT whose client gave up, after the final upload's PUT of
+	// the same key, and so put back an older log. Only the final deadline cuts it.
+	if deadline.IsZero() {
+		deadline = time.Now().Add(s.cfg.FinalUploadTimeout)
+	}
+	close(stop)
+	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
 	<-periodicDone
 	if s.up != nil {
-		if deadline.IsZero() {
-			deadline = time.Now().Add(s.cfg.FinalUploadTimeout)
-		}
 		reason, message := commandEnd(c.status)
 		s.up.finish(code, reason, message)
 		finalUpload(s.up, deadline, code, s.log)

@@ -172,7 +172,7 @@ func (u *uploader) putJSON(ctx context.Context, dst storage.URI, v any) error {
 }
 
 // run syncs every interval until ctx is done, and whenever now receives.
-func (u *uploader) run(ctx context.Context, interval time.Duration, now <-chan struct{}) {
+func (u *uploader) run(ctx context.Context, stop <-chan struct{}, interval time.Duration, now <-chan struct{}) {
 	var tick <-chan time.Time
 	if interval > 0 {
 		t := time.NewTicker(interval)
@@ -182,6 +182,8 @@ func (u *uploader) run(ctx context.Context, interval time.Duration, now <-chan s
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-tick:
 		case <-now:
