@@ -80,22 +80,22 @@ func nodeStopGrace(ctx context.Context, kubeconfig, nodeName string) time.Durati
 // is the error. The state directory (etcd's data, certificates, S3 data, logs) stays,
 // so that Up starts the same cluster again.
 func Down(ctx context.Context, opts Options) error {
-	dir, err := stop(ctx, opts)
+	opts, err := stop(ctx, opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.Progress, "local cluster in %s stopped; its state stays there for the next tfk8s local up\n", dir)
+	fmt.Fprintf(opts.Progress, "local cluster in %s stopped; its state stays there for the next tfk8s local up\n", opts.Dir)
 	return nil
 }
 
 // stop stops the local cluster as Down describes and returns its state directory.
-func stop(ctx context.Context, opts Options) (string, error) {
+func stop(ctx context.Context, opts Options) (Options, error) {
 	if err := checkHost(); err != nil {
-		return "", err
+		return opts, err
 	}
 	opts, err := resolve(opts)
 	if err != nil {
-		return "", err
+		return opts, err
 	}
 	p := pathsIn(opts.Dir)
 	nodes := clusterNodes(opts)
@@ -113,9 +113,9 @@ func stop(ctx context.Context, opts Options) (string, error) {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return "", fmt.Errorf("stopping the local cluster in %s: %w", opts.Dir, err)
+		return opts, fmt.Errorf("stopping the local cluster in %s: %w", opts.Dir, err)
 	}
-	return opts.Dir, nil
+	return opts, nil
 }
 
 // stopNodes stops every node at once, each within its pods' longest grace period.
