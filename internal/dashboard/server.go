@@ -8,9 +8,9 @@
 // It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
 // user's kubeconfig, as kubectl proxy does, listens on loopback only and answers only
 // loopback peers that name a loopback host; in-cluster each user signs in with a
-// bearer token (sign-ins rate-limited per address), kept server-side in a session,
-// and every API call is made with that token, so that a user sees nothing RBAC does
-// not let them see.
+// bearer token (failed sign-ins limited per user and address, and per user), kept
+// server-side in a session, and every API call is made with that token, so that a
+// user sees nothing RBAC does not let them see.
 //
 // Every name in a request's path or form is checked as the name of the object it
 // stands for (404 otherwise) and escaped in every link. Pages are html/template, made
@@ -85,8 +85,8 @@ type Server struct {
 	opts     Options
 	pages    map[string]*template.Template
 	sessions *sessions
-	signIns  *rateLimit // sign-in attempts by client address
-	local    *session   // the one session of local mode
+	signIns  *signInLimit // failed sign-ins by user and client address
+	local    *session     // the one session of local mode
 	metrics  *metrics
 	handler  http.Handler
 }
@@ -111,7 +111,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, pages: pages, sessions: newSessions(), metrics: newMetrics(),
-		signIns: newRateLimit(signInBurst, signInEvery)}
+		signIns: newSignInLimit(time.Now)}
 	if !opts.InCluster {
 		c, err := opts.NewCluster(opts.Config, opts.Namespace)
 		if err != nil {
