@@ -28,6 +28,8 @@ type RunOptions struct {
 	// S3Endpoints are the S3 endpoints whose logs and artifacts may be read; none
 	// means none in the cluster and any locally.
 	S3Endpoints []string
+	// MetricsUnauthenticated serves /metrics in the cluster without a sign-in.
+	MetricsUnauthenticated bool
 	// Config loads the credentials that reach the API server; Namespace the namespace
 	// shown first.
 	Config    func() (*rest.Config, error)
@@ -95,7 +97,8 @@ func newRunServer(o RunOptions) (*Server, error) {
 		// logs to users who may not read the Secret.
 		st.Local = noLocalS3
 	}
-	return New(Options{Config: cfg, NewCluster: NewKubeCluster(st, o.InCluster), Namespace: ns, InCluster: o.InCluster, Log: o.ErrOut})
+	return New(Options{Config: cfg, NewCluster: NewKubeCluster(st, o.InCluster), Namespace: ns, InCluster: o.InCluster, Log: o.ErrOut,
+		MetricsUnauthenticated: o.MetricsUnauthenticated})
 }
 
 // noLocalS3 resolves S3 settings from nothing: the dashboard in the cluster has none.

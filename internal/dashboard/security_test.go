@@ -375,3 +375,41 @@ func TestS3Endpoints(t *testing.T) {
 		t.Errorf("a refusal is not ErrForbidden")
 	}
 }
+
+// TestMetricsNeedASignIn: in the cluster, /metrics without a session is 401 naming the
+// flag that opens it; with a session, or with the flag, it serves the metrics.
+func TestMetricsNeedASignIn(t *testing.T) {
+	get := func(s *Server, cookie string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Host, r.RemoteAddr = "tfk8s.example.com", "192.0.2.1:1000"
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: cookie})
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	s, _ := newTestServer(t, true)
+	for _, cookie := range []string{"", "no-such-session"} {
+		w := get(s, cookie)
+		if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), MetricsFlag) {
+			t.Errorf("cookie %q: %d, want 401 naming %s:\n%s", cookie, w.Code, MetricsFlag, w.Body.String())
+		}
+		if strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+			t.Errorf("cookie %q: the metrics were served", cookie)
+		}
+	}
+	id := s.sessions.add(&session{user: "alice", cluster: unreachable{}, expires: time.Now().Add(time.Hour)})
+	if w := get(s, id); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+		t.Errorf("signed in: %d, want the metrics:\n%s", w.Code, w.Body.String())
+	}
+
+	open, err := New(Options{Config: s.opts.Config, NewCluster: s.opts.NewCluster, InCluster: true, MetricsUnauthenticated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(open, "") // counted, so that the next shows a line
+	if w := get(open, ""); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+		t.Errorf("with %s: %d, want the metrics:\n%s", MetricsFlag, w.Code, w.Body.String())
+	}
+}
