@@ -39,11 +39,11 @@ func newSignInLimit(now func() time.Time) *signInLimit {
 	return &signInLimit{now: now, byPair: newBuckets(signInBurst, signInEvery), byUser: newBuckets(userBurst, signInEvery)}
 }
 
-// take spends an attempt of user from remoteAddr (host:port; the port is not the
-// client's) before its token is reviewed; false, with the wait until the next, when
+// take spends an attempt of user from the client at addr (an address, or host:port
+// whose port is not the client's) before its token is reviewed; false, with the wait until the next, when
 // none is left. A success gives it back (refund), so that only failures count.
-func (l *signInLimit) take(user, remoteAddr string) (bool, time.Duration) {
-	pair, hasUser := user+"\x00"+hostOf(remoteAddr), user != ""
+func (l *signInLimit) take(user, addr string) (bool, time.Duration) {
+	pair, hasUser := user+"\x00"+hostOf(addr), user != ""
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -62,22 +62,22 @@ func (l *signInLimit) take(user, remoteAddr string) (bool, time.Duration) {
 }
 
 // refund gives back the attempt of a sign-in that succeeded.
-func (l *signInLimit) refund(user, remoteAddr string) {
+func (l *signInLimit) refund(user, addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	l.byPair.spend(user+"\x00"+hostOf(remoteAddr), now, +1)
+	l.byPair.spend(user+"\x00"+hostOf(addr), now, +1)
 	if user != "" {
 		l.byUser.spend(user, now, +1)
 	}
 }
 
-// hostOf is the address of host:port, or the whole when it has no port.
-func hostOf(remoteAddr string) string {
-	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
+// hostOf is the host of host:port, or the whole when it has no port.
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
 		return host
 	}
-	return remoteAddr
+	return addr
 }
 
 // claimedUser is the user a token names, unverified: the subject of a JWT (service

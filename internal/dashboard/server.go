@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -81,6 +82,9 @@ type Options struct {
 	// MetricsUnauthenticated serves /metrics in the cluster to anyone who reaches the
 	// dashboard, for a scraper that cannot sign in; else only to a signed-in user.
 	MetricsUnauthenticated bool
+	// TrustedProxies are the peers (an ingress) whose X-Forwarded-For names the client
+	// whose failed sign-ins are counted; none: the peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // MetricsFlag names the setting that serves /metrics without a sign-in, as a refusal

@@ -143,9 +143,10 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	claimed := claimedUser(token)
-	if ok, wait := s.signIns.take(claimed, r.RemoteAddr); !ok {
+	client := clientAddr(r, s.opts.TrustedProxies)
+	if ok, wait := s.signIns.take(claimed, client); !ok {
 		seconds := int(wait.Seconds()) + 1
-		fmt.Fprintf(s.opts.Log, "dashboard: sign-in as %q refused from %s: too many failed attempts\n", claimed, r.RemoteAddr)
+		fmt.Fprintf(s.opts.Log, "dashboard: sign-in as %q refused from %s: too many failed attempts\n", claimed, client)
 		w.Header().Set("Retry-After", strconv.Itoa(seconds))
 		s.render(w, r, http.StatusTooManyRequests, "signin", pageData{Title: "Sign in", InCluster: true, Page: map[string]any{"InCluster": true,
 			"Error": fmt.Sprintf("Too many failed sign-ins for this user: at most %d at once from one address (%d from all), then one every %v. Try again in %d s.",
@@ -154,12 +155,12 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	user, err := s.reviewToken(r.Context(), token)
 	if err != nil {
-		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: %v\n", r.RemoteAddr, err)
+		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: %v\n", client, err)
 		s.render(w, r, http.StatusUnauthorized, "signin", pageData{Title: "Sign in", InCluster: true,
 			Page: map[string]any{"InCluster": true, "Error": "The API server did not accept this token."}})
 		return
 	}
-	s.signIns.refund(claimed, r.RemoteAddr)
+	s.signIns.refund(claimed, client)
 	ns := s.opts.Namespace
 	if parts := strings.Split(user, ":"); len(parts) == 4 && parts[0] == "system" && parts[1] == "serviceaccount" {
 		ns = parts[2]

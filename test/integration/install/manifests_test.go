@@ -190,6 +190,10 @@ func TestChartValues(t *testing.T) {
 		values: `{dashboard: {enabled: true, metrics: {unauthenticated: true}}}`,
 		check:  checkDashboardArgs(true, "--metrics-unauthenticated"),
 	}, {
+		name:   "the dashboard's ingress trusted to name the client",
+		values: `{dashboard: {enabled: true, trustedProxies: [10.0.0.0/8]}}`,
+		check:  checkDashboardArgs(true, "--trusted-proxy=10.0.0.0/8"),
+	}, {
 		name:   "jobs gauge by namespace",
 		values: `{metrics: {jobsByNamespace: true}}`,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
