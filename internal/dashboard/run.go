@@ -86,15 +86,15 @@ func newRunServer(o RunOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := parseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := o.Config()
 	if err != nil {
 		return nil, err
 	}
 	ns, err := o.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	proxies, err := parseTrustedProxies(o.TrustedProxies)
 	if err != nil {
 		return nil, err
 	}
