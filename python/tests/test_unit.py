@@ -205,8 +205,10 @@ def test_storage_not_configured(binary: str, offline: Path) -> None:
 
 def test_cluster_unavailable_without_kubeconfig(binary: str, offline: Path) -> None:
     c = tfk8s.Client(binary=binary)
-    for call in (c.list_jobs, lambda: c.get_job("x"), lambda: list(c.get_job_logs("x")),
-                 lambda: c.submit(name="x", image="i", command=["true"])):
+    for call in (c.list_jobs, lambda: c.get_job("x"), lambda: list(c.get_job_logs("x", "worker-0", follow=True)),
+                 lambda: c.submit(name="x", image="i", command=["true"]), lambda: c.delete_job("x", wait=True),
+                 lambda: c.suspend_job("x"), lambda: c.resume_job("x"), lambda: c.list_artifacts("x", "worker-0"),
+                 lambda: c.download_artifacts("x", "worker-0", offline.parent / "dest")):
         with pytest.raises(tfk8s.ClusterUnavailable, match=f"no kubeconfig at {offline}"):
             call()
 
