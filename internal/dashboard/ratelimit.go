@@ -40,8 +40,9 @@ func newSignInLimit(now func() time.Time) *signInLimit {
 }
 
 // take spends an attempt of user from the client at addr (an address, or host:port
-// whose port is not the client's) before its token is reviewed; false, with the wait until the next, when
-// none is left. A success gives it back (refund), so that only failures count.
+// whose port is not the client's) before its token is reviewed; false, with the wait
+// until the next, when none is left. A success gives it back (refund), so that only
+// failures count.
 func (l *signInLimit) take(user, addr string) (bool, time.Duration) {
 	pair, hasUser := user+"\x00"+hostOf(addr), user != ""
 	l.mu.Lock()
