@@ -42,6 +42,10 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.InCluster, "in-cluster", true, "ask users to sign in with a bearer token and act with it (always)")
 	fs.StringSliceVar(&o.S3Endpoints, strings.TrimPrefix(dashboard.S3EndpointsFlag, "--"), nil,
 		"an S3 endpoint (host:port) whose logs and artifacts the dashboard may read, repeatable; default none")
+	fs.BoolVar(&o.MetricsUnauthenticated, strings.TrimPrefix(dashboard.MetricsFlag, "--"), false,
+		"serve /metrics to anyone who reaches the dashboard, for a scraper that cannot sign in; default: signed-in users only")
+	fs.StringSliceVar(&o.TrustedProxies, strings.TrimPrefix(dashboard.TrustedProxyFlag, "--"), nil,
+		"an address or CIDR of a proxy (an ingress) whose X-Forwarded-For names the client, for counting failed sign-ins; repeatable")
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	overrides := &clientcmd.ConfigOverrides{}
 	fs.StringVar(&rules.ExplicitPath, "kubeconfig", "", "kubeconfig of the dashboard's own credentials (default: its ServiceAccount)")

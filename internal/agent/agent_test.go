@@ -130,6 +130,18 @@ func TestRunFailsBeforeTheCommand(t *testing.T) {
 			wantErr:  "no objects under it",
 		},
 		{
+			name:     "code past the cap on entries",
+			env:      []string{tfjob.EnvUnpackMaxEntries + "=1"},
+			wantCode: agent.ExitBadArchive,
+			wantErr:  "more than 1 entries, the cap on entries: raise it with the agent's --unpack-max-entries, or TFK8S_UNPACK_MAX_ENTRIES",
+		},
+		{
+			name:     "code past the cap on bytes",
+			env:      []string{tfjob.EnvUnpackMaxBytes + "=10"},
+			wantCode: agent.ExitBadArchive,
+			wantErr:  "more than 10 bytes, the cap on unpacked bytes: raise it with the agent's --unpack-max-bytes, or TFK8S_UNPACK_MAX_BYTES",
+		},
+		{
 			name:     "bad configuration",
 			env:      []string{tfjob.EnvArtifactsInterval + "=-1s"},
 			wantCode: agent.ExitUsage,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -83,6 +84,9 @@ type Config struct {
 	// LogDir is where the command's output is written as well as to the agent's own.
 	LogDir string
 
+	// Unpack caps the code archive's unpacked bytes and entries.
+	Unpack pack.Limits
+
 	// WorkDir is the command's working directory; empty: CodePath when there is code,
 	// else the agent's.
 	WorkDir string
@@ -105,7 +109,7 @@ func (c Config) LogFile() string {
 // command), with getenv giving each unset flag's value.
 func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	var data, paths, interval, finalTimeout, expose, grace string
+	var data, paths, interval, finalTimeout, expose, grace, maxBytes, maxEntries string
 	fs := flag.NewFlagSet("tfk8s-agent run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	str := func(p *string, name, env, def, usage string) {
@@ -134,6 +138,8 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	str(&c.PodName, "pod-name", tfjob.EnvPodName, "", "the pod's name, for the attempt records")
 	str(&c.PodUID, "pod-uid", tfjob.EnvPodUID, "", "the pod's UID, for the attempt records")
 	str(&c.Run, "run", tfjob.EnvRun, "", "the job's run, under which the replica stores")
+	str(&maxBytes, "unpack-max-bytes", tfjob.EnvUnpackMaxBytes, strconv.FormatInt(pack.DefaultMaxBytes, 10), "cap on the bytes the code archive unpacks to")
+	str(&maxEntries, "unpack-max-entries", tfjob.EnvUnpackMaxEntries, strconv.FormatInt(pack.DefaultMaxEntries, 10), "cap on the entries of the code archive")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -150,6 +156,9 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.ChildGrace, err = parseDuration("child grace", grace); err != nil {
+		return Config{}, err
+	}
+	if c.Unpack, err = parseCaps(maxBytes, maxEntries); err != nil {
 		return Config{}, err
 	}
 	if c.ExposeStorageCredentials, err = strconv.ParseBool(expose); err != nil {
@@ -241,6 +250,23 @@ func parseDuration(what, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("parsing %s %q: want a duration such as 60s", what, s)
 	}
 	return d, nil
+}
+
+// parseCaps parses the caps on unpacking, positive integers, naming the variable of
+// the one refused.
+func parseCaps(maxBytes, maxEntries string) (pack.Limits, error) {
+	var lim pack.Limits
+	for _, c := range []struct {
+		env, s string
+		n      *int64
+	}{{tfjob.EnvUnpackMaxBytes, maxBytes, &lim.MaxBytes}, {tfjob.EnvUnpackMaxEntries, maxEntries, &lim.MaxEntries}} {
+		n, err := strconv.ParseInt(c.s, 10, 64)
+		if err != nil || n <= 0 {
+			return pack.Limits{}, fmt.Errorf("parsing %s %q: want a positive whole number", c.env, c.s)
+		}
+		*c.n = n
+	}
+	return lim, nil
 }
 
 // isHexDigest reports whether s is a hex SHA-256 digest.

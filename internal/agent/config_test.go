@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -26,6 +27,7 @@ func TestParseRunArgs(t *testing.T) {
 	defaults := Config{
 		CodePath: tfjob.DefaultCodePath, ArtifactsInterval: DefaultArtifactsInterval, FinalUploadTimeout: DefaultFinalUploadTimeout,
 		Namespace: DefaultNamespace, ContainerName: tfjob.ContainerName, LogDir: DefaultLogDir, ChildGrace: DefaultChildGrace,
+		Unpack: pack.Limits{MaxBytes: pack.DefaultMaxBytes, MaxEntries: pack.DefaultMaxEntries},
 	}
 	tests := []struct {
 		name string
@@ -48,7 +50,7 @@ func TestParseRunArgs(t *testing.T) {
 				tfjob.EnvArtifactsInterval, "30s", tfjob.EnvFinalUploadTimeout, "20s",
 				tfjob.EnvNamespace, "team", tfjob.EnvJobName, "mnist", tfjob.EnvReplica, "worker-1", tfjob.EnvContainerName, "trainer",
 				tfjob.EnvLogDir, "/logs", tfjob.EnvWorkDir, "/work", tfjob.EnvArtifactsResumeFrom, "s3://bkt/runs/team/mnist-v1/",
-				tfjob.EnvExposeStorageCredentials, "true", tfjob.EnvChildGrace, "10s", tfjob.EnvPodName, "mnist-worker-1", tfjob.EnvPodUID, "u-1",
+				tfjob.EnvExposeStorageCredentials, "true", tfjob.EnvChildGrace, "10s", tfjob.EnvUnpackMaxBytes, "1000", tfjob.EnvUnpackMaxEntries, "20", tfjob.EnvPodName, "mnist-worker-1", tfjob.EnvPodUID, "u-1",
 			),
 			want: func(c *Config) {
 				c.Storage = storage.Config{Endpoint: "127.0.0.1:7070", AccessKeyID: "key", SecretAccessKey: "secret", Region: storage.DefaultRegion, Insecure: true}
@@ -59,6 +61,7 @@ func TestParseRunArgs(t *testing.T) {
 				c.Namespace, c.JobName, c.Replica, c.ContainerName = "team", "mnist", "worker-1", "trainer"
 				c.LogDir, c.WorkDir = "/logs", "/work"
 				c.ArtifactsResumeFrom, c.ExposeStorageCredentials, c.ChildGrace = "s3://bkt/runs/team/mnist-v1/", true, 10*time.Second
+				c.Unpack = pack.Limits{MaxBytes: 1000, MaxEntries: 20}
 				c.PodName, c.PodUID = "mnist-worker-1", "u-1"
 				c.Command = []string{"python3", "train.py"}
 			},
@@ -104,6 +107,8 @@ func TestParseRunArgsErrors(t *testing.T) {
 		{name: "relative artifact path", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsPaths, `["model"]`), wantErr: `artifacts path "model": must be absolute`},
 		{name: "artifacts without replica", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r"), wantErr: "needs the job name and replica"},
 		{name: "bad child grace", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvChildGrace: "-1s"}, wantErr: "child grace -1s: must not be negative"},
+		{name: "bad byte cap", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvUnpackMaxBytes: "4G"}, wantErr: `parsing TFK8S_UNPACK_MAX_BYTES "4G": want a positive whole number`},
+		{name: "zero entry cap", args: []string{"--unpack-max-entries", "0", "--", "x"}, wantErr: `parsing TFK8S_UNPACK_MAX_ENTRIES "0"`},
 		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvExposeStorageCredentials: "yes please"}, wantErr: tfjob.EnvExposeStorageCredentials},
 		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
 		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},

@@ -13,8 +13,8 @@ const (
 	// ExitNotFound: the code archive, a data source or the bucket does not exist
 	// (EX_NOINPUT).
 	ExitNotFound = 66
-	// ExitBadArchive: the code archive could not be unpacked (not a tar.gz, or an entry
-	// leading outside the code path).
+	// ExitBadArchive: the code archive could not be unpacked (not a tar.gz, an entry
+	// leading outside the code path, or more bytes or entries than the caps allow).
 	ExitBadArchive = 67
 	// ExitStorageDenied: the storage refused the credentials or the permission
 	// (EX_NOPERM). Only other credentials cure it, so retrying is pointless.

@@ -50,6 +50,19 @@ func deniedError(c *storage.Client, bucket string, err error) error {
 		c.Endpoint(), bucket, storage.DeniedCode(err), tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, err)
 }
 
+// capHint adds to an archive refused by a cap how to raise it.
+func capHint(err error) error {
+	var le *pack.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	flag, env := "--unpack-max-bytes", tfjob.EnvUnpackMaxBytes
+	if le.Cap == pack.CapEntries {
+		flag, env = "--unpack-max-entries", tfjob.EnvUnpackMaxEntries
+	}
+	return fmt.Errorf("%w: raise it with the agent's %s, or %s in the job's environment (tfk8s submit --env %s=N)", err, flag, env, env)
+}
+
 // fetchCode downloads the code archive, checks its digest and unpacks it into the code
 // path. The archive goes through a temporary file: it is verified in full before a
 // single file is unpacked.
@@ -96,8 +109,8 @@ func fetchCode(ctx context.Context, c *storage.Client, cfg Config, log *logger) 
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fail(ExitInternal, err)
 	}
-	if err := pack.Unpack(f, cfg.CodePath); err != nil {
-		return fail(ExitBadArchive, err)
+	if err := pack.Unpack(f, cfg.CodePath, cfg.Unpack); err != nil {
+		return fail(ExitBadArchive, capHint(err))
 	}
 	log.Printf("code %s (%d bytes, sha256 %s) unpacked into %s in %v", src, size, got, cfg.CodePath, time.Since(start).Round(time.Millisecond))
 	return nil

@@ -37,20 +37,27 @@ and artifacts in S3 only at the endpoints ` + dashboard.S3EndpointsFlag + ` name
 	cmd.Flags().StringSliceVar(&f.s3Endpoints, strings.TrimPrefix(dashboard.S3EndpointsFlag, "--"), nil,
 		"an S3 endpoint (host:port) whose logs and artifacts the dashboard may read, repeatable; "+
 			"default: with --in-cluster none, else any (as tfk8s logs)")
+	cmd.Flags().BoolVar(&f.metricsUnauthenticated, strings.TrimPrefix(dashboard.MetricsFlag, "--"), false,
+		"with --in-cluster, serve /metrics to anyone who reaches the dashboard, for a scraper that cannot sign in")
+	cmd.Flags().StringSliceVar(&f.trustedProxies, strings.TrimPrefix(dashboard.TrustedProxyFlag, "--"), nil,
+		"with --in-cluster, an address or CIDR of a proxy (an ingress) whose X-Forwarded-For names the client, for counting failed sign-ins; repeatable")
 	return cmd
 }
 
 // serveFlags are the flags of tfk8s dashboard.
 type serveFlags struct {
-	address         string
-	open, inCluster bool
-	s3Endpoints     []string
+	address                string
+	open, inCluster        bool
+	s3Endpoints            []string
+	metricsUnauthenticated bool
+	trustedProxies         []string
 }
 
 // serveDashboard serves the dashboard on f.address until ctx ends.
 func (o *rootOptions) serveDashboard(ctx context.Context, f serveFlags) error {
 	return dashboard.Run(ctx, dashboard.RunOptions{
 		Address: f.address, Open: f.open, OpenBrowser: openBrowser, InCluster: f.inCluster, S3Endpoints: f.s3Endpoints,
+		MetricsUnauthenticated: f.metricsUnauthenticated, TrustedProxies: f.trustedProxies,
 		Config:    o.restConfig,
 		Namespace: o.namespace, LocalS3: o.storageConfig, Out: o.env.Out, ErrOut: o.env.ErrOut,
 	})

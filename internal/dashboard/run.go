@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -28,6 +29,11 @@ type RunOptions struct {
 	// S3Endpoints are the S3 endpoints whose logs and artifacts may be read; none
 	// means none in the cluster and any locally.
 	S3Endpoints []string
+	// MetricsUnauthenticated serves /metrics in the cluster without a sign-in.
+	MetricsUnauthenticated bool
+	// TrustedProxies are addresses or CIDRs of the proxies (an ingress) whose
+	// X-Forwarded-For names the client, for counting failed sign-ins.
+	TrustedProxies []string
 	// Config loads the credentials that reach the API server; Namespace the namespace
 	// shown first.
 	Config    func() (*rest.Config, error)
@@ -80,6 +86,10 @@ func newRunServer(o RunOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := parseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := o.Config()
 	if err != nil {
 		return nil, err
@@ -95,7 +105,25 @@ func newRunServer(o RunOptions) (*Server, error) {
 		// logs to users who may not read the Secret.
 		st.Local = noLocalS3
 	}
-	return New(Options{Config: cfg, NewCluster: NewKubeCluster(st, o.InCluster), Namespace: ns, InCluster: o.InCluster, Log: o.ErrOut})
+	return New(Options{Config: cfg, NewCluster: NewKubeCluster(st, o.InCluster), Namespace: ns, InCluster: o.InCluster, Log: o.ErrOut,
+		MetricsUnauthenticated: o.MetricsUnauthenticated, TrustedProxies: proxies})
+}
+
+// parseTrustedProxies parses each of --trusted-proxy, a CIDR or a single address.
+func parseTrustedProxies(proxies []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range proxies {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("%s %q: want an address or a CIDR such as 10.0.0.0/8", TrustedProxyFlag, p)
+			}
+			prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		out = append(out, prefix.Masked())
+	}
+	return out, nil
 }
 
 // noLocalS3 resolves S3 settings from nothing: the dashboard in the cluster has none.

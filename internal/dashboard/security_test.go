@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,12 +202,14 @@ func TestMutationsNeedABrowserPage(t *testing.T) {
 	}
 }
 
-// TestSignInIsRateLimited: past a burst of attempts, an address gets 429 with
-// Retry-After, another address does not; attempts come back with time.
+// TestSignInIsRateLimited: past a burst of failures, a user at an address gets 429
+// with Retry-After; behind one address (an ingress), another user does not, nor do
+// tokens that claim no user.
 func TestSignInIsRateLimited(t *testing.T) {
 	s, _ := newTestServer(t, true)
+	mallory, alice := "token="+fakeJWT("mallory"), "token="+fakeJWT("alice")
 	for i := range signInBurst + 1 {
-		w := post(s, "/signin", "token=", "192.0.2.1:1000")
+		w := post(s, "/signin", mallory, "192.0.2.1:1000")
 		want := http.StatusUnauthorized
 		if i == signInBurst {
 			want = http.StatusTooManyRequests
@@ -214,26 +217,25 @@ func TestSignInIsRateLimited(t *testing.T) {
 		if w.Code != want {
 			t.Fatalf("attempt %d: %d, want %d:\n%s", i+1, w.Code, want, w.Body.String())
 		}
-		if want == http.StatusTooManyRequests && (w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "Too many sign-in attempts")) {
+		if want == http.StatusTooManyRequests && (w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "Too many failed sign-ins")) {
 			t.Errorf("429 without Retry-After or a message: %v\n%s", w.Header(), w.Body.String())
 		}
 	}
-	if w := post(s, "/signin", "token=", "192.0.2.2:1000"); w.Code != http.StatusUnauthorized {
-		t.Errorf("another address: %d, want 401", w.Code)
+	for _, tc := range []struct{ who, form, addr string }{
+		{"another user behind the same address", alice, "192.0.2.1:1001"},
+		{"a token that claims no user, behind the same address", "token=opaque", "192.0.2.1:1002"},
+		{"the same user from another address", mallory, "192.0.2.2:1000"},
+	} {
+		if w := post(s, "/signin", tc.form, tc.addr); w.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", tc.who, w.Code)
+		}
 	}
+}
 
-	now := time.Unix(0, 0)
-	l := newRateLimit(2, time.Second)
-	l.now = func() time.Time { return now }
-	var got []bool
-	for _, step := range []time.Duration{0, 0, 0, 500 * time.Millisecond, 500 * time.Millisecond, 0} {
-		now = now.Add(step)
-		ok, _ := l.allow("192.0.2.1:1")
-		got = append(got, ok)
-	}
-	if want := []bool{true, true, false, false, true, false}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("attempts allowed %v, want %v", got, want)
-	}
+// fakeJWT is a token shaped as a JWT whose subject is sub, with no valid signature.
+func fakeJWT(sub string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(`{"sub":"`+sub+`"}`)) + ".c2ln"
 }
 
 // sseLines reads the "line" events of a log stream as text, and the end's error.
@@ -371,5 +373,43 @@ func TestS3Endpoints(t *testing.T) {
 	}
 	if !errors.Is(none.Check("x:1"), ErrForbidden) {
 		t.Errorf("a refusal is not ErrForbidden")
+	}
+}
+
+// TestMetricsNeedASignIn: in the cluster, /metrics without a session is 401 naming the
+// flag that opens it; with a session, or with the flag, it serves the metrics.
+func TestMetricsNeedASignIn(t *testing.T) {
+	get := func(s *Server, cookie string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Host, r.RemoteAddr = "tfk8s.example.com", "192.0.2.1:1000"
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: cookie})
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	s, _ := newTestServer(t, true)
+	for _, cookie := range []string{"", "no-such-session"} {
+		w := get(s, cookie)
+		if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), MetricsFlag) {
+			t.Errorf("cookie %q: %d, want 401 naming %s:\n%s", cookie, w.Code, MetricsFlag, w.Body.String())
+		}
+		if strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+			t.Errorf("cookie %q: the metrics were served", cookie)
+		}
+	}
+	id := s.sessions.add(&session{user: "alice", cluster: unreachable{}, expires: time.Now().Add(time.Hour)})
+	if w := get(s, id); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+		t.Errorf("signed in: %d, want the metrics:\n%s", w.Code, w.Body.String())
+	}
+
+	open, err := New(Options{Config: s.opts.Config, NewCluster: s.opts.NewCluster, InCluster: true, MetricsUnauthenticated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(open, "") // counted, so that the next shows a line
+	if w := get(open, ""); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "tfk8s_dashboard_requests_total") {
+		t.Errorf("with %s: %d, want the metrics:\n%s", MetricsFlag, w.Code, w.Body.String())
 	}
 }

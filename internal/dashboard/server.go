@@ -8,9 +8,9 @@
 // It never acts with an identity of its own. Locally (tfk8s dashboard) it uses the
 // user's kubeconfig, as kubectl proxy does, listens on loopback only and answers only
 // loopback peers that name a loopback host; in-cluster each user signs in with a
-// bearer token (sign-ins rate-limited per address), kept server-side in a session,
-// and every API call is made with that token, so that a user sees nothing RBAC does
-// not let them see.
+// bearer token (failed sign-ins limited per user and address, and per user), kept
+// server-side in a session, and every API call is made with that token, so that a
+// user sees nothing RBAC does not let them see; /metrics too needs a sign-in there.
 //
 // Every name in a request's path or form is checked as the name of the object it
 // stands for (404 otherwise) and escaped in every link. Pages are html/template, made
@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -78,15 +79,28 @@ type Options struct {
 	Log io.Writer
 	// Timeouts of HTTPServer; a zero field takes DefaultTimeouts'.
 	Timeouts Timeouts
+	// MetricsUnauthenticated serves /metrics in the cluster to anyone who reaches the
+	// dashboard, for a scraper that cannot sign in; else only to a signed-in user.
+	MetricsUnauthenticated bool
+	// TrustedProxies are the peers (an ingress) whose X-Forwarded-For names the client
+	// whose failed sign-ins are counted; none: the peer is the client.
+	TrustedProxies []netip.Prefix
 }
+
+// MetricsFlag names the setting that serves /metrics without a sign-in, as a refusal
+// tells the user; MetricsValue is the chart's value of it.
+const (
+	MetricsFlag  = "--metrics-unauthenticated"
+	MetricsValue = "dashboard.metrics.unauthenticated"
+)
 
 // Server is the dashboard's HTTP handler.
 type Server struct {
 	opts     Options
 	pages    map[string]*template.Template
 	sessions *sessions
-	signIns  *rateLimit // sign-in attempts by client address
-	local    *session   // the one session of local mode
+	signIns  *signInLimit // failed sign-ins by user and client address
+	local    *session     // the one session of local mode
 	metrics  *metrics
 	handler  http.Handler
 }
@@ -111,7 +125,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, pages: pages, sessions: newSessions(), metrics: newMetrics(),
-		signIns: newRateLimit(signInBurst, signInEvery)}
+		signIns: newSignInLimit(time.Now)}
 	if !opts.InCluster {
 		c, err := opts.NewCluster(opts.Config, opts.Namespace)
 		if err != nil {
@@ -136,7 +150,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /signin", s.signInPage)
 	mux.HandleFunc("POST /signin", s.signIn)
@@ -170,6 +184,24 @@ func (s *Server) routes() http.Handler {
 		h = localOnly(h)
 	}
 	return s.metrics.instrument(mux, securityHeaders(h))
+}
+
+// metricsHandler serves the metrics. In the cluster they need a sign-in unless
+// MetricsUnauthenticated: the routes and codes of every request tell who uses the
+// dashboard how, which is no business of whoever reaches its port.
+func (s *Server) metricsHandler() http.Handler {
+	h := promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
+	if s.local != nil || s.opts.MetricsUnauthenticated {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := r.Cookie(sessionCookie); err == nil && s.sessions.get(c.Value) != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, fmt.Sprintf("sign in first: /metrics needs a session unless the dashboard runs with %s (chart value %s=true)",
+			MetricsFlag, MetricsValue), http.StatusUnauthorized)
+	})
 }
 
 // securityHeaders sets the headers every response carries: the CSP, no sniffing of

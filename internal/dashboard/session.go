@@ -132,29 +132,35 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks the token with a TokenReview and, if the API server knows its user,
-// starts a session whose every call uses that token. Attempts are rate-limited per
-// client address, so that tokens cannot be guessed at the API server's pace.
+// starts a session whose every call uses that token. Failed attempts are limited per
+// user and client address and per user (signInLimit), so that tokens cannot be
+// guessed at the API server's pace, and one client behind a shared address holds back
+// only the user it names.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.InCluster {
 		http.Redirect(w, r, "/jobs", http.StatusSeeOther)
 		return
 	}
-	if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	claimed := claimedUser(token)
+	client := clientAddr(r, s.opts.TrustedProxies)
+	if ok, wait := s.signIns.take(claimed, client); !ok {
 		seconds := int(wait.Seconds()) + 1
-		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: too many attempts\n", r.RemoteAddr)
+		fmt.Fprintf(s.opts.Log, "dashboard: sign-in as %q refused from %s: too many failed attempts\n", claimed, client)
 		w.Header().Set("Retry-After", strconv.Itoa(seconds))
 		s.render(w, r, http.StatusTooManyRequests, "signin", pageData{Title: "Sign in", InCluster: true, Page: map[string]any{"InCluster": true,
-			"Error": fmt.Sprintf("Too many sign-in attempts from your address: at most %d at once, then one every %v. Try again in %d s.", signInBurst, signInEvery, seconds)}})
+			"Error": fmt.Sprintf("Too many failed sign-ins for this user: at most %d at once from one address (%d from all), then one every %v. Try again in %d s.",
+				signInBurst, userBurst, signInEvery, seconds)}})
 		return
 	}
-	token := strings.TrimSpace(r.PostFormValue("token"))
 	user, err := s.reviewToken(r.Context(), token)
 	if err != nil {
-		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: %v\n", r.RemoteAddr, err)
+		fmt.Fprintf(s.opts.Log, "dashboard: sign-in refused from %s: %v\n", client, err)
 		s.render(w, r, http.StatusUnauthorized, "signin", pageData{Title: "Sign in", InCluster: true,
 			Page: map[string]any{"InCluster": true, "Error": "The API server did not accept this token."}})
 		return
 	}
+	s.signIns.refund(claimed, client)
 	ns := s.opts.Namespace
 	if parts := strings.Split(user, ":"); len(parts) == 4 && parts[0] == "system" && parts[1] == "serviceaccount" {
 		ns = parts[2]

@@ -187,7 +187,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	}
 	defer f.Close()
 	dst := filepath.Join(t.TempDir(), "workspace")
-	if err := Unpack(f, dst); err != nil {
+	if err := Unpack(f, dst, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -311,7 +311,7 @@ func TestPackStoresWhatDoesNotCompress(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	if err := Unpack(f, dst); err != nil {
+	if err := Unpack(f, dst, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if !maps.Equal(want, readTree(dst)) {

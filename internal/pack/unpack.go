@@ -18,8 +18,9 @@ import (
 // would land outside dir are refused: absolute paths, ".." components, symbolic links
 // whose target leads outside dir, and paths through such links (all file operations
 // go through an os.Root). Existing files are replaced. Modification times are not
-// restored: the files are new to this machine.
-func Unpack(r io.Reader, dir string) error {
+// restored: the files are new to this machine. An archive past one of lim's caps is
+// refused with a *LimitError before the entry that would pass it is written.
+func Unpack(r io.Reader, dir string, lim Limits) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
@@ -32,7 +33,7 @@ func Unpack(r io.Reader, dir string) error {
 	if err != nil {
 		return fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
-	u := unpacker{root: root, realDir: realDir}
+	u := unpacker{root: root, realDir: realDir, lim: lim.withDefaults()}
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("unpacking into %s: %w", dir, err)
@@ -47,6 +48,9 @@ func Unpack(r io.Reader, dir string) error {
 		if err != nil {
 			return fmt.Errorf("unpacking into %s: %w", dir, err)
 		}
+		if err := u.count(hdr); err != nil {
+			return fmt.Errorf("unpacking %q into %s: %w", hdr.Name, dir, err)
+		}
 		if err := u.extract(hdr, tr); err != nil {
 			return fmt.Errorf("unpacking %q into %s: %w", hdr.Name, dir, err)
 		}
@@ -59,10 +63,13 @@ type unpacker struct {
 	root *os.Root
 	// realDir is the directory's path with symbolic links resolved.
 	realDir string
+	// lim caps what the archive may unpack to; entries and bytes count against it.
+	lim            Limits
+	entries, bytes int64
 }
 
 // extract creates one entry.
-func (u unpacker) extract(hdr *tar.Header, r io.Reader) error {
+func (u *unpacker) extract(hdr *tar.Header, r io.Reader) error {
 	root := u.root
 	name := strings.TrimSuffix(hdr.Name, "/")
 	if name == "" || name == "." {
@@ -130,7 +137,7 @@ func removeNonDir(root *os.Root, name string) error {
 // The target must be relative and clean (".." only as leading components), and is
 // judged from the link's real parent directory: with links among its ancestors, the
 // link's lexical location may differ from where it really is.
-func (u unpacker) checkLink(name, target string) error {
+func (u *unpacker) checkLink(name, target string) error {
 	refuse := fmt.Errorf("refusing a symbolic link to %q: it leads outside the directory", target)
 	if target == "" || path.IsAbs(target) || path.Clean(target) != target {
 		return refuse

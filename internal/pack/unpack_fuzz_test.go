@@ -52,7 +52,7 @@ func FuzzUnpack(f *testing.F) {
 		if err := os.WriteFile(canary, []byte("canary"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_ = Unpack(bytes.NewReader(archive), dst) // refusing is fine; escaping is not
+		_ = Unpack(bytes.NewReader(archive), dst, Limits{}) // refusing is fine; escaping is not
 		if data, err := os.ReadFile(canary); err != nil || string(data) != "canary" {
 			t.Errorf("the file outside the directory now reads %q (%v)", data, err)
 		}

@@ -96,6 +96,10 @@ const (
 	// EnvChildGrace is how long the processes the command left behind get between
 	// SIGTERM and SIGKILL once it has exited.
 	EnvChildGrace = "TFK8S_CHILD_GRACE"
+	// EnvUnpackMaxBytes and EnvUnpackMaxEntries cap what the code archive may unpack
+	// to; a user raises them in the container's environment.
+	EnvUnpackMaxBytes   = "TFK8S_UNPACK_MAX_BYTES"
+	EnvUnpackMaxEntries = "TFK8S_UNPACK_MAX_ENTRIES"
 )
 
 // DefaultArtifactsInterval is the time between the agent's uploads when the job sets

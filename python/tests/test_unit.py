@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -39,6 +40,41 @@ def test_submit_args(binary: str) -> None:
     ]
     assert json.loads(stdin or "") == {"apiVersion": "tfk8s.io/v1alpha1", "kind": "TFJob"}
     assert c.command("list")[:3] == [binary, "--kubeconfig=/k", "--namespace=team"]
+
+
+def test_positional_arguments_follow_a_dash_dash(binary: str) -> None:
+    """Every command line puts "--" before its positional arguments, and submit's DIR,
+    which the command follows, cannot read as a flag."""
+    c = tfk8s.Client(binary=binary)
+    args, _ = c.submit_args("--dry-run", {}, ["python3", "train.py"], None, False)
+    assert args == ["submit", "./--dry-run", "-o", "json", "--", "python3", "train.py"]
+    args, _ = c.submit_args("/abs/-code", {}, None, None, False)
+    assert args[:2] == ["submit", "/abs/-code"]
+
+
+def test_code_dir_beginning_with_dashes(
+    binary: str, offline: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A code directory called "--dry-run" is packed as the job's code, not taken as
+    submit's flag (which left the job without code)."""
+    monkeypatch.setenv("TFK8S_S3_ENDPOINT", "127.0.0.1:1")  # never dialled by a dry run
+    monkeypatch.setenv("TFK8S_S3_BUCKET", "bucket")
+    shutil.copytree(TRAINER, tmp_path / "--dry-run")
+    monkeypatch.chdir(tmp_path)
+    job = tfk8s.Client(binary=binary).submit(
+        "--dry-run", name="x", image="python:3.11", command=["python3", "trainer.py"], dry_run=True
+    )
+    assert job.manifest["spec"]["code"]["source"].startswith("s3://bucket/")
+
+
+@pytest.mark.parametrize("name", ["--help", "-h", "--all-namespaces"])
+def test_names_beginning_with_dashes_are_names(binary: str, offline: Path, name: str) -> None:
+    """A job name beginning with "-" reaches tfk8s as a name, which it refuses or looks
+    up, never as a flag: --help would print the help, which is no job."""
+    c = tfk8s.Client(binary=binary)
+    for call in (lambda: c.get_job(name), lambda: c.delete_job(name), lambda: c.list_artifacts("x", name)):
+        with pytest.raises(tfk8s.Tfk8sError):
+            call()
 
 
 @pytest.mark.parametrize(
@@ -169,8 +205,10 @@ def test_storage_not_configured(binary: str, offline: Path) -> None:
 
 def test_cluster_unavailable_without_kubeconfig(binary: str, offline: Path) -> None:
     c = tfk8s.Client(binary=binary)
-    for call in (c.list_jobs, lambda: c.get_job("x"), lambda: list(c.get_job_logs("x")),
-                 lambda: c.submit(name="x", image="i", command=["true"])):
+    for call in (c.list_jobs, lambda: c.get_job("x"), lambda: list(c.get_job_logs("x", "worker-0", follow=True)),
+                 lambda: c.submit(name="x", image="i", command=["true"]), lambda: c.delete_job("x", wait=True),
+                 lambda: c.suspend_job("x"), lambda: c.resume_job("x"), lambda: c.list_artifacts("x", "worker-0"),
+                 lambda: c.download_artifacts("x", "worker-0", offline.parent / "dest")):
         with pytest.raises(tfk8s.ClusterUnavailable, match=f"no kubeconfig at {offline}"):
             call()
 

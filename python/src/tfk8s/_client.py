@@ -137,9 +137,9 @@ class Client(SubmitMixin):
             raise from_stderr(proc.stderr, list(args), proc.returncode)
         return proc.stdout
 
-    def _json(self, *args: str, stdin: str | None = None) -> Any:
-        out = self._run(*args, "-o", "json", stdin=stdin)
-        return json.loads(out)
+    def _json(self, words: Sequence[str], positional: Sequence[str]) -> Any:
+        """Runs tfk8s words -o json -- positional and decodes what it prints."""
+        return json.loads(self._run(*_argv(words, ["-o", "json"], positional)))
 
     # Submitting.
 
@@ -154,7 +154,7 @@ class Client(SubmitMixin):
         """The arguments of tfk8s submit for submit's, and what its stdin gets."""
         args = ["submit"]
         if code_dir is not None:
-            args.append(os.fspath(code_dir))
+            args.append(_dir_arg(code_dir))
         for name, value in flags.items():
             flag, kind = SUBMIT_FLAGS[name]
             args.extend(_flag_args(flag, kind, value))
@@ -180,12 +180,12 @@ class Client(SubmitMixin):
 
     def list_jobs(self, all_namespaces: bool = False) -> list[Job]:
         """The jobs of the namespace (or of every namespace), sorted by name."""
-        args = ["list", "--all-namespaces"] if all_namespaces else ["list"]
-        return [Job.from_manifest(item) for item in self._json(*args).get("items", [])]
+        words = ["list", "--all-namespaces"] if all_namespaces else ["list"]
+        return [Job.from_manifest(item) for item in self._json(words, []).get("items", [])]
 
     def get_job(self, name: str) -> Job:
         """The job called name. Raises JobNotFound."""
-        return Job.from_manifest(self._json("get", name))
+        return Job.from_manifest(self._json(["get"], [name]))
 
     def get_job_logs(
         self, name: str, replica: str | None = None, follow: bool = False
@@ -197,9 +197,8 @@ class Client(SubmitMixin):
         until the job finishes: replicas whose pods are not created yet are waited for.
         Stopping the iteration stops the reading.
         """
-        args = ["logs", name] + ([replica] if replica else []) + ["-o", "json"]
-        if follow:
-            args.append("--follow")
+        flags = ["-o", "json"] + (["--follow"] if follow else [])
+        args = _argv(["logs"], flags, [name] + ([replica] if replica else []))
         cmd = self.command(*args)
         try:
             proc = subprocess.Popen(
@@ -276,22 +275,22 @@ class Client(SubmitMixin):
     def delete_job(self, name: str, wait: bool = False) -> None:
         """Deletes the job (its pods, Secret and TensorBoard go with it); with wait,
         returns once it is gone. Its files in S3 stay."""
-        self._run("delete", name, *(["--wait"] if wait else []))
+        self._run(*_argv(["delete"], ["--wait"] if wait else [], [name]))
 
     def suspend_job(self, name: str) -> None:
         """Suspends the job: its pods are deleted, and resume_job re-creates them."""
-        self._run("suspend", name)
+        self._run(*_argv(["suspend"], [], [name]))
 
     def resume_job(self, name: str) -> None:
         """Resumes a suspended job."""
-        self._run("resume", name)
+        self._run(*_argv(["resume"], [], [name]))
 
     # The job's files in S3.
 
     def list_artifacts(self, name: str, path: str | None = None) -> list[Artifact]:
         """The files the job's replicas stored in S3, under path (e.g.
         "chief-0/artifacts") if given: artifacts, logs of each attempt, manifests."""
-        items = self._json("artifacts", "ls", name, *([path] if path else []))
+        items = self._json(["artifacts", "ls"], [name] + ([path] if path else []))
         return [
             Artifact(path=i["path"], size=i["size"], modified=parse_time(i.get("modified")))
             for i in items
@@ -303,8 +302,23 @@ class Client(SubmitMixin):
         """Downloads the job's stored files, or those under path, into dest (default
         ./NAME), checks each against its replica's manifest, and returns dest."""
         target = Path(dest) if dest is not None else Path(name)
-        self._run("artifacts", "get", name, *([path] if path else []), "-o", os.fspath(target))
+        output = f"--output={os.fspath(target)}"
+        self._run(*_argv(["artifacts", "get"], [output], [name] + ([path] if path else [])))
         return target.absolute()
+
+
+def _argv(words: Sequence[str], flags: Sequence[str], positional: Sequence[str]) -> list[str]:
+    """A command line: the command's words and flags, then "--" and its positional
+    arguments, so that a name or path beginning with "-" is not read as a flag."""
+    return [*words, *flags, "--", *positional]
+
+
+def _dir_arg(code_dir: str | os.PathLike[str]) -> str:
+    """submit's DIR, which must come before "--" (what follows is the command): a
+    relative path beginning with "-" gets "./" before it, so that it is not read as
+    a flag."""
+    path = os.fspath(code_dir)
+    return os.path.join(os.curdir, path) if path.startswith("-") else path
 
 
 def _flag_args(flag: str, kind: str, value: Any) -> list[str]:

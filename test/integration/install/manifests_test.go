@@ -182,6 +182,18 @@ func TestChartValues(t *testing.T) {
 		values: `{metrics: {grafanaDashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: tfk8s}}}}`,
 		check:  checkGrafanaConfigMap,
 	}, {
+		name:   "the dashboard's /metrics behind its sign-in by default",
+		values: `{dashboard: {enabled: true}}`,
+		check:  checkDashboardArgs(false, "--metrics-unauthenticated"),
+	}, {
+		name:   "the dashboard's /metrics open to a scraper",
+		values: `{dashboard: {enabled: true, metrics: {unauthenticated: true}}}`,
+		check:  checkDashboardArgs(true, "--metrics-unauthenticated"),
+	}, {
+		name:   "the dashboard's ingress trusted to name the client",
+		values: `{dashboard: {enabled: true, trustedProxies: [10.0.0.0/8]}}`,
+		check:  checkDashboardArgs(true, "--trusted-proxy=10.0.0.0/8"),
+	}, {
 		name:   "jobs gauge by namespace",
 		values: `{metrics: {jobsByNamespace: true}}`,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -318,6 +330,21 @@ func checkArgs(want bool, args ...string) func(t *testing.T, objs []*unstructure
 			if has := slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, arg) }); has != want {
 				t.Errorf("controller args %q: holding %s is %v, want %v", got, arg, has, want)
 			}
+		}
+	}
+}
+
+// checkDashboardArgs wants the dashboard's arguments to hold arg, or not.
+func checkDashboardArgs(want bool, arg string) func(t *testing.T, objs []*unstructured.Unstructured) {
+	return func(t *testing.T, objs []*unstructured.Unstructured) {
+		u := find(objs, "Deployment", "tfk8s-dashboard")
+		if u == nil {
+			t.Fatal("no Deployment tfk8s-dashboard")
+		}
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		if has := slices.Contains(args, arg); has != want {
+			t.Errorf("dashboard args %q: holding %s is %v, want %v", args, arg, has, want)
 		}
 	}
 }
