@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -239,4 +240,27 @@ func TestKubeflowJobManagedByMultiKueueIsLeftAlone(t *testing.T) {
 	if len(got.Status.Conditions) != 0 || got.Status.StartTime != nil {
 		t.Errorf("tfk8s wrote the status of a job managed by MultiKueue: %+v", got.Status)
 	}
+}
+
+// TestKubeflowJobTTLDeletesIt: ttlSecondsAfterFinished deletes the kubeflow.org job
+// once it succeeded, and garbage collection takes what it owned.
+func TestKubeflowJobTTLDeletesIt(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startKubeflowController(t)
+	ctx := context.Background()
+	job := makeKubeflowJob(ns, "brief", 0, 1)
+	delete(job.Spec.TFReplicaSpecs, "PS")
+	delete(job.Spec.TFReplicaSpecs, "Chief")
+	job.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](0)
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitPods(t, ns, "brief", "brief-worker-0")
+	checkKubeflowLabels(t, pods["brief-worker-0"], true) // worker 0 is the master without a chief
+	kubelet.SetRunning(t, ns, "brief-worker-0")
+	kubelet.SetExited(t, ns, "brief-worker-0", 0)
+	testutil.Eventually(t, "the finished job to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := getKubeflowJob(ctx, ns, "brief")
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }
