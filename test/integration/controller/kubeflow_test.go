@@ -264,3 +264,37 @@ func TestKubeflowJobTTLDeletesIt(t *testing.T) {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
+
+// TestKubeflowJobRestartsThenFailsAtBackoffLimit: under ExitCode a killed worker is
+// re-created (Restarting, TFJobRestarting); once restarts exceed backoffLimit the job
+// is Failed with v1.9's reason TFJobFailed, its last condition.
+func TestKubeflowJobRestartsThenFailsAtBackoffLimit(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startKubeflowController(t)
+	ctx := context.Background()
+	job := makeKubeflowJob(ns, "retry", 1, 1)
+	job.Spec.TFReplicaSpecs["Worker"].RestartPolicy = "ExitCode"
+	job.Spec.RunPolicy.BackoffLimit = ptr.To[int32](1)
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"retry-chief-0", "retry-ps-0", "retry-worker-0"}
+	pods := waitPods(t, ns, "retry", all...)
+	kubelet.SetRunning(t, ns, all...)
+	waitKubeflowCondition(t, ns, "retry", "Running")
+
+	kubelet.SetExited(t, ns, "retry-worker-0", 137)
+	waitReplaced(t, ns, "retry", "retry-worker-0", pods["retry-worker-0"].UID)
+	restarting := waitKubeflowCondition(t, ns, "retry", "Restarting")
+	if c := kubeflowCondition(restarting, "Restarting"); c.Reason != "TFJobRestarting" {
+		t.Errorf("Restarting reason %q, want TFJobRestarting", c.Reason)
+	}
+	kubelet.SetRunning(t, ns, "retry-worker-0")
+	waitKubeflowCondition(t, ns, "retry", "Running")
+	kubelet.SetExited(t, ns, "retry-worker-0", 137)
+	failed := waitKubeflowCondition(t, ns, "retry", "Failed")
+	checkLastCondition(t, failed, "Failed", "TFJobFailed")
+	if failed.Status.CompletionTime == nil {
+		t.Error("a failed job has no completionTime")
+	}
+}
