@@ -3,12 +3,17 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -62,6 +67,42 @@ func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, st *
 	updated := stored.DeepCopy()
 	updated.Status = kubeflow.StatusFromModel(st, &stored.Status, job.Name, metav1.NewTime(r.clock.Now()))
 	return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+}
+
+// adoptTrainingOperatorPod makes the pod of that name tfk8s's when training-operator
+// created it for this kubeflow.org job (controlled by the job, without tfk8s's labels),
+// so that a cluster moving from training-operator to tfk8s keeps its running pods: the
+// pod gets tfk8s's labels, which bring it into the controller's cache, and the tracking
+// finalizer. It returns exists, the creation's AlreadyExists error, when there is no
+// such pod to adopt or once it is adopted: the pod's arrival in the cache calls the next
+// reconcile, which counts it.
+func (r *TFJobReconciler) adoptTrainingOperatorPod(ctx context.Context, job *tfv1.TFJob, key ReplicaKey, name string, exists error) error {
+	if !kubeflow.IsKubeflow(job) {
+		return exists
+	}
+	pod := &corev1.Pod{}
+	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, pod); apierrors.IsNotFound(err) {
+		return exists // gone since: the next reconcile creates it
+	} else if err != nil {
+		return fmt.Errorf("reading pod %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(pod, job) || pod.Labels[tfv1.LabelJobName] != "" {
+		return exists
+	}
+	before := pod.DeepCopy()
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	maps.Copy(pod.Labels, replicaLabels(job.Name, key.Type))
+	pod.Labels[tfv1.LabelReplicaIndex] = strconv.Itoa(int(key.Index))
+	if pod.DeletionTimestamp == nil && !slices.Contains(pod.Finalizers, tfv1.TrackingFinalizer) {
+		pod.Finalizers = append(pod.Finalizers, tfv1.TrackingFinalizer)
+	}
+	if err := r.Patch(ctx, pod, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopting pod %s of training-operator: %w", name, err)
+	}
+	log.FromContext(ctx).V(2).Info("Adopted a pod training-operator created", "pod", name)
+	return exists
 }
 
 // apiObject is the job as an object of its API, for a write that needs only its name,

@@ -298,3 +298,57 @@ func TestKubeflowJobRestartsThenFailsAtBackoffLimit(t *testing.T) {
 		t.Error("a failed job has no completionTime")
 	}
 }
+
+// TestKubeflowJobAdoptsTrainingOperatorsPods: the pods training-operator created for a
+// job before it was stopped (its labels only, owned by the job, running) are adopted,
+// not re-created (same UIDs), and the job finishes under tfk8s.
+func TestKubeflowJobAdoptsTrainingOperatorsPods(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job := makeKubeflowJob(ns, "moved", 1, 1)
+	delete(job.Spec.TFReplicaSpecs, "Chief")
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]types.UID{}
+	for _, r := range []struct{ name, rt, role string }{{"moved-ps-0", "ps", ""}, {"moved-worker-0", "worker", "master"}} {
+		labels := map[string]string{"training.kubeflow.org/job-name": "moved", "training.kubeflow.org/replica-type": r.rt,
+			"training.kubeflow.org/replica-index": "0", "training.kubeflow.org/operator-name": "tfjob-controller"}
+		if r.role != "" {
+			labels["training.kubeflow.org/job-role"] = r.role
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: ns, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "moved", UID: job.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "tf"}}},
+		}
+		if err := k8sClient.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		uids[r.name] = pod.UID
+		kubelet.SetRunning(t, ns, r.name)
+	}
+
+	startController(t)
+	pods := waitPods(t, ns, "moved", "moved-ps-0", "moved-worker-0") // by tfk8s's label: adopted
+	for name, uid := range uids {
+		if pods[name].UID != uid {
+			t.Errorf("%s was re-created, not adopted", name)
+		}
+	}
+	waitKubeflowCondition(t, ns, "moved", "Running")
+	kubelet.SetExited(t, ns, "moved-worker-0", 0)
+	waitKubeflowCondition(t, ns, "moved", "Succeeded")
+	after, err := jobPods(ctx, ns, "moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, uid := range uids {
+		if p := after[name]; p == nil || p.UID != uid {
+			t.Errorf("%s: not the pod training-operator created (%v)", name, p)
+		}
+	}
+}
