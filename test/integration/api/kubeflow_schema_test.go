@@ -1,10 +1,10 @@
 package api
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,13 +18,19 @@ import (
 // required list, enum and default. The template may have more fields (a newer
 // Kubernetes), never fewer or other types.
 func TestKubeflowSchemaIsTrainingOperators(t *testing.T) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/training-operator")
+	// go mod download, unlike go list -m, fetches the module when the cache lacks it,
+	// checked against the go.sum beside it.
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/kubeflow/training-operator")
 	cmd.Dir = "../../../hack/tools/kubeflow-training-operator"
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("locating the training-operator module: %v", err)
+		t.Fatalf("downloading the training-operator module: %v", err)
 	}
-	published := specSchema(t, filepath.Join(strings.TrimSpace(string(out)), "manifests/base/crds/kubeflow.org_tfjobs.yaml"))
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download said %s (%v)", out, err)
+	}
+	published := specSchema(t, filepath.Join(mod.Dir, "manifests/base/crds/kubeflow.org_tfjobs.yaml"))
 	ours := specSchema(t, "../../../config/crd/kubeflow/kubeflow.org_tfjobs.yaml")
 
 	pubTemplate, ourTemplate := takeTemplate(t, published), takeTemplate(t, ours)
