@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -148,6 +149,20 @@ func TestKubeflowJobRunsAsTrainingOperatorsDid(t *testing.T) {
 	if p := left["mnist-ps-0"]; p == nil || p.DeletionTimestamp != nil {
 		t.Errorf("the PS pod is gone or being deleted under cleanPodPolicy None: %v", p)
 	}
+	// kubectl describe tfjobs.kubeflow.org finds the job's events by their regarding object.
+	testutil.Eventually(t, "a TFJobSucceeded event regarding the kubeflow.org job", func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		if err := k8sClient.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			r := e.Regarding
+			if r.APIVersion == "kubeflow.org/v1" && r.Kind == "TFJob" && r.Name == "mnist" && r.UID == job.UID && e.Reason == "TFJobSucceeded" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 // checkKubeflowLabels checks training-operator's labels on the pod <job>-<type>-<index>.
