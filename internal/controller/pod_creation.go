@@ -70,7 +70,9 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 		pod, err := ConstructPod(job, key.Type, key.Index, opts)
 		if err != nil {
 			err = fmt.Errorf("building pod %s: %w", name, err)
-		} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); err != nil {
+		} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); apierrors.IsAlreadyExists(err) {
+			err = r.adoptTrainingOperatorPod(ctx, job, key, name, err)
+		} else if err != nil {
 			err = fmt.Errorf("creating pod %s: %w", name, err)
 		}
 		mu.Lock()
