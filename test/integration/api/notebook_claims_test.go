@@ -59,7 +59,7 @@ func mountAsVolume(claim string) func(j *tfv1.TFJob) {
 // tfk8s.io/shared-claim=true, but not nb-b-home nor a claim nobody owns, through a
 // template's persistentVolumeClaim or spec.volumes[].existingClaim: the refusal names
 // the field and the claim. An account that is no notebook's may mount the claims it
-// may get. The policy takes the namespace's claims as parameters, and this shows the
+// may get. An update that names no new claim is not checked. The policy takes the namespace's claims as parameters, and this shows the
 // API server evaluates it once per claim.
 func TestNotebookJobClaims(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
@@ -102,6 +102,17 @@ func TestNotebookJobClaims(t *testing.T) {
 			wantField: "spec.volumes[0].existingClaim", wantMsg: "claim scratch" + msg},
 	}
 	checkNotebookCases(t, nb, plain, ns, cases)
+
+	// An admin's job mounting claims the notebook may not: the notebook may still
+	// suspend it, since the update names no new claim.
+	admins := notebookJob(ns, "admins")
+	mountByTemplate("nb-b-home")(admins)
+	mountAsVolume("scratch")(admins)
+	if err := k8sClient.Create(ctx, admins); err != nil {
+		t.Fatal(err)
+	}
+	checkPatches(t, ns, []patchCase{{name: "suspend an admin's job mounting others' claims", as: nb, job: "admins",
+		patch: `{"spec":{"runPolicy":{"suspend":true}}}`}})
 }
 
 // waitClaimsPolicy waits until the API server holds nb's account in ns to the claims
