@@ -121,6 +121,11 @@ const (
 	// keep (or bring back) the job's TensorBoard until its time to live has passed since
 	// then, even when the job finished long before: `tfk8s tensorboard` sets it.
 	AnnotationTensorBoardRequested = "tfk8s.io/tensorboard-requested-at"
+	// AnnotationCreator names the user who created the job, as the API server knows
+	// them: tfk8s submit and the dashboard set it, the notebooks' admission policy
+	// requires it of a notebook's account, and no update may change it. A notebook may
+	// change where another user's job sends its data only if the job is its own.
+	AnnotationCreator = "tfk8s.io/creator"
 	// LabelNotebook is on a notebook's objects (Deployment, Service, claim, account);
 	// its value is the notebook's name.
 	LabelNotebook = "tfk8s.io/notebook"

@@ -98,6 +98,9 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if err != nil {
 		return err
 	}
+	// The creator is who the API server says this is, not what a manifest or a run
+	// record names: the notebooks' policy requires it, and trusts it on updates.
+	jobs.StampCreator(ctx, cs.Client, s.job)
 	if err := o.checkSubmission(ctx, cs, s); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func (d *kubeCluster) Submit(ctx context.Context, req SubmitRequest) (*Submitted
 	if req.DryRun {
 		opts = append(opts, client.DryRunAll)
 	}
+	jobs.StampCreator(ctx, d.client, job)
 	if err := d.client.Create(ctx, job, opts...); err != nil {
 		return nil, fmt.Errorf("creating tfjob %s: %w", job.Name, err)
 	}

@@ -16,8 +16,9 @@ func Objects(namespace, name, image, cpu, memory string, s3 storage.Config, toke
 		return nil, err
 	}
 	s.S3, s.Token = s3, token
-	var objs []client.Object
-	for _, step := range steps(s) {
+	account, _, _ := constructNotebookAccount(s)
+	objs := []client.Object{account}
+	for _, step := range steps(s, account) {
 		objs = append(objs, step.obj)
 	}
 	return objs, nil

@@ -125,9 +125,16 @@ func TestNotebookSecretsAndClaim(t *testing.T) {
 	if string(token.Data["token"]) != "t0ken" || token.Name != "nb-token" {
 		t.Errorf("token secret %s %q", token.Name, token.Data)
 	}
-	pvc := constructNotebookClaim(s)
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nb", Namespace: "team", UID: "uid-nb"}}
+	pvc := constructNotebookClaim(s, account)
 	if pvc.Name != "nb-home" || *pvc.Spec.StorageClassName != "fast" || pvc.Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("claim %s class %v size %v: want nb-home, fast, 10Gi", pvc.Name, pvc.Spec.StorageClassName, pvc.Spec.Resources.Requests)
+	}
+	// The notebook's account owns its home: the notebooks' admission policy lets a job
+	// of that account, and of no other notebook's, mount it.
+	wantOwners := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: "nb", UID: "uid-nb"}}
+	if diff := cmp.Diff(wantOwners, pvc.OwnerReferences); diff != "" {
+		t.Errorf("claim's owners (-want +got):\n%s", diff)
 	}
 	for _, labels := range []map[string]string{token.Labels, s3.Labels, pvc.Labels} {
 		if labels["tfk8s.io/notebook"] != "nb" {

@@ -91,10 +91,14 @@ func constructNotebookAccount(s Spec) (*corev1.ServiceAccount, *rbacv1.Role, *rb
 	return sa, role, binding
 }
 
-// constructNotebookClaim builds the claim of the notebook's home directory.
-func constructNotebookClaim(s Spec) *corev1.PersistentVolumeClaim {
+// constructNotebookClaim builds the claim of the notebook's home directory, owned by
+// the notebook's ServiceAccount account: the notebooks' admission policy lets a job
+// mount a claim its requester owns, and no other notebook's.
+func constructNotebookClaim(s Spec, account *corev1.ServiceAccount) *corev1.PersistentVolumeClaim {
+	meta := notebookMeta(s, HomeClaim(s.name))
+	meta.OwnerReferences = []metav1.OwnerReference{accountOwner(account)}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: notebookMeta(s, HomeClaim(s.name)),
+		ObjectMeta: meta,
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: s.size}},
@@ -104,6 +108,12 @@ func constructNotebookClaim(s Spec) *corev1.PersistentVolumeClaim {
 		pvc.Spec.StorageClassName = ptr.To(s.storageClass)
 	}
 	return pvc
+}
+
+// accountOwner is the owner reference to the notebook's ServiceAccount. It does not
+// block the account's deletion: tfk8s notebook stop takes it off a home it keeps.
+func accountOwner(account *corev1.ServiceAccount) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: account.Name, UID: account.UID}
 }
 
 // constructNotebookSecrets builds the Secret of JupyterLab's token and the Secret of

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,14 +116,27 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// Create creates the notebook's objects, the Deployment last but one, so that
-// everything its pod uses is there when it starts. Objects left by an earlier start
-// are kept (the home claim, the token), or brought up to date (the Role, the S3
-// settings); an object of a name taken by something not of this notebook is an error.
+// Create creates the notebook's objects, its ServiceAccount first (it owns the home
+// claim), the Deployment last but one, so that everything its pod uses is there when
+// it starts. Objects left by an earlier start are kept (the home claim, the token), or
+// brought up to date (the Role, the S3 settings); an object of a name taken by
+// something not of this notebook is an error.
 func Create(ctx context.Context, c client.Client, s Spec) error {
-	for _, step := range steps(s) {
-		if err := applyObject(ctx, c, s.name, step.obj, step.update); err != nil {
+	sa, _, _ := constructNotebookAccount(s)
+	live, err := applyObject(ctx, c, s.name, sa, false)
+	if err != nil {
+		return err
+	}
+	account := live.(*corev1.ServiceAccount)
+	for _, step := range steps(s, account) {
+		live, err := applyObject(ctx, c, s.name, step.obj, step.update)
+		if err != nil {
 			return err
+		}
+		if home, ok := live.(*corev1.PersistentVolumeClaim); ok {
+			if err := ownHome(ctx, c, home, account); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -135,44 +150,69 @@ type step struct {
 	update bool
 }
 
-// steps are a notebook's objects in the order they are created.
-func steps(s Spec) []step {
-	sa, role, binding := constructNotebookAccount(s)
+// steps are a notebook's objects after its ServiceAccount account, in the order they
+// are created.
+func steps(s Spec, account *corev1.ServiceAccount) []step {
+	_, role, binding := constructNotebookAccount(s)
 	token, s3 := constructNotebookSecrets(s)
 	return []step{
-		{constructNotebookClaim(s), false}, {sa, false}, {role, true}, {binding, false},
+		{constructNotebookClaim(s, account), false}, {role, true}, {binding, false},
 		{token, false}, {s3, true}, {constructNotebookDeployment(s), false}, {constructNotebookService(s), false},
 	}
 }
 
+// ownHome makes account the owner of a home claim an earlier start left: stop took
+// the owner reference off, and the account is a new one.
+func ownHome(ctx context.Context, c client.Client, home *corev1.PersistentVolumeClaim, account *corev1.ServiceAccount) error {
+	want := accountOwner(account)
+	if slices.Contains(home.OwnerReferences, want) {
+		return nil
+	}
+	patch := client.MergeFrom(home.DeepCopy())
+	home.OwnerReferences = append(withoutAccountOwners(home.OwnerReferences), want)
+	if err := c.Patch(ctx, home, patch); err != nil {
+		return fmt.Errorf("making ServiceAccount %s the owner of claim %s: %w", account.Name, home.Name, err)
+	}
+	return nil
+}
+
+// withoutAccountOwners is refs less the owner references to ServiceAccounts.
+func withoutAccountOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	return slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
+		return r.APIVersion == "v1" && r.Kind == "ServiceAccount"
+	})
+}
+
 // applyObject creates obj; if it exists and belongs to the notebook, it is
-// replaced by obj when update, else kept.
-func applyObject(ctx context.Context, c client.Client, notebook string, obj client.Object, update bool) error {
+// replaced by obj when update, else kept. It returns the object as the API server
+// holds it.
+func applyObject(ctx context.Context, c client.Client, notebook string, obj client.Object, update bool) (client.Object, error) {
 	kind := kindOf(c, obj)
-	err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
+	created := obj.DeepCopyObject().(client.Object)
+	err := c.Create(ctx, created)
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
+			return nil, fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
 		}
-		return nil
+		return created, nil
 	}
 	got := obj.DeepCopyObject().(client.Object)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
-		return fmt.Errorf("reading %s %s: %w", kind, obj.GetName(), err)
+		return nil, fmt.Errorf("reading %s %s: %w", kind, obj.GetName(), err)
 	}
 	if got.GetLabels()[tfv1.LabelNotebook] != notebook {
-		return fmt.Errorf("%s %s/%s exists and is not notebook %s's: delete it or name the notebook otherwise",
+		return nil, fmt.Errorf("%s %s/%s exists and is not notebook %s's: delete it or name the notebook otherwise",
 			kind, obj.GetNamespace(), obj.GetName(), notebook)
 	}
 	if !update {
-		return nil
+		return got, nil
 	}
 	want := obj.DeepCopyObject().(client.Object)
 	want.SetResourceVersion(got.GetResourceVersion())
 	if err := c.Update(ctx, want); err != nil {
-		return fmt.Errorf("updating %s %s: %w", kind, obj.GetName(), err)
+		return nil, fmt.Errorf("updating %s %s: %w", kind, obj.GetName(), err)
 	}
-	return nil
+	return want, nil
 }
 
 // kindOf is obj's kind in lower case, for messages.

@@ -135,6 +135,8 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 	}
 	if deleteHome {
 		objs = append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: meta(HomeClaim(name))})
+	} else if err := disownHome(ctx, c, namespace, name); err != nil {
+		return 0, readers, err
 	}
 	var errs []error
 	for _, obj := range objs {
@@ -153,6 +155,29 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 		deleted++
 	}
 	return deleted, readers, errors.Join(errs...)
+}
+
+// disownHome takes the notebook's account off the owners of the home claim stop
+// keeps: the garbage collector would otherwise delete the claim with the account.
+func disownHome(ctx context.Context, c client.Client, namespace, name string) error {
+	home := &corev1.PersistentVolumeClaim{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: HomeClaim(name)}, home)
+	if apierrors.IsNotFound(err) || (err == nil && home.Labels[tfv1.LabelNotebook] != name) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the home claim of notebook %s: %w", name, err)
+	}
+	owners := withoutAccountOwners(home.OwnerReferences)
+	if len(owners) == len(home.OwnerReferences) {
+		return nil
+	}
+	patch := client.MergeFrom(home.DeepCopy())
+	home.OwnerReferences = owners
+	if err := c.Patch(ctx, home, patch); err != nil {
+		return fmt.Errorf("keeping the home claim of notebook %s: %w", name, err)
+	}
+	return nil
 }
 
 // jobsReadingSecret names the namespace's jobs whose pods read their S3 settings from

@@ -80,6 +80,7 @@ func TestNotebook(t *testing.T) {
 		t.Errorf("GET /api/kernels with the token: %d, want 200", code)
 	}
 	t.Run("the notebook's account stays inside its rights", func(t *testing.T) { testNotebookPolicy(ctx, t, c) })
+	t.Run("another notebook reaches neither its home nor another's job", func(t *testing.T) { testNotebookTenants(ctx, t, c) })
 	kernel := jupyter.startKernel(ctx, t)
 	start = time.Now()
 	out := jupyter.execute(ctx, t, kernel, `import pathlib

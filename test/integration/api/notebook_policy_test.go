@@ -54,12 +54,46 @@ func notebookAccount(t *testing.T, ns, name string, label bool) client.Client {
 	return c
 }
 
-// notebookJob is what tfk8s submit makes in a notebook: storage in the notebook's S3
-// Secret nb-s3.
+// notebookJob is what tfk8s submit makes in notebook nb: storage in the notebook's S3
+// Secret nb-s3, and nb's account recorded as its creator.
 func notebookJob(ns, name string) *tfv1.TFJob {
 	job := testutil.MakeTFJob(name, ns).Workers(1).Obj()
 	job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "nb-s3"}}
+	job.Annotations = map[string]string{tfv1.AnnotationCreator: "system:serviceaccount:" + ns + ":nb"}
 	return job
+}
+
+// policyCase is a change to the job nb submits, and the refusal it must meet from nb's
+// account.
+type policyCase struct {
+	name   string
+	change func(j *tfv1.TFJob)
+	// wantField and wantMsg must both appear in the refusal; "" for none.
+	wantField, wantMsg string
+}
+
+// checkNotebookCases creates each case's job (dry run) as the notebook's account nb,
+// which must be refused as the case says, and as plain, an account that is no
+// notebook's with the same role, which the policy does not hold.
+func checkNotebookCases(t *testing.T, nb, plain client.Client, ns string, cases []policyCase) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := notebookJob(ns, "job")
+			tc.change(job)
+			err := nb.Create(ctx, job.DeepCopy(), client.DryRunAll)
+			switch {
+			case tc.wantField == "" && err != nil:
+				t.Errorf("refused from the notebook's account: %v", err)
+			case tc.wantField != "" && (err == nil || !strings.Contains(err.Error(), tc.wantField+": ") || !strings.Contains(err.Error(), tc.wantMsg)):
+				t.Errorf("from the notebook's account: %v; want a refusal naming %s: %s", err, tc.wantField, tc.wantMsg)
+			}
+			if err := plain.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil {
+				t.Errorf("refused from an account that is no notebook's: %v", err)
+			}
+		})
+	}
 }
 
 // worker is the job's Worker pod spec, for cases to change.
@@ -76,17 +110,10 @@ func TestNotebookJobsStayInsideItsRights(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	nb := notebookAccount(t, ns, "nb", true)
 	plain := notebookAccount(t, ns, "builder", false)
-	ctx := context.Background()
-
 	waitNotebookPolicy(t, nb, ns)
 
 	w := "spec.tfReplicaSpecs.Worker.template.spec."
-	cases := []struct {
-		name   string
-		change func(j *tfv1.TFJob)
-		// wantField and wantMsg must both appear in the refusal; "" for none.
-		wantField, wantMsg string
-	}{
+	cases := []policyCase{
 		{name: "as tfk8s submit makes it", change: func(*tfv1.TFJob) {}},
 		{name: "the notebook's own account", change: func(j *tfv1.TFJob) { worker(j).ServiceAccountName = "nb" }},
 		{name: "the notebook's S3 Secret mounted", change: func(j *tfv1.TFJob) {
@@ -142,24 +169,7 @@ func TestNotebookJobsStayInsideItsRights(t *testing.T) {
 			worker(j).Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
 		}, wantField: w + "containers[0].ports.hostPort", wantMsg: "host access"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			job := notebookJob(ns, "job")
-			tc.change(job)
-			err := nb.Create(ctx, job.DeepCopy(), client.DryRunAll)
-			switch {
-			case tc.wantField == "" && err != nil:
-				t.Errorf("refused from the notebook's account: %v", err)
-			case tc.wantField != "" && (err == nil || !strings.Contains(err.Error(), tc.wantField+": ") || !strings.Contains(err.Error(), tc.wantMsg)):
-				t.Errorf("from the notebook's account: %v; want a refusal naming %s: %s", err, tc.wantField, tc.wantMsg)
-			}
-			// The policy is the notebook's: an account that is no notebook's, with the same
-			// role, is not held to it.
-			if err := plain.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil {
-				t.Errorf("refused from an account that is no notebook's: %v", err)
-			}
-		})
-	}
+	checkNotebookCases(t, nb, plain, ns, cases)
 }
 
 // waitNotebookPolicy waits until the API server holds the notebook's account nb in ns to
@@ -169,15 +179,22 @@ func waitNotebookPolicy(t *testing.T, nb client.Client, ns string) {
 	t.Helper()
 	probe := notebookJob(ns, "probe")
 	worker(probe).ServiceAccountName = "builder"
+	waitRefused(t, nb, probe, "serviceAccountName", "create a job running as builder")
+}
+
+// waitRefused waits until c's dry-run create of probe is refused naming want: what
+// says what c may still do, for the failure.
+func waitRefused(t *testing.T, c client.Client, probe *tfv1.TFJob, want, what string) {
+	t.Helper()
 	var err error
 	poll := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err = nb.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		err = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return err != nil, nil
 	})
 	if poll != nil {
-		t.Fatalf("the notebook's account may still create a job running as builder after 30 s: %v", poll)
+		t.Fatalf("the notebook's account may still %s after 30 s: %v", what, poll)
 	}
-	if !strings.Contains(err.Error(), "serviceAccountName") {
+	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("the probe was refused for another reason: %v", err)
 	}
 }

@@ -73,6 +73,7 @@ func TestNotebookStartStop(t *testing.T) {
 	if *claim.Spec.StorageClassName != sc.Name || claim.Spec.Resources.Requests.Storage().String() != "2Gi" {
 		t.Errorf("claim class %s size %s: want %s, 2Gi", *claim.Spec.StorageClassName, claim.Spec.Resources.Requests.Storage(), sc.Name)
 	}
+	checkHomeOwner(t, f.ns, "nb")
 	token := secretData(t, f.ns, "nb-token")["token"]
 
 	// Again: nothing changes, the state is told (no node runs the pod here).
@@ -101,11 +102,18 @@ func TestNotebookStartStop(t *testing.T) {
 	if r := f.tfk8s("notebook", "open", "nb"); r.code == 0 || !strings.Contains(r.stderr, "notebook "+f.ns+"/nb is stopped: tfk8s notebook start nb") {
 		t.Errorf("opening a stopped notebook: %s", r)
 	}
+	// The home stop keeps has no owner left: the account went, and with an owner
+	// reference to it the garbage collector would delete the claim.
+	kept := &corev1.PersistentVolumeClaim{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), kept); err != nil || len(kept.OwnerReferences) != 0 {
+		t.Errorf("home claim after stop: %v, owners %+v; want none", err, kept.OwnerReferences)
+	}
 	f.mustSucceed("notebook", "start", "nb")
 	again := &corev1.PersistentVolumeClaim{}
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), again); err != nil || again.UID != claim.UID {
 		t.Errorf("home claim after a new start: %v (same: %v)", err, err == nil && again.UID == claim.UID)
 	}
+	checkHomeOwner(t, f.ns, "nb")
 	f.mustSucceed("notebook", "stop", "nb", "--delete-home")
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), again); !apierrors.IsNotFound(err) && again.DeletionTimestamp == nil {
 		t.Errorf("home claim after stop --delete-home: %v", err)
@@ -114,6 +122,25 @@ func TestNotebookStartStop(t *testing.T) {
 		if r := f.tfk8s("notebook", cmd, "nb"); r.code == 0 || !strings.Contains(r.stderr, "notebook "+f.ns+"/nb: no such notebook") {
 			t.Errorf("notebook %s of a notebook that is gone: %s", cmd, r)
 		}
+	}
+}
+
+// checkHomeOwner checks that notebook name's home claim is owned by its ServiceAccount,
+// the one there now: the notebooks' admission policy lets that account's jobs, and no
+// other notebook's, mount the claim.
+func checkHomeOwner(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	sa, home := &corev1.ServiceAccount{}, &corev1.PersistentVolumeClaim{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-home"}, home); err != nil {
+		t.Fatal(err)
+	}
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: name, UID: sa.UID}}
+	if diff := cmp.Diff(want, home.OwnerReferences); diff != "" {
+		t.Errorf("owners of claim %s-home (-want +got):\n%s", name, diff)
 	}
 }
 

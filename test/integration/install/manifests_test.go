@@ -58,9 +58,13 @@ func TestChartAndKustomizeInstallTheSameObjects(t *testing.T) {
 		"Service tfk8s-system/tfk8s-controller-metrics",
 		"ServiceAccount tfk8s-system/tfk8s-controller",
 		"ValidatingAdmissionPolicy tfk8s-notebook-tfjob",
+		"ValidatingAdmissionPolicy tfk8s-notebook-tfjob-claims",
 		"ValidatingAdmissionPolicy tfk8s-tfjob",
+		"ValidatingAdmissionPolicy tfk8s-tfjob-tenancy",
 		"ValidatingAdmissionPolicyBinding tfk8s-notebook-tfjob",
+		"ValidatingAdmissionPolicyBinding tfk8s-notebook-tfjob-claims",
 		"ValidatingAdmissionPolicyBinding tfk8s-tfjob",
+		"ValidatingAdmissionPolicyBinding tfk8s-tfjob-tenancy",
 	}
 	if diff := cmp.Diff(want, identities(kust)); diff != "" {
 		t.Errorf("config/default objects (-want +got):\n%s", diff)
