@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // Config is one node: its name, where its state and binaries are, and its place in the
@@ -118,7 +120,7 @@ func (c Config) Save() error {
 	if err != nil {
 		return fmt.Errorf("encoding the node's config: %w", err)
 	}
-	return os.WriteFile(ConfigPath(c.StateDir), append(data, '\n'), 0o600)
+	return safewrite.File(ConfigPath(c.StateDir), append(data, '\n'), 0o600)
 }
 
 // LoadConfig reads and checks a node's Config.

@@ -19,6 +19,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localnode/gpus"
 	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
 	"github.com/tfk8s/tfk8s/internal/proc"
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // Timeouts of the inner half.
@@ -145,7 +146,7 @@ func writeConfigs(c Config) error {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Dir(f.path), err)
 		}
-		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+		if err := safewrite.File(f.path, f.data, 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", f.path, err)
 		}
 	}
