@@ -165,6 +165,8 @@ func ensureProvisionerRole(ctx context.Context, c client.Client) error {
 			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			// A claim's directory takes the fsGroup of the pods that mount it.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		}
 		return nil
 	})
