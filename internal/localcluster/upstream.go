@@ -259,6 +259,9 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 		return err
 	}
 	configs := upstreamNodeConfigs(u.opts)
+	for i := range configs {
+		configs[i].RegistryAuthorization = u.registry.authorization()
+	}
 	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {

@@ -50,6 +50,9 @@ type Config struct {
 	// RegistryMirror is the URL of the registry containerd looks in first for every
 	// image, under the image's own repository path.
 	RegistryMirror string `json:"registryMirror"`
+	// RegistryAuthorization is the Authorization header containerd sends the mirror:
+	// the registry serves only its account.
+	RegistryAuthorization string `json:"registryAuthorization,omitempty"`
 	// HostPorts are the only ports of HostAddress the node's pods may reach; the node
 	// drops what else they send there, so that only containerd pulls from the registry.
 	HostPorts HostPorts `json:"hostPorts"`
