@@ -35,6 +35,7 @@ running after the command returns. State, logs and pid files are kept in
 
 // newUpCommand returns `tfk8s local up`.
 func newUpCommand(opts *localcluster.Options, streams genericiooptions.IOStreams) *cobra.Command {
+	var exposed []string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster, or what is missing of it",
@@ -75,6 +76,10 @@ Nodes of the ones gone).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
+			var err error
+			if opts.ExposedToPods, err = localcluster.ParseExposedToPods(exposed); err != nil {
+				return err
+			}
 			st, err := localcluster.Up(cmd.Context(), *opts)
 			if err != nil {
 				return err
@@ -95,6 +100,7 @@ Nodes of the ones gone).`,
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")
 	f.StringArrayVar(&opts.Images, "images", nil, "directory of OCI image layouts (or one layout) to push into the registry, besides the source tree's _out/images; repeatable")
 	f.StringVar(&opts.Install, "install", "", "install tfk8s into the cluster with "+localcluster.InstallHelm+" or "+localcluster.InstallKustomize+" instead of running the controller on the host")
+	f.StringSliceVar(&exposed, "expose-to-pods", nil, "IPv4 CIDRs pods may reach although they are the host's own addresses or link-local (169.254.0.0/16), which are dropped otherwise: a dataset server on the host's LAN address, say; each up sets them anew")
 	return cmd
 }
 

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // serviceCIDR is the Services' ClusterIP range; KubernetesServiceIP, its first
@@ -89,7 +91,7 @@ func writeCredentialsValidFor(dir, address string, validity time.Duration) (*cre
 		{c.tokenFile, fmt.Appendf(nil, "%s,admin,admin,system:masters\n", c.adminToken)},
 	}
 	for _, f := range files {
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+		if err := safewrite.File(f.path, f.data, 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -135,10 +137,10 @@ func reissueServingCert(c *credentials, validity time.Duration) error {
 	}
 	// The key first: a kube-apiserver reloading between the two writes sees a pair
 	// that does not match and keeps the old one until the certificate follows.
-	if err := os.WriteFile(c.servingKey, keyOut, 0o600); err != nil {
+	if err := safewrite.File(c.servingKey, keyOut, 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(c.servingCert, certOut, 0o600)
+	return safewrite.File(c.servingCert, certOut, 0o600)
 }
 
 // loadCA reads the cluster's CA certificate and key.

@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // EtcdPKI are the files that keep etcd to its API server: etcd serves TLS only and
@@ -95,7 +97,7 @@ func (e EtcdPKI) write(now time.Time, validity time.Duration) error {
 			pemFile{leaf.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})})
 	}
 	for _, f := range files {
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+		if err := safewrite.File(f.path, f.data, 0o600); err != nil {
 			return fmt.Errorf("writing the etcd PKI: %w", err)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // KubeletClientPKI are the files through which kube-apiserver authenticates to a
@@ -87,7 +89,7 @@ func (k KubeletClientPKI) write(now time.Time, validity time.Duration) error {
 		{k.CACert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})},
 		{k.ClientCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
 	} {
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+		if err := safewrite.File(f.path, f.data, 0o600); err != nil {
 			return fmt.Errorf("writing the kubelet client PKI: %w", err)
 		}
 	}

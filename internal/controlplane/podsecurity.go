@@ -2,9 +2,10 @@ package controlplane
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // SystemNamespaces are exempt from the Pod Security level of Options.PodSecurity: the
@@ -51,7 +52,7 @@ func writePodSecurityConfig(dir, level string) (string, error) {
 		namespaces += fmt.Sprintf("%q", ns)
 	}
 	path := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, podSecurityConfig, level, namespaces), 0o600); err != nil {
+	if err := safewrite.File(path, fmt.Appendf(nil, podSecurityConfig, level, namespaces), 0o600); err != nil {
 		return "", fmt.Errorf("writing the admission configuration: %w", err)
 	}
 	return path, nil

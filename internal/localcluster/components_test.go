@@ -186,7 +186,8 @@ func defaulted(t *testing.T, opts Options) Options {
 	return opts
 }
 
-// TestRegistryConfig: storage in the state directory, plain HTTP on 127.0.0.1 only.
+// TestRegistryConfig: storage in the state directory, plain HTTP on the bridge's
+// address, the account of the htpasswd in the state directory only.
 func TestRegistryConfig(t *testing.T) {
 	opts := defaulted(t, Options{Ports: Ports{Registry: 15000}})
 	want := `# The image registry of the tfk8s local cluster (tfk8s local up).
@@ -200,6 +201,10 @@ storage:
     enabled: true
 http:
   addr: "10.244.0.1:15000"
+auth:
+  htpasswd:
+    realm: tfk8s-local
+    path: "/state/cluster/registry.htpasswd"
 `
 	if diff := cmp.Diff(want, string(registryConfig(opts, pathsIn(opts.Dir)))); diff != "" {
 		t.Errorf("registry.yml (-want +got):\n%s", diff)

@@ -23,7 +23,14 @@ import (
 // taken by the next up.
 //
 // Of the host's addresses, the nodes and pods reach the bridge's only; which of its
-// ports a pod reaches there each node decides (localnode's firewall).
+// ports a pod reaches there each node decides (localnode's firewall). Nor do they
+// reach link-local addresses beyond the host: 169.254.169.254 serves a cloud VM's
+// credentials to whoever asks from it. Options.ExposedToPods opens chosen addresses of
+// either kind again, a dataset server on the host's LAN address for one.
+
+// linkLocal is IPv4's link-local network, where clouds serve a VM's metadata and
+// credentials.
+var linkLocal = netip.MustParsePrefix("169.254.0.0/16")
 
 // uplinksSet is the set, in each cluster's table, of the uplinks whose forwarding the
 // cluster turned on: read by the other clusters of the host, so that one going down
@@ -45,6 +52,9 @@ type hostNet struct {
 	// uplinks are the interfaces whose forwarding the cluster turned on, but the
 	// bridge: only replies come in through them.
 	uplinks []string
+	// exposed are the networks the nodes and pods reach though they are the host's
+	// or link-local: Options.ExposedToPods.
+	exposed []netip.Prefix
 }
 
 // hostNetOf is the host's side of the network of the cluster opts describes, with
@@ -64,6 +74,7 @@ func hostNetOf(opts Options, record forwardingRecord) hostNet {
 		bridgeAddr: br,
 		sources:    append([]netip.Prefix{network}, pods...),
 		uplinks:    uplinks,
+		exposed:    opts.ExposedToPods,
 	}
 }
 
@@ -90,11 +101,21 @@ func renderHostNetVersion(h hostNet, version string) string {
 	fmt.Fprintf(&b, "\t}\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n")
 	fmt.Fprintf(&b, "\t\tip saddr { %s } oifname != %q masquerade\n\t}\n", joinPrefixes(h.sources), h.bridge)
 	fmt.Fprintf(&b, "\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n")
-	fmt.Fprintf(&b, "\t\tiifname @%[1]s ct state established,related accept\n\t\tiifname @%[1]s counter drop\n\t}\n", uplinksSet)
+	fmt.Fprintf(&b, "\t\tiifname @%[1]s ct state established,related accept\n\t\tiifname @%[1]s counter drop\n", uplinksSet)
+	writeExposed(&b, h)
+	fmt.Fprintf(&b, "\t\tiifname %q ip daddr %s counter drop\n\t}\n", h.bridge, linkLocal)
 	fmt.Fprintf(&b, "\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n")
 	fmt.Fprintf(&b, "\t\tiifname %q ct state established,related accept\n", h.bridge)
+	writeExposed(&b, h)
 	fmt.Fprintf(&b, "\t\tiifname %q ip daddr != %s fib daddr type local counter drop\n\t}\n}\n", h.bridge, h.bridgeAddr)
 	return b.String()
+}
+
+// writeExposed writes the rule that lets the nodes and pods reach h.exposed, if any.
+func writeExposed(b *strings.Builder, h hostNet) {
+	if len(h.exposed) > 0 {
+		fmt.Fprintf(b, "\t\tiifname %q ip daddr { %s } accept\n", h.bridge, joinPrefixes(h.exposed))
+	}
 }
 
 // quoteAll is names quoted and separated by commas.

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -41,11 +42,12 @@ ELEMENTS	}
 		type filter hook forward priority filter; policy accept;
 		iifname @uplinks ct state established,related accept
 		iifname @uplinks counter drop
+EXPOSED		iifname "tfk8s0" ip daddr 169.254.0.0/16 counter drop
 	}
 	chain input {
 		type filter hook input priority filter; policy accept;
 		iifname "tfk8s0" ct state established,related accept
-		iifname "tfk8s0" ip daddr != 10.244.0.1 fib daddr type local counter drop
+EXPOSED		iifname "tfk8s0" ip daddr != 10.244.0.1 fib daddr type local counter drop
 	}
 }
 `
@@ -53,15 +55,27 @@ ELEMENTS	}
 		name     string
 		record   forwardingRecord
 		elements string
+		exposed  []netip.Prefix
 	}{
-		{"forwarding turned on for the bridge only: no uplink filtered", forwardingRecord{"tfk8s0": "0"}, ""},
-		{"uplinks sorted, the bridge left out", forwardingRecord{"tfk8s0": "0", "wlan0": "0", "eth0": "0"}, "\t\telements = { \"eth0\", \"wlan0\" }\n"},
+		{name: "forwarding turned on for the bridge only: no uplink filtered", record: forwardingRecord{"tfk8s0": "0"}},
+		{name: "uplinks sorted, the bridge left out", record: forwardingRecord{"tfk8s0": "0", "wlan0": "0", "eth0": "0"}, elements: "\t\telements = { \"eth0\", \"wlan0\" }\n"},
+		{
+			name:    "a LAN dataset server on the host and one link-local address exposed",
+			record:  forwardingRecord{"tfk8s0": "0"},
+			exposed: []netip.Prefix{netip.MustParsePrefix("192.168.1.20/32"), netip.MustParsePrefix("169.254.10.0/24")},
+		},
 	}
 	versions := map[string]bool{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			script, version := renderHostNet(hostNetOf(upstreamOpts(), tc.record))
-			want := strings.NewReplacer("VERSION", version, "ELEMENTS", tc.elements).Replace(table)
+			opts := upstreamOpts()
+			opts.ExposedToPods = tc.exposed
+			script, version := renderHostNet(hostNetOf(opts, tc.record))
+			var exposed string
+			if tc.exposed != nil {
+				exposed = "\t\tiifname \"tfk8s0\" ip daddr { 192.168.1.20/32, 169.254.10.0/24 } accept\n"
+			}
+			want := strings.NewReplacer("VERSION", version, "ELEMENTS", tc.elements, "EXPOSED", exposed).Replace(table)
 			if diff := cmp.Diff(want, script); diff != "" {
 				t.Errorf("nft script (-want +got):\n%s", diff)
 			}

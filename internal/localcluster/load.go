@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 )
@@ -19,7 +20,8 @@ func Load(ctx context.Context, opts Options, paths []string, ref string, out io.
 	if err != nil {
 		return err
 	}
-	if err := registryAnswers(ctx, opts); err != nil {
+	cred, err := registryAnswers(ctx, opts)
+	if err != nil {
 		return err
 	}
 	// OCI archives are unpacked here: $TMPDIR, else /tmp.
@@ -40,7 +42,7 @@ func Load(ctx context.Context, opts Options, paths []string, ref string, out io.
 		return err
 	}
 	for _, img := range images {
-		if err := pushImage(ctx, img, registryAddr(opts), out); err != nil {
+		if err := pushImage(ctx, img, registryAddr(opts), cred, out); err != nil {
 			return err
 		}
 	}
@@ -48,21 +50,31 @@ func Load(ctx context.Context, opts Options, paths []string, ref string, out io.
 }
 
 // registryAnswers checks that the cluster in opts.Dir was created and that its
-// registry answers, at the port its settings say.
-func registryAnswers(ctx context.Context, opts Options) error {
-	saved, err := loadSettings(pathsIn(opts.Dir).clusterState)
+// registry answers, at the port its settings say, to the account kept in its state
+// directory, which it returns.
+func registryAnswers(ctx context.Context, opts Options) (registryCredential, error) {
+	p := pathsIn(opts.Dir)
+	saved, err := loadSettings(p.clusterState)
 	if err != nil {
-		return err
+		return registryCredential{}, err
 	}
 	if saved == nil {
-		return fmt.Errorf("there is no local cluster in %s: run tfk8s local up%s", opts.Dir, dirFlag(opts.Dir))
+		return registryCredential{}, fmt.Errorf("there is no local cluster in %s: run tfk8s local up%s", opts.Dir, dirFlag(opts.Dir))
+	}
+	cred, err := readRegistryCredential(p)
+	if err != nil {
+		return cred, fmt.Errorf("%w: the registry takes images only from tfk8s local load run as the user who ran local up (root)", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := httpOK(ctx, registryURL(opts)+"/v2/"); err != nil {
-		return fmt.Errorf("the local cluster in %s is not up, its registry does not answer (%w): run tfk8s local up%s", opts.Dir, err, dirFlag(opts.Dir))
+	err = registryOK(ctx, registryURL(opts), cred)
+	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusUnauthorized {
+		return cred, fmt.Errorf("the registry of the local cluster in %s refuses the account in %s (%w): run tfk8s local up%s to write it again", opts.Dir, registryCredentialPath(p), err, dirFlag(opts.Dir))
 	}
-	return nil
+	if err != nil {
+		return cred, fmt.Errorf("the local cluster in %s is not up, its registry does not answer (%w): run tfk8s local up%s", opts.Dir, err, dirFlag(opts.Dir))
+	}
+	return cred, nil
 }
 
 // nameImages gives the one image of images the reference ref, if ref is set; else every

@@ -30,6 +30,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
@@ -123,6 +124,11 @@ type Options struct {
 	// enforced on every namespace but the system ones, refuses hostPath volumes anyway
 	// unless the namespace is labelled pod-security.kubernetes.io/enforce=privileged.
 	AllowedHostPaths []string
+	// ExposedToPods are networks the nodes and pods reach although they are the
+	// host's own addresses (the bridge's aside) or link-local, which are otherwise
+	// dropped: a dataset server on the host's LAN address, say. Default: none. Not
+	// saved with the cluster's settings: each up sets the host's rules to its own.
+	ExposedToPods []netip.Prefix
 	// Images are directories Up pushes the OCI image layouts of into the cluster's
 	// registry: each a layout, or a directory of layouts. _out/images of the source
 	// tree around BinDir is pushed too, when it exists.
@@ -214,7 +220,37 @@ func (opts Options) withDefaults() (Options, error) {
 	if err := checkNodes(opts); err != nil {
 		return opts, err
 	}
+	if err := checkExposedToPods(opts.ExposedToPods); err != nil {
+		return opts, err
+	}
 	return opts, nil
+}
+
+// ParseExposedToPods parses --expose-to-pods' CIDRs into Options.ExposedToPods.
+func ParseExposedToPods(cidrs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		if err != nil {
+			return nil, fmt.Errorf("--expose-to-pods %q: want an IPv4 CIDR such as 192.168.1.20/32", c)
+		}
+		out = append(out, p)
+	}
+	return out, checkExposedToPods(out)
+}
+
+// checkExposedToPods refuses networks that are not IPv4, the only family the host's
+// rules filter, and those with host bits set, which read as one address but are not.
+func checkExposedToPods(prefixes []netip.Prefix) error {
+	for _, p := range prefixes {
+		switch {
+		case !p.Addr().Is4():
+			return fmt.Errorf("--expose-to-pods %s: want an IPv4 CIDR; pods have no IPv6 route out of the host", p)
+		case p != p.Masked():
+			return fmt.Errorf("--expose-to-pods %s has bits set past its /%d: write %s, or %s/32 for the one address", p, p.Bits(), p.Masked(), p.Addr())
+		}
+	}
+	return nil
 }
 
 // checkCompactTFConfigAbove refuses a negative size, and one the controller would not

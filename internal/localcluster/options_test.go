@@ -136,3 +136,39 @@ func TestDefaultBinDir(t *testing.T) {
 		t.Errorf("defaultBinDir() = %q, %v; want $TFK8S_BIN", got, err)
 	}
 }
+
+func TestParseExposedToPods(t *testing.T) {
+	tests := []struct {
+		name    string
+		cidrs   []string
+		want    []string
+		wantErr string
+	}{
+		{name: "none", cidrs: nil},
+		{name: "an address and a network", cidrs: []string{"192.168.1.20/32", " 169.254.10.0/24"}, want: []string{"192.168.1.20/32", "169.254.10.0/24"}},
+		{name: "an address without its length", cidrs: []string{"192.168.1.20"}, wantErr: `--expose-to-pods "192.168.1.20": want an IPv4 CIDR such as 192.168.1.20/32`},
+		{name: "host bits set", cidrs: []string{"192.168.1.20/24"}, wantErr: "--expose-to-pods 192.168.1.20/24 has bits set past its /24: write 192.168.1.0/24, or 192.168.1.20/32 for the one address"},
+		{name: "IPv6", cidrs: []string{"fd00::1/128"}, wantErr: "--expose-to-pods fd00::1/128: want an IPv4 CIDR"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseExposedToPods(tc.cidrs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s []string
+			for _, p := range got {
+				s = append(s, p.String())
+			}
+			if diff := cmp.Diff(tc.want, s); diff != "" {
+				t.Errorf("networks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

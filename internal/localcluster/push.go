@@ -27,11 +27,11 @@ func localReference(ref name.Reference, addr string) (name.Reference, error) {
 	return name.ParseReference(addr+"/"+ref.Context().RepositoryStr()+sep+ref.Identifier(), name.Insecure)
 }
 
-// pushImage pushes img into the registry at addr under its local reference, and
+// pushImage pushes img into the registry at addr, as cred, under its local reference, and
 // writes a line saying what it pushed: the reference, where it went with its digest,
 // its size, how much of it was sent (blobs the registry has are not sent again) and
 // how long it took.
-func pushImage(ctx context.Context, img image, addr string, out io.Writer) error {
+func pushImage(ctx context.Context, img image, addr string, cred registryCredential, out io.Writer) error {
 	dst, err := localReference(img.ref, addr)
 	if err != nil {
 		return fmt.Errorf("pushing %s from %s: %w", displayName(img.ref), img.source, err)
@@ -42,7 +42,7 @@ func pushImage(ctx context.Context, img image, addr string, out io.Writer) error
 	}
 	start := time.Now()
 	sent := &countingTransport{base: remote.DefaultTransport}
-	if err := remote.Push(dst, img.content, remote.WithContext(ctx), remote.WithTransport(sent)); err != nil {
+	if err := remote.Push(dst, img.content, remote.WithContext(ctx), remote.WithTransport(sent), remote.WithAuth(cred.authenticator())); err != nil {
 		return fmt.Errorf("pushing %s from %s: %w", displayName(img.ref), img.source, err)
 	}
 	fmt.Fprintf(out, "pushed %s as %s (digest %s, %s, %s sent, %.1fs)\n", displayName(img.ref), dst, digest,

@@ -33,8 +33,8 @@ func registryURL(opts Options) string { return "http://" + registryAddr(opts) }
 func registryArgs(p paths) []string { return []string{"serve", p.registryConfig} }
 
 // registryConfig is the registry's configuration: filesystem storage in the state
-// directory, plain HTTP on 127.0.0.1, no auth (only the host reaches it), deletes
-// allowed so that images can be replaced and cleaned up.
+// directory, plain HTTP on the bridge's address, the one account of its htpasswd
+// (registryauth.go), deletes allowed so that images can be replaced and cleaned up.
 func registryConfig(opts Options, p paths) []byte {
 	return fmt.Appendf(nil, `# The image registry of the tfk8s local cluster (tfk8s local up).
 version: 0.1
@@ -47,14 +47,21 @@ storage:
     enabled: true
 http:
   addr: %s
-`, strconv.Quote(p.registryData), strconv.Quote(registryAddr(opts)))
+auth:
+  htpasswd:
+    realm: tfk8s-local
+    path: %s
+`, strconv.Quote(p.registryData), strconv.Quote(registryAddr(opts)), strconv.Quote(registryHtpasswdPath(p)))
 }
 
 // startRegistry starts the registry and waits until it answers, then pushes the
 // image layouts of Options.Images and of the source tree into it.
-func (u *starter) startRegistry(ctx context.Context) error {
+func (u *starter) startRegistry(ctx context.Context) (err error) {
 	if err := os.MkdirAll(u.paths.registryData, 0o700); err != nil {
 		return fmt.Errorf("creating the registry's storage: %w", err)
+	}
+	if u.registry, err = ensureRegistryCredential(u.paths); err != nil {
+		return err
 	}
 	if err := writeFileAtomic(u.paths.registryConfig, registryConfig(u.opts, u.paths), 0o644); err != nil {
 		return err
@@ -63,9 +70,8 @@ func (u *starter) startRegistry(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url := registryURL(u.opts) + "/v2/"
 	if err := u.waitReady(ctx, p, "the registry on "+registryAddr(u.opts), func(ctx context.Context) error {
-		return httpOK(ctx, url)
+		return registryOK(ctx, registryURL(u.opts), u.registry)
 	}); err != nil {
 		return err
 	}
@@ -92,7 +98,7 @@ func (u *starter) pushImages(ctx context.Context) error {
 	}
 	u.pushed = map[string]string{}
 	for _, img := range images {
-		if err := pushImage(ctx, img, registryAddr(u.opts), u.opts.Progress); err != nil {
+		if err := pushImage(ctx, img, registryAddr(u.opts), u.registry, u.opts.Progress); err != nil {
 			return err
 		}
 		if digest, _, err := digestAndSize(img.content); err == nil {

@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -227,16 +228,10 @@ func writeUserConfig(path string, data []byte) (bool, error) {
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename, so that
-// a reader never sees half a file.
+// a reader never sees half a file, and a symlink planted in the state directory (the
+// user's to write) is never followed by root.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return safewrite.File(path, data, perm)
 }
 
 // randomHex returns n random bytes in hexadecimal.

@@ -85,6 +85,8 @@ type starter struct {
 	cp *controlplane.ControlPlane
 	// s3 are the S3 server's settings.
 	s3 storage.Config
+	// registry is the registry's account, which the nodes pull with.
+	registry registryCredential
 	// procs are the components this call started, in order.
 	procs proc.Group
 	// networkReset says the bridge was (re)created by this call, so the components
@@ -373,10 +375,17 @@ func nodeReady(node *corev1.Node, since time.Time) bool {
 }
 
 // httpOK gets url and wants 200 OK.
-func httpOK(ctx context.Context, url string) error {
+func httpOK(ctx context.Context, url string) error { return httpOKAs(ctx, url, "") }
+
+// httpOKAs gets url with authorization as its Authorization header (none if empty)
+// and wants 200 OK.
+func httpOKAs(ctx context.Context, url, authorization string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -384,10 +393,18 @@ func httpOK(ctx context.Context, url string) error {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %s", url, resp.Status)
+		return &statusError{url: url, status: resp.Status, code: resp.StatusCode}
 	}
 	return nil
 }
+
+// statusError is an HTTP answer other than 200 OK.
+type statusError struct {
+	url, status string
+	code        int
+}
+
+func (e *statusError) Error() string { return e.url + " answered " + e.status }
 
 // checkHost refuses to run where local mode cannot: it needs Linux and root.
 func checkHost() error {

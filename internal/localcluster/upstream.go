@@ -165,6 +165,8 @@ func ensureProvisionerRole(ctx context.Context, c client.Client) error {
 			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			// A claim's directory takes the fsGroup of the pods that mount it.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		}
 		return nil
 	})
@@ -257,6 +259,9 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 		return err
 	}
 	configs := upstreamNodeConfigs(u.opts)
+	for i := range configs {
+		configs[i].RegistryAuthorization = u.registry.authorization()
+	}
 	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {

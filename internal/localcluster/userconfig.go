@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -100,38 +101,35 @@ func updateUserConfig(path string, cluster storage.Config) (UserConfigOutcome, s
 
 // replaceKeepingOwner replaces the file at path (its link followed) with data,
 // atomically, keeping its owner and mode: up runs as root, and the user who owns the
-// file must still read it.
+// file must still read it. A link is followed only to a file of the link's owner: a
+// user's dotfiles may link their config elsewhere, but root must not be led by one
+// to rewrite a file that is not theirs.
 func replaceKeepingOwner(path string, data []byte) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	info, err := os.Stat(path)
+	link, err := os.Lstat(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
 	}
-	if err := keepOwnerAndMode(tmp, info); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("keeping the owner and mode of %s: %w", path, err)
+	info, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
+	owner, linkOwner := ownerOf(info), ownerOf(link)
+	if !info.Mode().IsRegular() || owner.uid != linkOwner.uid {
+		return fmt.Errorf("%s is not a regular file of the owner of its link (uid %d): left as it is", path, linkOwner.uid)
 	}
-	return nil
+	return safewrite.Owned(path, data, info.Mode().Perm(), owner.uid, owner.gid)
 }
 
-// keepOwnerAndMode gives the file at path the owner and mode of info.
-func keepOwnerAndMode(path string, info fs.FileInfo) error {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		if err := os.Chown(path, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	return os.Chmod(path, info.Mode().Perm())
+// fileOwner is a file's user and group.
+type fileOwner struct{ uid, gid int }
+
+// ownerOf is the owner of the file info describes.
+func ownerOf(info fs.FileInfo) fileOwner {
+	st := info.Sys().(*syscall.Stat_t) // always, on Linux
+	return fileOwner{int(st.Uid), int(st.Gid)}
 }
 
 // recordUserConfig brings the user's config file in line with the cluster's S3

@@ -111,6 +111,11 @@ func TestUpdateUserConfig(t *testing.T) {
 				if err := os.Symlink(target, path); err != nil {
 					t.Fatal(err)
 				}
+				if os.Geteuid() == 0 {
+					if err := os.Lchown(path, annUID, annUID); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			outcome, endpoint, err := updateUserConfig(path, clusterS3)
 			if err != nil {
@@ -153,6 +158,60 @@ func TestUpdateUserConfig(t *testing.T) {
 				t.Errorf("owner after the rewrite %d:%d, want %d:%d, the user's", st.Uid, st.Gid, annUID, annUID)
 			}
 		})
+	}
+}
+
+// TestUpdateUserConfigPlanted: root, rewriting a user's config, writes through no
+// symlink the user planted, neither at the former temporary name nor as the config
+// itself pointing at another user's file.
+func TestUpdateUserConfigPlanted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("files of two users need root: run as root")
+	}
+	const stale = "endpoint: 10.244.0.1:7070\naccessKeyID: tfk8sold\nsecretAccessKey: old-secret\n"
+	tests := []struct {
+		name    string
+		plant   func(t *testing.T, config, victim string)
+		wantErr bool
+	}{{
+		name: "config.tmp linked to root's file",
+		plant: func(t *testing.T, config, victim string) {
+			testutil.WriteFile(t, config, stale)
+			plantLink(t, victim, config+".tmp")
+		},
+	}, {
+		name:    "config linked to root's file",
+		plant:   func(t *testing.T, config, victim string) { plantLink(t, victim, config) },
+		wantErr: true,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			config := filepath.Join(t.TempDir(), "config")
+			victim := filepath.Join(t.TempDir(), "shadow")
+			testutil.WriteFile(t, victim, stale)
+			tc.plant(t, config, victim)
+			if err := os.Chown(filepath.Dir(config), annUID, annUID); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := updateUserConfig(config, clusterS3)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("updateUserConfig: %v, want an error: %v", err, tc.wantErr)
+			}
+			if got, err := os.ReadFile(victim); err != nil || string(got) != stale {
+				t.Errorf("root's file now %q (%v), want it untouched", got, err)
+			}
+		})
+	}
+}
+
+// plantLink makes a symlink at link to target, owned by the user.
+func plantLink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, annUID, annUID); err != nil {
+		t.Fatal(err)
 	}
 }
 

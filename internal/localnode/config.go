@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // Config is one node: its name, where its state and binaries are, and its place in the
@@ -48,6 +50,9 @@ type Config struct {
 	// RegistryMirror is the URL of the registry containerd looks in first for every
 	// image, under the image's own repository path.
 	RegistryMirror string `json:"registryMirror"`
+	// RegistryAuthorization is the Authorization header containerd sends the mirror:
+	// the registry serves only its account.
+	RegistryAuthorization string `json:"registryAuthorization,omitempty"`
 	// HostPorts are the only ports of HostAddress the node's pods may reach; the node
 	// drops what else they send there, so that only containerd pulls from the registry.
 	HostPorts HostPorts `json:"hostPorts"`
@@ -118,7 +123,7 @@ func (c Config) Save() error {
 	if err != nil {
 		return fmt.Errorf("encoding the node's config: %w", err)
 	}
-	return os.WriteFile(ConfigPath(c.StateDir), append(data, '\n'), 0o600)
+	return safewrite.File(ConfigPath(c.StateDir), append(data, '\n'), 0o600)
 }
 
 // LoadConfig reads and checks a node's Config.

@@ -19,6 +19,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/localnode/gpus"
 	"github.com/tfk8s/tfk8s/internal/localnode/provisioner"
 	"github.com/tfk8s/tfk8s/internal/proc"
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // Timeouts of the inner half.
@@ -130,22 +131,24 @@ func writeConfigs(c Config) error {
 	if err != nil {
 		return err
 	}
+	// hosts.toml holds the registry's account: containerd's, root's, alone.
 	files := []struct {
 		path string
 		data []byte
+		mode os.FileMode
 	}{
-		{p.containerdConfig, containerd},
-		{filepath.Join(p.certsDir, "_default", "hosts.toml"), renderMirrorHosts(c.RegistryMirror)},
-		{filepath.Join(p.cniConfDir, "10-tfk8s.conflist"), cni},
-		{p.kubeletConfig, kubelet},
-		{p.proxyConfig, proxy},
-		{p.resolvConf, renderResolvConf(c.Resolvers)},
+		{p.containerdConfig, containerd, 0o644},
+		{filepath.Join(p.certsDir, "_default", "hosts.toml"), renderMirrorHosts(c.RegistryMirror, c.RegistryAuthorization), 0o600},
+		{filepath.Join(p.cniConfDir, "10-tfk8s.conflist"), cni, 0o644},
+		{p.kubeletConfig, kubelet, 0o644},
+		{p.proxyConfig, proxy, 0o644},
+		{p.resolvConf, renderResolvConf(c.Resolvers), 0o644},
 	}
 	for _, f := range files {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Dir(f.path), err)
 		}
-		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+		if err := safewrite.File(f.path, f.data, f.mode); err != nil {
 			return fmt.Errorf("writing %s: %w", f.path, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
 // kubeletRootDir is the kubelet's root directory as the node sees it: the kubelet
@@ -117,7 +119,7 @@ func maskSysctls(dir string) error {
 			return fmt.Errorf("reading sysctl %s: %w", name, err)
 		}
 		file := filepath.Join(dir, strings.ReplaceAll(name, "/", "."))
-		if err := os.WriteFile(file, value, 0o644); err != nil {
+		if err := safewrite.File(file, value, 0o644); err != nil {
 			return fmt.Errorf("writing the node's copy of sysctl %s: %w", name, err)
 		}
 		if err := unix.Mount(file, proc, "", unix.MS_BIND, ""); err != nil {

@@ -88,13 +88,17 @@ func renderContainerdConfig(c Config) ([]byte, error) {
 }
 
 // renderMirrorHosts returns certs.d/_default/hosts.toml: containerd asks the cluster's
-// registry first for every image, under the image's own repository path, then the
-// image's own registry.
-func renderMirrorHosts(mirror string) []byte {
+// registry first for every image, under the image's own repository path, sending
+// authorization if any, then the image's own registry.
+func renderMirrorHosts(mirror, authorization string) []byte {
 	if mirror == "" {
 		return nil
 	}
-	return fmt.Appendf(nil, "[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", mirror)
+	b := fmt.Appendf(nil, "[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", mirror)
+	if authorization != "" {
+		b = fmt.Appendf(b, "  [host.%q.header]\n    Authorization = %q\n", mirror, authorization)
+	}
+	return b
 }
 
 // cniConfList is the node's pod network: a bridge whose address is the pods' gateway,

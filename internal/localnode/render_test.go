@@ -151,15 +151,31 @@ func TestContainerdConfig(t *testing.T) {
 }
 
 func TestMirrorHosts(t *testing.T) {
-	var got map[string]map[string]struct {
-		Capabilities []string `toml:"capabilities"`
+	type host struct {
+		Capabilities []string          `toml:"capabilities"`
+		Header       map[string]string `toml:"header"`
 	}
-	if _, err := toml.Decode(string(renderMirrorHosts("http://10.244.0.1:5000")), &got); err != nil {
-		t.Fatal(err)
+	const mirror = "http://10.244.0.1:5000"
+	tests := []struct {
+		name, authorization string
+		want                host
+	}{
+		{name: "no account", want: host{Capabilities: []string{"pull", "resolve"}}},
+		{
+			name: "the registry's account sent with every request", authorization: "Basic dGZrOHM6c2VjcmV0",
+			want: host{Capabilities: []string{"pull", "resolve"}, Header: map[string]string{"Authorization": "Basic dGZrOHM6c2VjcmV0"}},
+		},
 	}
-	want := []string{"pull", "resolve"}
-	if diff := cmp.Diff(want, got["host"]["http://10.244.0.1:5000"].Capabilities); diff != "" {
-		t.Errorf("the mirror's capabilities (-want +got):\n%s", diff)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got map[string]map[string]host
+			if _, err := toml.Decode(string(renderMirrorHosts(mirror, tc.authorization)), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got["host"][mirror]); diff != "" {
+				t.Errorf("the mirror (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

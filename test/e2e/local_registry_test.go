@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,11 +31,53 @@ import (
 	"github.com/tfk8s/tfk8s/internal/version"
 )
 
+// registryAccount is the registry's account kept in the cluster's state directory
+// dir, which only its owner (root) reads.
+func registryAccount(t *testing.T, dir string) authn.Authenticator {
+	t.Helper()
+	path := filepath.Join(dir, "registry-credentials")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the registry's account: %v", err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", path, info.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, password, _ := strings.Cut(strings.TrimSpace(string(data)), ":")
+	return &authn.Basic{Username: user, Password: password}
+}
+
+// checkAnonymousPushRefused pushes an image to the registry at addr without its
+// account, as any user of the host could, and wants 401 Unauthorized.
+func checkAnonymousPushRefused(t *testing.T, addr string) {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(addr+"/tfk8s/agent:planted", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = remote.Write(ref, img)
+	var terr *transport.Error
+	if !errors.As(err, &terr) || terr.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an anonymous push to %s: %v, want 401 Unauthorized", ref, err)
+	}
+}
+
 // checkRegistry wants local status to show the registry running at its address, and
 // the registry to hold every image of the source tree's _out/images under its
 // repository path, the agent's among them when make images has run: the node finds
-// the controller's default agent image there.
+// the controller's default agent image there. The registry answers only the account
+// kept in the state directory: a push without it gets 401.
 func checkRegistry(t *testing.T, st *localcluster.Status, binDir string) {
+	auth := registryAccount(t, st.Dir)
+	checkAnonymousPushRefused(t, st.Registry)
 	var out bytes.Buffer
 	st.Print(&out)
 	row := regexp.MustCompile(`(?m)^registry +\d+ +running +` + regexp.QuoteMeta(st.Registry) + ` `)
@@ -47,7 +94,7 @@ func checkRegistry(t *testing.T, st *localcluster.Status, binDir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		desc, err := remote.Head(r)
+		desc, err := remote.Head(r, remote.WithAuth(auth))
 		if err != nil {
 			t.Errorf("%s (%s) is not in the registry: %v", ref, local, err)
 			continue

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -88,7 +89,7 @@ func TestRelease(t *testing.T) {
 	// The node cannot reach the host's loopback: it pulls every image through the
 	// cluster's registry, its mirror, by the image's repository path. Mirror there
 	// what the release's pods run, as a cluster's own pull-through mirror would.
-	mirrorImages(ctx, t, registry, st.Registry+"/"+releaseRepo,
+	mirrorImages(ctx, t, registry, st.Registry+"/"+releaseRepo, registryAccount(t, opts.Dir),
 		"tfk8s-controller:"+releaseVersion, "tfk8s-agent:"+releaseVersion, "python:3.11")
 
 	helm := func(args ...string) string {
@@ -223,8 +224,8 @@ func lastLines(s string, n int) string {
 }
 
 // mirrorImages copies each image (name:tag) from the repository path from to the
-// repository path to, every platform with it.
-func mirrorImages(ctx context.Context, t *testing.T, from, to string, images ...string) {
+// repository path to, as toAuth, every platform with it.
+func mirrorImages(ctx context.Context, t *testing.T, from, to string, toAuth authn.Authenticator, images ...string) {
 	t.Helper()
 	for _, image := range images {
 		src, err := name.ParseReference(from+"/"+image, name.Insecure)
@@ -239,7 +240,7 @@ func mirrorImages(ctx context.Context, t *testing.T, from, to string, images ...
 		if err != nil {
 			t.Fatalf("reading %s: %v", src, err)
 		}
-		if err := remote.WriteIndex(dst, idx, remote.WithContext(ctx)); err != nil {
+		if err := remote.WriteIndex(dst, idx, remote.WithContext(ctx), remote.WithAuth(toAuth)); err != nil {
 			t.Fatalf("mirroring %s to %s: %v", src, dst, err)
 		}
 	}

@@ -103,7 +103,7 @@ func TestUpgrade(t *testing.T) {
 		registry:    registry,
 	}
 	// The node pulls through the cluster's registry, by repository path (see TestRelease).
-	mirrorImages(ctx, t, registry, st.Registry+"/"+releaseRepo, "tfk8s-controller:"+upgradeFrom, "tfk8s-controller:"+upgradeTo)
+	mirrorImages(ctx, t, registry, st.Registry+"/"+releaseRepo, registryAccount(t, opts.Dir), "tfk8s-controller:"+upgradeFrom, "tfk8s-controller:"+upgradeTo)
 
 	// local up installed the tree's chart; N−1 replaces it as a fresh install.
 	u.helm(ctx, t, "uninstall", localcluster.ReleaseName, "--wait", "--timeout", "2m")

@@ -63,6 +63,7 @@ func TestUpstreamNode(t *testing.T) {
 	t.Run("each container gets GPUs of its own", c.testDistinctGPUs)
 	t.Run("a pod reaches a server outside the cluster through the host's NAT", c.testOutboundNAT)
 	t.Run("a pod reaches the host address only on the API server, DNS and S3", c.testHostPortsFiltered)
+	t.Run("a pod reaches no link-local address nor the host's own, unless exposed", c.testHostNetHidden)
 	t.Run("a hostPath outside the allowed ones is refused", c.testHostPathRefused)
 }
 

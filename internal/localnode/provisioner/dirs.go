@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 )
 
-// makeVolumeDir creates the directory name in dir and returns its path. It is writable
-// by every user, as the home-made node's volumes were, so that a pod running as any
-// user can write its volume.
-func makeVolumeDir(dir, name string) (string, error) {
+// makeVolumeDir creates the directory name in dir, owned and moded as owner says, and
+// returns its path. Owner and mode are set through the open directory, so that a
+// link put in its place between the calls leads them nowhere.
+func makeVolumeDir(dir, name string, owner dirOwner) (string, error) {
 	path := filepath.Join(dir, name)
 	if _, err := childName(dir, path); err != nil {
 		return "", err
@@ -21,11 +21,22 @@ func makeVolumeDir(dir, name string) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	if err := root.Mkdir(name, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
-	// Mkdir's mode went through the umask.
-	if err := root.Chmod(name, 0o777); err != nil {
+	f, err := root.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", path)
+	}
+	// The mode after the owner: a chown clears the setgid bit.
+	if err := f.Chown(owner.UID, owner.GID); err != nil {
+		return "", err
+	}
+	if err := f.Chmod(owner.Mode); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -1,9 +1,13 @@
 package provisioner
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestChildName(t *testing.T) {
@@ -31,23 +35,41 @@ func TestChildName(t *testing.T) {
 	}
 }
 
+// TestMakeVolumeDir: the directory gets the owner and mode decided for it, setgid
+// included, also when a retried provisioning finds it made.
 func TestMakeVolumeDir(t *testing.T) {
-	dir := t.TempDir()
-	for range 2 { // The second call finds it made: a retried provisioning.
-		path, err := makeVolumeDir(dir, "pvc-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if path != filepath.Join(dir, "pvc-1") || !info.IsDir() || info.Mode().Perm() != 0o777 {
-			t.Errorf("made %s, a directory %t with mode %v; want %s/pvc-1, a directory with mode 0777", path, info.IsDir(), info.Mode().Perm(), dir)
-		}
+	tests := []struct {
+		name  string
+		owner dirOwner
+	}{
+		{name: "the pods' fsGroup", owner: dirOwner{GID: 2000, Mode: sharedMode}},
+		{name: "no fsGroup: root's", owner: dirOwner{Mode: rootMode}},
 	}
-	if _, err := makeVolumeDir(dir, "../escape"); err == nil {
-		t.Errorf("made a directory out of %s", dir)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for range 2 { // The second call finds it made: a retried provisioning.
+				path, err := makeVolumeDir(dir, "pvc-1", tc.owner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := os.Lstat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := info.Sys().(*syscall.Stat_t)
+				got := dirOwner{UID: int(st.Uid), GID: int(st.Gid), Mode: info.Mode() &^ fs.ModeDir}
+				if path != filepath.Join(dir, "pvc-1") || !info.IsDir() {
+					t.Errorf("made %s, a directory %t; want %s/pvc-1, a directory", path, info.IsDir(), dir)
+				}
+				if diff := cmp.Diff(tc.owner, got); diff != "" {
+					t.Errorf("owner and mode (-want +got):\n%s", diff)
+				}
+			}
+			if _, err := makeVolumeDir(dir, "../escape", tc.owner); err == nil {
+				t.Errorf("made a directory out of %s", dir)
+			}
+		})
 	}
 }
 

@@ -61,7 +61,9 @@ func New(ctx context.Context, client kubernetes.Interface, nodeName, dir string)
 	// The library logs through klog's contextual logger; so do we, with the node named.
 	log := klog.FromContext(ctx).WithName("provisioner").WithValues("node", nodeName)
 	ctx = klog.NewContext(ctx, log)
-	p := &nodeProvisioner{node: nodeName, dir: dir}
+	p := &nodeProvisioner{node: nodeName, dir: dir, pods: func(ctx context.Context, claim *corev1.PersistentVolumeClaim) ([]corev1.Pod, error) {
+		return claimPods(ctx, client, claim)
+	}}
 	ctrl := controller.NewProvisionController(ctx, client, Name, p, controller.LeaderElection(false))
 	if err := ensureStorageClass(ctx, client); err != nil {
 		return nil, err
@@ -80,6 +82,8 @@ func (p *Provisioner) Run(ctx context.Context) {
 type nodeProvisioner struct {
 	node string
 	dir  string
+	// pods lists the pods of a claim's namespace.
+	pods func(context.Context, *corev1.PersistentVolumeClaim) ([]corev1.Pod, error)
 }
 
 var (
@@ -94,15 +98,20 @@ func (p *nodeProvisioner) ShouldProvision(_ context.Context, claim *corev1.Persi
 	return claim.Annotations[annSelectedNode] == p.node
 }
 
-// Provision creates the claim's directory and returns its volume, pinned to this node.
+// Provision creates the claim's directory, owned as its pods' fsGroup says
+// (ownerFor), and returns its volume, pinned to this node.
 // A claim placed on another node is ignored, for that node to serve.
-func (p *nodeProvisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
+func (p *nodeProvisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	if opts.SelectedNodeName != p.node {
 		return nil, controller.ProvisioningFinished, &controller.IgnoredError{
 			Reason: fmt.Sprintf("the claim is placed on node %q, not %s", opts.SelectedNodeName, p.node),
 		}
 	}
-	path, err := makeVolumeDir(p.dir, opts.PVName)
+	pods, err := p.pods(ctx, opts.PVC)
+	if err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
+	path, err := makeVolumeDir(p.dir, opts.PVName, ownerFor(opts.PVC, pods))
 	if err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the directory of volume %s: %w", opts.PVName, err)
 	}

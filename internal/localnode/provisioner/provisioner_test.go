@@ -3,12 +3,15 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 )
 
@@ -16,9 +19,12 @@ import (
 // volume there; the other node makes nothing and tells the library to ignore the claim.
 func TestProvision(t *testing.T) {
 	ctx := context.Background()
-	a := &nodeProvisioner{node: "node-a", dir: t.TempDir()}
-	b := &nodeProvisioner{node: "node-b", dir: t.TempDir()}
-	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annSelectedNode: "node-b"}}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "team", Annotations: map[string]string{annSelectedNode: "node-b"}}}
+	pods := func(context.Context, *corev1.PersistentVolumeClaim) ([]corev1.Pod, error) {
+		return []corev1.Pod{claimPod("nb", ptr.To[int64](100), corev1.PodPending, false)}, nil
+	}
+	a := &nodeProvisioner{node: "node-a", dir: t.TempDir(), pods: pods}
+	b := &nodeProvisioner{node: "node-b", dir: t.TempDir(), pods: pods}
 	if a.ShouldProvision(ctx, claim) || !b.ShouldProvision(ctx, claim) {
 		t.Errorf("ShouldProvision: node-a %t, node-b %t; want only node-b", a.ShouldProvision(ctx, claim), b.ShouldProvision(ctx, claim))
 	}
@@ -41,8 +47,10 @@ func TestProvision(t *testing.T) {
 	if pv.Spec.Local.Path != want || volumeNode(pv) != "node-b" {
 		t.Errorf("volume at %s on node %q, want %s on node-b", pv.Spec.Local.Path, volumeNode(pv), want)
 	}
-	if info, err := os.Stat(want); err != nil || !info.IsDir() {
-		t.Errorf("the volume's directory: %v", err)
+	if info, err := os.Stat(want); err != nil || !info.IsDir() || info.Mode().Perm() != 0o770 || info.Mode()&fs.ModeSetgid == 0 {
+		t.Errorf("the volume's directory: %v, %v; want a directory of mode 02770, its pod's fsGroup's", info, err)
+	} else if st := info.Sys().(*syscall.Stat_t); st.Gid != 100 {
+		t.Errorf("the volume's directory has group %d, want 100, its pod's fsGroup", st.Gid)
 	}
 }
 
@@ -51,7 +59,7 @@ func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	a := &nodeProvisioner{node: "node-a", dir: t.TempDir()}
 	b := &nodeProvisioner{node: "node-b", dir: t.TempDir()}
-	path, err := makeVolumeDir(b.dir, "pvc-1")
+	path, err := makeVolumeDir(b.dir, "pvc-1", dirOwner{Mode: rootMode})
 	if err != nil {
 		t.Fatal(err)
 	}

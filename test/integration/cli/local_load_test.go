@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -27,15 +28,25 @@ import (
 )
 
 // loadCluster is a local cluster's state directory whose settings point at a real
-// registry: all that `tfk8s local load` reads of a cluster. A cluster's registry
-// listens on its pod CIDR's first address, the bridge's: here 127.0.0.0/24's is the
-// test registry's loopback address.
-func loadCluster(t *testing.T, registryAddr string) string {
+// registry, with the registry's account (user:password): all that `tfk8s local load` reads of a
+// cluster. A cluster's registry listens on its pod CIDR's first address, the
+// bridge's: here 127.0.0.0/24's is the test registry's loopback address.
+func loadCluster(t *testing.T, registryAddr, account string) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, port, _ := net.SplitHostPort(registryAddr)
 	testutil.WriteFile(t, filepath.Join(dir, "cluster.yaml"), "podCIDR: 127.0.0.0/24\nports:\n  registry: "+port+"\n")
+	if account != "" {
+		testutil.WriteFile(t, filepath.Join(dir, "registry-credentials"), account+"\n")
+	}
 	return dir
+}
+
+// startRegistry starts a registry that takes requests from one account only, as a
+// local cluster's does, and returns it with its account as USER:PASSWORD.
+func startRegistry(t *testing.T) (*registryserver.Server, string) {
+	reg := registryserver.Start(t, registryserver.WithAuth())
+	return reg, reg.User + ":" + reg.Password
 }
 
 // TestLocalLoadPushesEveryKindOfImage loads an OCI layout (a multi-platform index),
@@ -43,8 +54,8 @@ func loadCluster(t *testing.T, registryAddr string) string {
 // registry by the local reference load printed: the same digest (for the docker
 // tarball, the same config and layers). A second load of the layout sends nothing.
 func TestLocalLoadPushesEveryKindOfImage(t *testing.T) {
-	reg := registryserver.Start(t)
-	dir := loadCluster(t, reg.Addr)
+	reg, account := startRegistry(t)
+	dir := loadCluster(t, reg.Addr, account)
 	f := &fixture{t: t, env: map[string]string{}}
 	tmp := t.TempDir()
 
@@ -82,7 +93,7 @@ func TestLocalLoadPushesEveryKindOfImage(t *testing.T) {
 		{"docker.io/library/busybox:1.36", reg.Addr + "/library/busybox:1.36", saved, nil},
 	} {
 		digest := pushedDigest(t, r.stdout, tc.ref, tc.local)
-		got := pull(t, tc.local)
+		got := pull(t, tc.local, reg.Auth())
 		if got.Digest.String() != digest {
 			t.Errorf("%s pulled back as %s, load printed %s", tc.local, got.Digest, digest)
 		}
@@ -107,8 +118,8 @@ func TestLocalLoadPushesEveryKindOfImage(t *testing.T) {
 
 // TestLocalLoadName pushes an image under --name instead of the name it carries.
 func TestLocalLoadName(t *testing.T) {
-	reg := registryserver.Start(t)
-	dir := loadCluster(t, reg.Addr)
+	reg, account := startRegistry(t)
+	dir := loadCluster(t, reg.Addr, account)
 	f := &fixture{t: t, env: map[string]string{}}
 	img, err := random.Image(256, 1)
 	if err != nil {
@@ -121,14 +132,14 @@ func TestLocalLoadName(t *testing.T) {
 	r := f.mustSucceed("local", "load", "--dir", dir, dockerTar, "--name", "ghcr.io/me/renamed:2")
 	local := reg.Addr + "/me/renamed:2"
 	pushedDigest(t, r.stdout, "ghcr.io/me/renamed:2", local)
-	sameConfigAndLayers(t, img, pull(t, local))
+	sameConfigAndLayers(t, img, pull(t, local, reg.Auth()))
 }
 
 // TestLocalLoadErrors: what is no image is named with what it is not, and a cluster
 // that is not up is said to be so, with what to run; nothing is pushed.
 func TestLocalLoadErrors(t *testing.T) {
-	reg := registryserver.Start(t)
-	up := loadCluster(t, reg.Addr)
+	reg, account := startRegistry(t)
+	up := loadCluster(t, reg.Addr, account)
 	notes := filepath.Join(t.TempDir(), "notes.txt")
 	testutil.WriteFile(t, notes, "not an image\n")
 	f := &fixture{t: t, env: map[string]string{}}
@@ -140,7 +151,9 @@ func TestLocalLoadErrors(t *testing.T) {
 		{"a text file", []string{"--dir", up, notes}, "error: " + notes + ": neither an OCI layout directory nor a tar file"},
 		{"a directory that is no layout", []string{"--dir", up, filepath.Dir(notes)}, "error: " + filepath.Dir(notes) + ": a directory, but not an OCI layout (no index.json)"},
 		{"no cluster", []string{"--dir", filepath.Join(up, "none"), notes}, "there is no local cluster in " + filepath.Join(up, "none") + ": run tfk8s local up --dir"},
-		{"a cluster that is down", []string{"--dir", loadCluster(t, closedPort(t)), notes}, "is not up, its registry does not answer"},
+		{"a cluster that is down", []string{"--dir", loadCluster(t, closedPort(t), "tfk8s:x"), notes}, "is not up, its registry does not answer"},
+		{"no account: run as another user than up's", []string{"--dir", loadCluster(t, reg.Addr, ""), notes}, "reading the registry's account"},
+		{"a wrong password, or a stale account", []string{"--dir", loadCluster(t, reg.Addr, reg.User+":guess"), notes}, "refuses the account in"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,14 +176,14 @@ func pushedDigest(t *testing.T, stdout, ref, local string) string {
 	return m[1]
 }
 
-// pull fetches ref's manifest from the registry.
-func pull(t *testing.T, ref string) *remote.Descriptor {
+// pull fetches ref's manifest from the registry, as auth.
+func pull(t *testing.T, ref string, auth authn.Authenticator) *remote.Descriptor {
 	t.Helper()
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc, err := remote.Get(r)
+	desc, err := remote.Get(r, remote.WithAuth(auth))
 	if err != nil {
 		t.Fatalf("pulling %s: %v", ref, err)
 	}

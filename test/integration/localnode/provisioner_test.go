@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -147,6 +148,66 @@ func TestOtherClassLeftAlone(t *testing.T) {
 	}
 	if held := volumeDirsHolding(name); held[nodeA] || held[nodeB] {
 		t.Errorf("a directory was made for the claim of class %s: %v", other.Name, held)
+	}
+}
+
+// TestClaimDirectoryOwner: the directory of a claim whose first pod sets fsGroup is
+// that group's, setgid, mode 02770; one whose pod sets none is root's, mode 0755. No
+// claim gets the 0777 that let every user of every pod mounting it write it.
+func TestClaimDirectoryOwner(t *testing.T) {
+	t.Parallel()
+	ns := testutil.Namespace(t, c)
+	cases := []struct {
+		name    string
+		fsGroup *int64
+		wantGID uint32
+		want    os.FileMode
+	}{
+		{name: "fsgroup", fsGroup: ptr.To[int64](2000), wantGID: 2000, want: os.ModeDir | os.ModeSetgid | 0o770},
+		{name: "nofsgroup", want: os.ModeDir | 0o755},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			claimName := "home-" + tc.name
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "nb-" + tc.name},
+				Spec: corev1.PodSpec{
+					SecurityContext: &corev1.PodSecurityContext{FSGroup: tc.fsGroup},
+					Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
+					Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+					}}},
+				},
+			}
+			if _, err := clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			claim, err := clientset.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: claimName, Annotations: map[string]string{annSelectedNode: nodeA}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv := waitBound(t, claim)
+			info, err := os.Lstat(pv.Spec.Local.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type owner struct {
+				UID, GID uint32
+				Mode     os.FileMode
+			}
+			st := info.Sys().(*syscall.Stat_t)
+			if diff := cmp.Diff(owner{0, tc.wantGID, tc.want}, owner{st.Uid, st.Gid, info.Mode()}); diff != "" {
+				t.Errorf("the claim's directory (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
