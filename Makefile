@@ -205,7 +205,8 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/kubeflow/... output:crd:artifacts:config=config/crd/kubeflow
 	$(GO) run ./hack/crdschema config/crd/bases/tfk8s.io_tfjobs.yaml
 	$(GO) run ./hack/pysdk python/src/tfk8s
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
