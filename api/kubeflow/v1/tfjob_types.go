@@ -207,6 +207,27 @@ type ReplicaStatus struct {
 	// FailedIndexes lists the indexes that failed for good (tfk8s).
 	// +optional
 	FailedIndexes string `json:"failedIndexes,omitempty"`
+	// LastFailure is the last container of this type that failed (tfk8s).
+	// +optional
+	LastFailure *ReplicaFailure `json:"lastFailure,omitempty"`
+}
+
+// ReplicaFailure describes a failed container (tfk8s).
+type ReplicaFailure struct {
+	// Index is the replica's index.
+	Index int32 `json:"index"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// ExitCode is the container's exit code.
+	ExitCode int32 `json:"exitCode"`
+	// Reason is the container's or the pod's reason, e.g. Error, OOMKilled, Evicted.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message is the container's or the pod's message, truncated.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time is when the failure was seen.
+	Time metav1.Time `json:"time"`
 }
 
 // JobCondition is one state of the job.
