@@ -24,7 +24,7 @@ import (
 // hold the names this job's pods need, and the job's record pod (nil if none). The
 // cached objects are shared, not copied: they are read, never changed in place.
 func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, foreign []*corev1.Pod, record *corev1.Pod, err error) {
-	pods, err := r.podsOf(ctx, job.Namespace, job.Name)
+	pods, err := r.podsOf(ctx, job.Namespace, jobKey(job))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -45,19 +45,21 @@ func (r *TFJobReconciler) listPods(ctx context.Context, job *tfv1.TFJob) (own, f
 	return own, foreign, record, nil
 }
 
-// podsOf returns the pods controlled by a TFJob of that name, this one or an earlier
-// one: from the pod index, else (a reconciler without a manager) through the client.
-func (r *TFJobReconciler) podsOf(ctx context.Context, namespace, name string) ([]*corev1.Pod, error) {
+// podsOf returns the pods controlled by a TFJob of that ownerKey (kinds.go), this one or
+// an earlier one: from the pod index, else (a reconciler without a manager) through the
+// client.
+func (r *TFJobReconciler) podsOf(ctx context.Context, namespace, key string) ([]*corev1.Pod, error) {
 	if r.pods != nil {
-		return r.pods.of(namespace, name)
+		return r.pods.of(namespace, key)
 	}
+	name := key[strings.LastIndex(key, "/")+1:]
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{tfv1.LabelJobName: name}); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var pods []*corev1.Pod
 	for i := range list.Items {
-		if slices.Equal(podOwner(&list.Items[i]), []string{name}) {
+		if slices.Equal(podOwner(&list.Items[i]), []string{key}) {
 			pods = append(pods, &list.Items[i])
 		}
 	}
@@ -140,8 +142,8 @@ func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) e
 }
 
 // releaseOrphanedPods releases the pods of a job that no longer exists.
-func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, name string) error {
-	orphans, err := r.podsOf(ctx, namespace, name)
+func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, key string) error {
+	orphans, err := r.podsOf(ctx, namespace, key)
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (r *TFJobReconciler) adoptService(ctx context.Context, job *tfv1.TFJob, svc
 	if metav1.IsControlledBy(svc, job) {
 		return "", nil
 	}
-	if slices.Equal(podOwner(svc), []string{job.Name}) {
+	if slices.Equal(podOwner(svc), []string{jobKey(job)}) {
 		err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return "", fmt.Errorf("deleting service %s of an earlier job: %w", job.Name, err)

@@ -137,7 +137,7 @@ func gangMeta(job *tfv1.TFJob) metav1.ObjectMeta {
 		Name:            job.Name,
 		Namespace:       job.Namespace,
 		Labels:          map[string]string{tfv1.LabelJobName: job.Name},
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+		OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
 // Kueue admits a TFJob through its job-framework contract for external frameworks
@@ -64,8 +65,13 @@ type kueueView struct {
 // readKueue reads the job's Workload when the job waits in a Kueue queue, and starts
 // the watch of Workloads the first time they are found served.
 func (r *TFJobReconciler) readKueue(ctx context.Context, job *tfv1.TFJob) (*kueueView, error) {
-	v := &kueueView{queue: job.Labels[tfv1.LabelKueueQueue], status: &workloadStatus{}}
-	if v.queue == "" {
+	v := &kueueView{status: &workloadStatus{}}
+	if kubeflow.IsKubeflow(job) {
+		// Kueue's own kubeflow.org/tfjob integration queues these jobs: it makes their
+		// Workload and admits them through runPolicy.suspend.
+		return v, nil
+	}
+	if v.queue = job.Labels[tfv1.LabelKueueQueue]; v.queue == "" {
 		return v, nil
 	}
 	served, err := workloadsServed(r.RESTMapper())
@@ -271,12 +277,17 @@ func (w *workloadWatch) startIfServed(mapper meta.RESTMapper) error {
 
 // workloadsServed reports whether the API server serves Kueue's Workload API.
 func workloadsServed(mapper meta.RESTMapper) (bool, error) {
-	_, err := mapper.RESTMapping(WorkloadGVK.GroupKind(), WorkloadGVK.Version)
+	return kindServed(mapper, WorkloadGVK, "Kueue's Workload API")
+}
+
+// kindServed reports whether the API server serves the kind, which the error names as what.
+func kindServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind, what string) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("discovering Kueue's Workload API: %w", err)
+		return false, fmt.Errorf("discovering %s: %w", what, err)
 	}
 	return true, nil
 }

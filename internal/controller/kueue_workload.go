@@ -100,7 +100,7 @@ func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, pri
 	u.SetNamespace(job.Namespace)
 	// Kueue names the job by this label in its messages (a preemptor's, a preemptee's).
 	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelKueueJobUID: string(job.UID)})
-	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))})
+	u.SetOwnerReferences([]metav1.OwnerReference{controllerRef(job)})
 	var m map[string]any
 	if err := fromUnstructured(spec, &m, "Workload spec"); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -47,6 +49,9 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 		labels[k] = v
 	}
 	labels[tfv1.LabelReplicaIndex] = strconv.Itoa(int(index))
+	if kubeflow.IsKubeflow(job) {
+		maps.Copy(labels, kubeflow.PodLabels(job, rt, index))
+	}
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -55,7 +60,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 			Labels:          labels,
 			Annotations:     tmpl.Annotations,
 			Finalizers:      []string{tfv1.TrackingFinalizer},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 		},
 		Spec: tmpl.Spec,
 	}

@@ -129,7 +129,7 @@ func constructRecordPod(job *tfv1.TFJob, st *tfv1.TFJobStatus, opts PodOptions) 
 			Name:            tfjob.RecordPodName(job.Name),
 			Namespace:       job.Namespace,
 			Labels:          map[string]string{tfv1.LabelJobName: job.Name, tfjob.LabelRecord: job.Name},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyOnFailure,

@@ -19,7 +19,7 @@ func constructService(job *tfv1.TFJob) *corev1.Service {
 			Name:            job.Name,
 			Namespace:       job.Namespace,
 			Labels:          map[string]string{tfv1.LabelJobName: job.Name},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,

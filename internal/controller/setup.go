@@ -6,20 +6,26 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
 // SetupWithManager registers the reconciler with a manager: it watches TFJobs and the
-// pods and Services they own.
+// pods and Services they own. When the API server serves Kubeflow's TFJob, a second
+// reconciler of the same kind serves those jobs, sharing the pod index.
 func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	pods, err := newPodIndex(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
 	r.pods = pods
+	if err := r.setupKubeflow(mgr, opts); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
@@ -34,11 +40,37 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	return r.workloads.startIfServed(mgr.GetRESTMapper())
 }
 
-// podOwner is the name of the TFJob controlling obj, if one does.
+// setupKubeflow registers a reconciler of kubeflow.org TFJobs if the API server serves
+// them when the controller starts, as training-operator's CRD or tfk8s's own
+// (config/crd/kubeflow). It watches pods and Services, not Kueue's Workloads: Kueue's
+// own kubeflow.org/tfjob integration queues those jobs.
+func (r *TFJobReconciler) setupKubeflow(mgr ctrl.Manager, opts controller.Options) error {
+	served, err := kubeflowServed(mgr.GetRESTMapper())
+	if err != nil || !served {
+		return err
+	}
+	kr := NewTFJobReconciler(r.Client, r.Recorder, r.Options)
+	kr.APIReader, kr.pods, kr.kubeflow = r.APIReader, r.pods, true
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kubeflow-tfjob").
+		For(&kubeflowv1.TFJob{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		WithOptions(opts).
+		Complete(kr)
+}
+
+// podOwner is the ownerKey (kinds.go) of the TFJob controlling obj, of either API, if
+// one does.
 func podOwner(obj metav1.Object) []string {
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "TFJob" || ref.APIVersion != tfv1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "TFJob" {
 		return nil
 	}
-	return []string{ref.Name}
+	switch ref.APIVersion {
+	case tfv1.GroupVersion.String(), kubeflowv1.GroupVersion.String():
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		return []string{ownerKey(gv.Group, ref.Name)}
+	}
+	return nil
 }

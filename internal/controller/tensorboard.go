@@ -84,7 +84,7 @@ func tensorBoardMeta(job *tfv1.TFJob) metav1.ObjectMeta {
 		Name:            tfjob.TensorBoardName(job.Name),
 		Namespace:       job.Namespace,
 		Labels:          map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelTensorBoard: job.Name},
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))},
+		OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 	}
 }
 

@@ -46,6 +46,9 @@ type TFJobReconciler struct {
 	Recorder  events.EventRecorder
 	Options
 
+	// kubeflow is true for the reconciler of kubeflow.org TFJobs (kinds.go).
+	kubeflow bool
+
 	// pods reads the cached pods of a job; nil when the reconciler runs without a
 	// manager, and reads them through Client.
 	pods *podIndex
@@ -195,11 +198,11 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // getJob reads the job to reconcile; nil when it is gone, after releasing its pods so
 // that garbage collection can delete them, or when another controller manages it.
 func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.TFJob, error) {
-	job := &tfv1.TFJob{}
-	if err := r.Get(ctx, req.NamespacedName, job); err != nil {
+	job, err := r.readJob(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.refusals.forget(req.NamespacedName)
-			return nil, r.releaseOrphanedPods(ctx, req.Namespace, req.Name)
+			return nil, r.releaseOrphanedPods(ctx, req.Namespace, r.keyOf(req.Name))
 		}
 		return nil, err
 	}
@@ -281,10 +284,8 @@ func (r *TFJobReconciler) writeStatus(ctx context.Context, job *tfv1.TFJob, st *
 	if equality.Semantic.DeepEqual(&job.Status, st) {
 		return nil
 	}
-	updated := job.DeepCopy()
-	updated.Status = *st
 	before := job.ResourceVersion
-	if err := r.Status().Patch(ctx, updated, client.MergeFromWithOptions(job, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.patchStatus(ctx, job, st); err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
 	r.expectations.expectStatusWritten(job.UID, before)
@@ -303,7 +304,7 @@ func (r *TFJobReconciler) deleteExpired(ctx context.Context, job *tfv1.TFJob, st
 		return left, nil
 	}
 	log.FromContext(ctx).V(2).Info("Deleting TFJob: its TTL after finishing has passed")
-	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+	err := r.Delete(ctx, apiObject(job), client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &job.UID})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("deleting TFJob after its TTL: %w", err)
@@ -315,13 +316,6 @@ func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format strin
 	if r.Recorder != nil {
 		r.Recorder.Eventf(job, nil, eventType, reason, reason, format, args...)
 	}
-}
-
-// managedByTFK8s reports whether tfk8s reconciles the job, rather than another controller
-// named in runPolicy.managedBy.
-func managedByTFK8s(job *tfv1.TFJob) bool {
-	m := job.Spec.RunPolicy.ManagedBy
-	return m == nil || *m == "" || *m == tfv1.ControllerName
 }
 
 // typesOf returns the replica types of the job, in tfk8s's order.

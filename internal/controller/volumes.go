@@ -62,7 +62,7 @@ func constructClaim(job *tfv1.TFJob, v *tfv1.JobVolume) *corev1.PersistentVolume
 		},
 	}
 	if !v.Retain {
-		pvc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, tfv1.GroupVersion.WithKind("TFJob"))}
+		pvc.OwnerReferences = []metav1.OwnerReference{controllerRef(job)}
 	}
 	return pvc
 }

@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
+)
+
+// kubeflowModel is the model of a kubeflow.org job named mnist with a PS and two workers.
+func kubeflowModel() *tfv1.TFJob {
+	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
+	job.SetGroupVersionKind(kubeflow.GVK)
+	return job
+}
+
+// TestConstructPodOfKubeflowJob: the pod of a kubeflow.org job is owned by that job and
+// carries Kubeflow's labels beside tfk8s's; worker 0 is the master without a chief.
+func TestConstructPodOfKubeflowJob(t *testing.T) {
+	pod, err := ConstructPod(kubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOwner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", UID: "uid-1",
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	if diff := cmp.Diff([]metav1.OwnerReference{wantOwner}, pod.OwnerReferences); diff != "" {
+		t.Errorf("owner (-want +got):\n%s", diff)
+	}
+	want := map[string]string{
+		"tfk8s.io/job-name": "mnist", "tfk8s.io/replica-type": "worker", "tfk8s.io/replica-index": "0",
+		"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/replica-type": "worker",
+		"training.kubeflow.org/replica-index": "0", "training.kubeflow.org/operator-name": "tfjob-controller",
+		"training.kubeflow.org/job-role": "master",
+	}
+	if diff := cmp.Diff(want, pod.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+}
+
+// TestPodOwnerTellsTheAPIsApart: the pod index keys a pod by its job's API as well as
+// its name, so a kubeflow.org job never reads the pods of a tfk8s.io job of its name.
+func TestPodOwnerTellsTheAPIsApart(t *testing.T) {
+	tests := []struct {
+		name string
+		ref  metav1.OwnerReference
+		want []string
+	}{
+		{"tfk8s.io", metav1.OwnerReference{APIVersion: "tfk8s.io/v1alpha1", Kind: "TFJob", Name: "mnist", Controller: ptr.To(true)}, []string{"mnist"}},
+		{"kubeflow.org", metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr.To(true)}, []string{"kubeflow.org/mnist"}},
+		{"another group", metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "TFJob", Name: "mnist", Controller: ptr.To(true)}, nil},
+		{"another kind", metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "mnist", Controller: ptr.To(true)}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{tc.ref}}
+			if diff := cmp.Diff(tc.want, podOwner(obj)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := jobKey(kubeflowModel()); got != "kubeflow.org/mnist" {
+		t.Errorf("jobKey of the kubeflow.org job: %q", got)
+	}
+}
+
+// TestManagedByTFK8s: training-operator's own value is tfk8s's for a kubeflow.org job
+// only; MultiKueue's never is.
+func TestManagedByTFK8s(t *testing.T) {
+	tests := []struct {
+		name      string
+		kubeflow  bool
+		managedBy *string
+		want      bool
+	}{
+		{"tfk8s.io, unset", false, nil, true},
+		{"tfk8s.io, tfk8s", false, ptr.To(tfv1.ControllerName), true},
+		{"tfk8s.io, training-operator", false, ptr.To(kubeflowv1.ManagedByTrainingOperator), false},
+		{"kubeflow.org, unset", true, nil, true},
+		{"kubeflow.org, training-operator", true, ptr.To(kubeflowv1.ManagedByTrainingOperator), true},
+		{"kubeflow.org, MultiKueue", true, ptr.To(kubeflowv1.ManagedByMultiKueue), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakeTFJob("mnist", "ml").Workers(1).Obj()
+			if tc.kubeflow {
+				job = kubeflowModel()
+			}
+			job.Spec.RunPolicy.ManagedBy = tc.managedBy
+			if got := managedByTFK8s(job); got != tc.want {
+				t.Errorf("managedByTFK8s = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
