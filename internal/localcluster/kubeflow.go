@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
@@ -29,6 +31,11 @@ func (u *starter) installKubeflowCRD(ctx context.Context, cp *controlplane.Contr
 	crds, err := controlplane.ReadCRDs(kubeflowCRDDir(u.opts))
 	if err != nil {
 		return fmt.Errorf("reading the %s CRD: %w", KubeflowCRD, err)
+	}
+	for _, crd := range crds {
+		// As the chart and config/kubeflow label it: a later up --install helm takes
+		// it over instead of refusing it as another controller's.
+		metav1.SetMetaDataLabel(&crd.ObjectMeta, "app.kubernetes.io/part-of", "tfk8s")
 	}
 	if err := cp.InstallCRDs(ctx, crds...); err != nil {
 		return err
