@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,5 +97,22 @@ func TestManagedByTFK8s(t *testing.T) {
 				t.Errorf("managedByTFK8s = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestKueueLeavesKubeflowJobsAlone: a kubeflow.org job labelled for a Kueue queue is
+// not queued by tfk8s (no Workload, no wait): Kueue's own kubeflow.org/tfjob
+// integration does that through runPolicy.suspend. The reconciler has no client: any
+// look for Kueue's API would fail the test.
+func TestKueueLeavesKubeflowJobsAlone(t *testing.T) {
+	job := kubeflowModel()
+	job.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
+	r := NewTFJobReconciler(nil, nil, Options{})
+	v, err := r.readKueue(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.queue != "" || v.served || v.wl != nil {
+		t.Errorf("tfk8s queues a kubeflow.org job: queue %q, served %v, workload %v", v.queue, v.served, v.wl)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -96,4 +97,27 @@ func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, fmt.Errorf("no CRD found in %s", dir)
 	}
 	return crds, nil
+}
+
+// InstallKubeflowCRD serves tfk8s's kubeflow.org TFJob CRD (config/crd/kubeflow) and
+// enforces its admission policy (config/policy/kubeflow), which a test control plane
+// does not install unless asked: a controller started afterwards finds the CRD served
+// and reconciles those jobs too.
+func (cp *ControlPlane) InstallKubeflowCRD(ctx context.Context) error {
+	root, err := sourceRoot()
+	if err != nil {
+		return err
+	}
+	if err := cp.installCRDs(ctx, filepath.Join(root, "config", "crd", "kubeflow")); err != nil {
+		return err
+	}
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1",
+		"kind":       "TFJob",
+		"metadata":   map[string]any{"name": "policy-probe", "namespace": "default"},
+		"spec": map[string]any{"tfReplicaSpecs": map[string]any{"Worker": map[string]any{"template": map[string]any{
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "main", "image": "tf"}}},
+		}}}},
+	}}
+	return cp.installPoliciesProbed(ctx, filepath.Join(root, "config", "policy", "kubeflow"), probe, "container with name tensorflow")
 }

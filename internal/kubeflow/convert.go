@@ -4,6 +4,9 @@
 package kubeflow
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,12 +69,19 @@ func CanonicalType(key kubeflowv1.ReplicaType) (tfv1.ReplicaType, bool) {
 
 func replicaSpecsToModel(in map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec) map[tfv1.ReplicaType]*tfv1.ReplicaSpec {
 	out := make(map[tfv1.ReplicaType]*tfv1.ReplicaSpec, len(in))
-	for key, spec := range in {
+	// Admission refuses unknown types. A type spelled twice ("Worker" and "worker")
+	// is taken from its canonical spelling, else from the first in sorted order: the
+	// outcome never depends on map order.
+	keys := slices.SortedFunc(maps.Keys(in), func(a, b kubeflowv1.ReplicaType) int {
+		if ca, cb := isCanonical(a), isCanonical(b); ca != cb {
+			return map[bool]int{true: -1, false: 1}[ca]
+		}
+		return cmp.Compare(a, b)
+	})
+	for _, key := range keys {
+		spec := in[key]
 		rt, ok := CanonicalType(key)
-		// Admission refuses unknown types and a type spelled twice; a key spelled
-		// canonically wins over another spelling, so the outcome does not depend on
-		// map order.
-		if !ok || spec == nil || (out[rt] != nil && string(key) != string(rt)) {
+		if !ok || spec == nil || out[rt] != nil {
 			continue
 		}
 		out[rt] = &tfv1.ReplicaSpec{
@@ -84,6 +94,12 @@ func replicaSpecsToModel(in map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec) 
 		}
 	}
 	return out
+}
+
+// isCanonical reports whether key is a replica type spelled as tfk8s spells it.
+func isCanonical(key kubeflowv1.ReplicaType) bool {
+	rt, ok := CanonicalType(key)
+	return ok && string(rt) == string(key)
 }
 
 // withDefaultPort adds the port tfjob-port 2222 to the container named tensorflow (else

@@ -85,6 +85,16 @@ func TestToModel(t *testing.T) {
 			"Worker": {Replicas: ptr.To[int32](2), RestartPolicy: "Never", Template: withPort(template("tensorflow"), 0)},
 		},
 		wantRun: tfv1.RunPolicy{CleanPodPolicy: &none},
+	}, {
+		name: "two other spellings: the first in sorted order",
+		in: kfJob(map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+			"worker": {Replicas: ptr.To[int32](5), Template: template("tensorflow")},
+			"WORKER": {Replicas: ptr.To[int32](3), Template: template("tensorflow")},
+		}, kubeflowv1.RunPolicy{}),
+		wantSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+			"Worker": {Replicas: ptr.To[int32](3), RestartPolicy: "Never", Template: withPort(template("tensorflow"), 0)},
+		},
+		wantRun: tfv1.RunPolicy{CleanPodPolicy: &none},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

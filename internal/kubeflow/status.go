@@ -74,7 +74,7 @@ func StatusFromModel(st *tfv1.TFJobStatus, old *kubeflowv1.JobStatus, job string
 		jc := kubeflowv1.JobCondition{
 			Type:               kubeflowv1.JobConditionType(c.Type),
 			Status:             corev1.ConditionStatus(c.Status),
-			Reason:             c.Reason,
+			Reason:             kubeflowReason(c),
 			Message:            c.Message,
 			LastUpdateTime:     now,
 			LastTransitionTime: c.LastTransitionTime,
@@ -133,6 +133,16 @@ func orderedConditions(st *tfv1.TFJobStatus) []metav1.Condition {
 		return a.LastTransitionTime.Compare(b.LastTransitionTime.Time)
 	})
 	return out
+}
+
+// kubeflowReason is the condition's reason as v1.9 gives it: a failed job's is always
+// TFJobFailed, however it failed (tfk8s's own reason, BackoffLimitExceeded or
+// DeadlineExceeded, and its message say how).
+func kubeflowReason(c metav1.Condition) string {
+	if c.Type == string(tfv1.JobFailed) && c.Status == metav1.ConditionTrue {
+		return tfv1.ReasonFailed
+	}
+	return c.Reason
 }
 
 func findCondition(st *kubeflowv1.JobStatus, t kubeflowv1.JobConditionType) *kubeflowv1.JobCondition {

@@ -78,6 +78,21 @@ func TestStatusFromModel(t *testing.T) {
 	}
 }
 
+// TestFailedReasonIsV19s: v1.9 gives every failure the reason TFJobFailed.
+func TestFailedReasonIsV19s(t *testing.T) {
+	st := &tfv1.TFJobStatus{State: tfv1.JobFailed, Conditions: []metav1.Condition{
+		cond("Failed", "True", tfv1.ReasonBackoffLimitExceeded, 5),
+		cond("Restarting", "False", tfv1.ReasonRestarting, 5),
+	}}
+	got := StatusFromModel(st, nil, "mnist", at(6)).Conditions
+	if last := got[len(got)-1]; last.Type != "Failed" || last.Reason != "TFJobFailed" || last.Message != "BackoffLimitExceeded message" {
+		t.Errorf("last condition %+v, want Failed, TFJobFailed, the model's message", last)
+	}
+	if got[0].Reason != tfv1.ReasonRestarting {
+		t.Errorf("Restarting's reason %q changed", got[0].Reason)
+	}
+}
+
 // TestStatusRoundTrip: what the controller writes in Kubeflow's shape reads back as the
 // same model status, so that a reconcile with nothing new writes nothing.
 func TestStatusRoundTrip(t *testing.T) {
