@@ -443,7 +443,7 @@ release: $(HELM_STAMP)
 .PHONY: chart
 chart:
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
-	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml charts/tfk8s/files/
+	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
 	cp config/grafana/tfk8s-controller.json charts/tfk8s/files/
 

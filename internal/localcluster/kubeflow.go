@@ -3,11 +3,15 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/manifests"
 )
 
 // KubeflowCRD is the CRD of Kubeflow's kubeflow.org/v1 TFJob, which local mode serves
@@ -40,6 +44,36 @@ func (u *starter) installKubeflowCRD(ctx context.Context, cp *controlplane.Contr
 	if err := cp.InstallCRDs(ctx, crds...); err != nil {
 		return err
 	}
-	u.logf("CRD %s installed: kubeflow.org/v1 TFJobs served", KubeflowCRD)
+	if err := applyKubeflowPolicy(ctx, cp, u.opts); err != nil {
+		return err
+	}
+	u.logf("CRD %s installed with its admission policy: kubeflow.org/v1 TFJobs served", KubeflowCRD)
 	return nil
+}
+
+// applyKubeflowPolicy applies config/policy/kubeflow: what training-operator's webhook
+// checked of a kubeflow.org TFJob and the CRD's CEL budget cannot afford.
+func applyKubeflowPolicy(ctx context.Context, cp *controlplane.ControlPlane, opts Options) error {
+	dir := filepath.Join(filepath.Dir(opts.BinDir), "config", "policy", "kubeflow")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		return fmt.Errorf("no admission policy of kubeflow.org TFJobs in %s (%v)", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		found, err := manifests.Decode(data)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		objs = append(objs, found...)
+	}
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	return applyObjects(ctx, c, objs)
 }

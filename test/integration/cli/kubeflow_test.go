@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
 // TestKubeflowJobs: list, describe, wait and delete show and act on Kubeflow's
@@ -64,14 +62,11 @@ func TestKubeflowJobs(t *testing.T) {
 	f.mustSucceed("describe", "own")
 }
 
-// serveKubeflow installs config/crd/kubeflow's CRD (again, for a second test).
+// serveKubeflow installs config/crd/kubeflow's CRD and its admission policy (again,
+// for a second test).
 func serveKubeflow(t *testing.T) {
 	t.Helper()
-	crds, err := controlplane.ReadCRDs("../../../config/crd/kubeflow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.InstallCRDs(context.Background(), crds...); err != nil {
+	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
