@@ -237,7 +237,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 # make test-compat runs the suites that speak to the API server alone (the CRD and its
@@ -443,6 +443,7 @@ release: $(HELM_STAMP)
 .PHONY: chart
 chart:
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
+	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
 	cp config/grafana/tfk8s-controller.json charts/tfk8s/files/
 
@@ -484,6 +485,21 @@ python: $(PY_STAMP)
 			$(PY_VENV)/bin/python -m hatchling build -t wheel -d $(PY_OUT)); \
 	done
 	ls -l $(PY_OUT)
+
+# Kubeflow's Python SDK, kubeflow-training, and its dependencies, each pinned in
+# test/e2e/kubeflow/requirements.txt, in a venv of their own: test/e2e's
+# TestKubeflowSDK drives tfk8s's kubeflow.org TFJobs with it, as Kubeflow's users do.
+# The stamp names the requirements' hash, so that a change of pins makes it again.
+KF_VENV := $(OUT)/kubeflow-venv
+KF_REQUIREMENTS := test/e2e/kubeflow/requirements.txt
+KF_STAMP := $(KF_VENV)/.stamp-$(shell sha256sum $(KF_REQUIREMENTS) | cut -c1-12)
+.PHONY: kubeflow-venv
+kubeflow-venv: $(KF_STAMP)
+$(KF_STAMP): $(KF_REQUIREMENTS)
+	rm -rf $(KF_VENV) && $(PYTHON) -m venv $(KF_VENV)
+	$(KF_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(KF_REQUIREMENTS)
+	$(KF_VENV)/bin/pip check
+	touch $@
 
 # The SDK's unit tests, without a cluster, against bin/tfk8s (make build); test/e2e's
 # TestPythonSDK runs them all against a local cluster.

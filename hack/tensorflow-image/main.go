@@ -7,8 +7,8 @@
 // index.json names the full reference:
 //
 //   - OUT/python/: ghcr.io/tfk8s/python:3.11, one layer: Debian bookworm minbase with
-//     python3, made by debootstrap from the Debian mirror this machine's apt uses
-//     (debootstrap is installed with apt-get when absent);
+//     python3 (also as python), made by debootstrap from the Debian mirror this
+//     machine's apt uses (debootstrap is installed with apt-get when absent);
 //   - OUT/tensorflow/: ghcr.io/tfk8s/tensorflow:2.21.0-cpu, that layer and one more:
 //     requirements.txt (tensorflow-cpu 2.21.0, tf-keras, tensorboard and every package
 //     they require, pinned by hash) installed by pip into /usr/local/lib/python3.11/dist-packages;

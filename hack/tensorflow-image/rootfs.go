@@ -13,9 +13,11 @@ import (
 
 // suite and packages are what debootstrap installs: Debian's minimal base, Python and
 // the CA certificates, and the C++ runtime TensorFlow's libraries link against.
+// python-is-python3 adds the command python, which Kubeflow's SDK runs a train_func
+// with (python -u), as TensorFlow's own images have it.
 const suite = "bookworm"
 
-var packages = []string{"python3", "ca-certificates", "libstdc++6"}
+var packages = []string{"python3", "python-is-python3", "ca-certificates", "libstdc++6"}
 
 // defaultMirror is Debian's mirror when this machine's apt sources name none.
 const defaultMirror = "http://deb.debian.org/debian"

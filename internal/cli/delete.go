@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,26 +28,10 @@ by the job); their code, data, artifacts and logs stay in S3.`,
 				return err
 			}
 			var errs []error
-			for _, name := range args {
-				job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: name}}
-				recordEnd := o.endRecorder(cmd.Context(), cs, name)
-				err := cs.Client.Delete(cmd.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
-				switch {
-				case apierrors.IsNotFound(err):
-					errs = append(errs, &jobs.NotFoundError{Namespace: cs.Namespace, Name: name, Err: err})
-					continue
-				case err != nil:
-					errs = append(errs, fmt.Errorf("deleting tfjob %s: %w", name, err))
-					continue
+			for _, ref := range args {
+				if err := o.deleteJob(cmd.Context(), cs, ref, wait); err != nil {
+					errs = append(errs, err)
 				}
-				recordEnd()
-				if wait {
-					if err := waitDeleted(cmd.Context(), cs.Client, cs.Namespace, name, 0); err != nil {
-						errs = append(errs, err)
-						continue
-					}
-				}
-				fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s deleted\n", name)
 			}
 			return errors.Join(errs...)
 		},
@@ -57,14 +40,34 @@ by the job); their code, data, artifacts and logs stay in S3.`,
 	return cmd
 }
 
+// deleteJob deletes the job ref names, of tfk8s.io or kubeflow.org, and with wait
+// waits until it is gone.
+func (o *rootOptions) deleteJob(ctx context.Context, cs *clients, ref string, wait bool) error {
+	job, err := jobs.Get(ctx, cs.Client, cs.Namespace, ref)
+	if err != nil {
+		return err
+	}
+	recordEnd := o.endRecorder(ctx, cs, job)
+	if err := jobs.Delete(ctx, cs.Client, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return err
+	}
+	recordEnd()
+	if wait {
+		if _, err := waitDeleted(ctx, cs.Client, cs.Namespace, jobs.RefOf(job), 0); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.env.Out, "%s/%s deleted\n", jobs.ResourceOf(job), job.Name)
+	return nil
+}
+
 // endRecorder reads a job about to be deleted and returns what writes its run's end
 // once it is: state Deleted for a job that has not finished, its final state for one
 // whose end the controller has not recorded yet (its record pod goes with it). The S3
 // client is made before, while the job's storage Secret still exists. A job that
 // stores nothing, or whose end is recorded, needs nothing; a failure is a warning.
-func (o *rootOptions) endRecorder(ctx context.Context, cs *clients, name string) func() {
-	job, err := jobs.Get(ctx, cs.Client, cs.Namespace, name)
-	if err != nil || job.Spec.Artifacts == nil || jobs.EndRecorded(job) {
+func (o *rootOptions) endRecorder(ctx context.Context, cs *clients, job *tfv1.TFJob) func() {
+	if job.Spec.Artifacts == nil || jobs.EndRecorded(job) {
 		return func() {}
 	}
 	c, _, err := o.storage().ForJob(ctx, cs, job)
@@ -73,7 +76,7 @@ func (o *rootOptions) endRecorder(ctx context.Context, cs *clients, name string)
 			err = jobs.RecordEnd(ctx, c, job, time.Now())
 		}
 		if err != nil {
-			fmt.Fprintf(o.env.ErrOut, "warning: tfjob %s: its run's end is not recorded: %v\n", name, err)
+			fmt.Fprintf(o.env.ErrOut, "warning: tfjob %s: its run's end is not recorded: %v\n", job.Name, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -62,13 +63,21 @@ type fromS3 struct {
 	progressErr error
 }
 
+// identify prints the job's name and namespace and, for a Kubeflow job, its kind.
+func identify(field func(name, value string), job *tfv1.TFJob) {
+	field("Name", job.Name)
+	field("Namespace", job.Namespace)
+	if kubeflow.IsKubeflow(job) {
+		field("Kind", "TFJob ("+kubeflow.GVK.GroupVersion().String()+")")
+	}
+}
+
 // describeJob writes the description of a job, its pods, its replicas' attempts, its
 // progress and its events.
 func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []eventsv1.Event, stored fromS3, replica string, now time.Time) error {
 	tw := newTabWriter(w)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
-	field("Name", job.Name)
-	field("Namespace", job.Namespace)
+	identify(field, job)
 	field("State", orNone(string(job.Status.State)))
 	field("Created", timestamp(job.CreationTimestamp.Time, now))
 	field("Started", timestamp(jobs.TimeOf(job.Status.StartTime), now))

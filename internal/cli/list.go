@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,14 +73,9 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 		if !allNamespaces {
 			opts = append(opts, client.InNamespace(cs.Namespace))
 		}
-		list := &tfv1.TFJobList{}
-		if err := cs.Client.List(ctx, list, opts...); err != nil {
-			return fmt.Errorf("listing tfjobs: %w", err)
+		if found, err = jobs.List(ctx, cs.Client, opts...); err != nil {
+			return err
 		}
-		found = list.Items
-		slices.SortFunc(found, func(a, b tfv1.TFJob) int {
-			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-		})
 	}
 	for _, name := range names {
 		job, err := jobs.Get(ctx, cs.Client, cs.Namespace, name)

@@ -99,7 +99,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, progr
 // LOSS ("-" when unset: not running, or storing nothing).
 func jobRow(job *tfv1.TFJob, gpus string, progress progressFigures, wide, withNamespace bool, now time.Time) []string {
 	row := []string{
-		job.Name,
+		jobs.RefOf(job),
 		orNone(string(job.Status.State)),
 		replicaCount(job, tfv1.ReplicaTypeWorker),
 		replicaCount(job, tfv1.ReplicaTypePS),

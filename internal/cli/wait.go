@@ -9,10 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
 // finished is the target of a wait for either terminal condition (submit --wait).
@@ -64,17 +66,18 @@ for (Failed while waiting for Succeeded) ends the wait with an error at once.`,
 				return err
 			}
 			if target.deletion {
-				if err := waitDeleted(cmd.Context(), cs.Client, cs.Namespace, args[0], timeout); err != nil {
+				job, err := waitDeleted(cmd.Context(), cs.Client, cs.Namespace, args[0], timeout)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s deleted\n", args[0])
+				fmt.Fprintf(o.env.Out, "%s/%s deleted\n", jobs.ResourceOf(job), job.Name)
 				return nil
 			}
 			job, err := waitForJob(cmd.Context(), cs.Client, cs.Namespace, args[0], target.condition, timeout)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s condition met (%s)\n", job.Name, target.condition)
+			fmt.Fprintf(o.env.Out, "%s/%s condition met (%s)\n", jobs.ResourceOf(job), job.Name, target.condition)
 			return nil
 		},
 	}
@@ -133,20 +136,29 @@ func waitDone(job *tfv1.TFJob, want tfv1.JobState) (bool, error) {
 	return false, nil
 }
 
-// waitDeleted polls until the job is gone.
-func waitDeleted(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) error {
+// waitDeleted polls until the job ref names is gone, and returns it as last seen (a job
+// already gone: one named by ref, of tfk8s.io unless ref says kubeflow.org).
+func waitDeleted(ctx context.Context, c client.Client, namespace, ref string, timeout time.Duration) (*tfv1.TFJob, error) {
 	expired, stop := expiry(timeout)
 	defer stop()
+	group, name := jobs.SplitRef(ref)
+	last := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if group == kubeflow.GVK.Group {
+		last.SetGroupVersionKind(kubeflow.GVK)
+	}
 	for {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &tfv1.TFJob{})
-		if apierrors.IsNotFound(err) {
-			return nil
+		job, err := jobs.Get(ctx, c, namespace, ref)
+		switch {
+		case apierrors.IsNotFound(err):
+			return last, nil
+		case err == nil:
+			last = job
 		}
 		select {
 		case <-expired:
-			return &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be deleted", timeout, name)}
+			return nil, &ExitError{Code: 1, Err: fmt.Errorf("timed out after %v waiting for tfjob %s to be deleted", timeout, ref)}
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(jobs.PollInterval):
 		}
 	}

@@ -191,7 +191,8 @@ func (l *Logs) Follow(ctx context.Context) error {
 // if the job finishes first, prints its log from S3.
 func (l *Logs) followReplica(ctx context.Context, replica string) error {
 	typ, index, _ := strings.Cut(replica, "-")
-	podName := fmt.Sprintf("%s-%s-%s", l.Name, typ, index)
+	_, name := SplitRef(l.Name)
+	podName := fmt.Sprintf("%s-%s-%s", name, typ, index)
 	for {
 		pod := &corev1.Pod{}
 		err := l.Clients.Client.Get(ctx, client.ObjectKey{Namespace: l.Clients.Namespace, Name: podName}, pod)

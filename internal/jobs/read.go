@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,20 +22,6 @@ import (
 
 // PollInterval is how often wait and follow look at a job.
 var PollInterval = 500 * time.Millisecond
-
-// Get reads a job. A missing job is a *NotFoundError, which apierrors.IsNotFound
-// still recognises.
-func Get(ctx context.Context, c client.Client, namespace, name string) (*tfv1.TFJob, error) {
-	job := &tfv1.TFJob{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
-	if apierrors.IsNotFound(err) {
-		return nil, &NotFoundError{Namespace: namespace, Name: name, Err: err}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading tfjob %s: %w", name, err)
-	}
-	return job, nil
-}
 
 // NotFoundError says that a job does not exist, in plain words.
 type NotFoundError struct {

@@ -29,7 +29,8 @@ import (
 const (
 	// InstallHelm runs bin/helm upgrade --install of charts/tfk8s.
 	InstallHelm = "helm"
-	// InstallKustomize applies bin/kustomize build config/default server-side.
+	// InstallKustomize applies bin/kustomize build config/kubeflow (config/default
+	// and the kubeflow.org CRD) server-side.
 	InstallKustomize = "kustomize"
 )
 
@@ -60,13 +61,14 @@ func checkInstall(method string) error {
 
 // installSource is what an install needs from the source tree around BinDir: the tool
 // (bin/helm, bin/kustomize, built by make install-tools) and what it installs
-// (charts/tfk8s, config/default).
+// (charts/tfk8s, config/kubeflow): either serves kubeflow.org TFJobs, as local mode
+// does without an install.
 func installSource(opts Options) (tool, source string) {
 	root := filepath.Dir(opts.BinDir)
 	if opts.Install == InstallHelm {
 		return filepath.Join(opts.BinDir, "helm"), filepath.Join(root, "charts", "tfk8s")
 	}
-	return filepath.Join(opts.BinDir, "kustomize"), filepath.Join(root, "config", "default")
+	return filepath.Join(opts.BinDir, "kustomize"), filepath.Join(root, "config", "kubeflow")
 }
 
 // checkInstallSource wants the install's tool and source, saying how to get them.
@@ -127,6 +129,7 @@ func (u *starter) helmInstall(ctx context.Context) error {
 		"--set", "agentImage.tag=" + version.Version,
 		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+u.opts.ClusterDomain),
 		"--set", "gangScheduler=" + gangScheduler,
+		"--set", "kubeflow.enabled=true",
 	}
 	out, err := u.runTool(ctx, helm, args...)
 	if err != nil {

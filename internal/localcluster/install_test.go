@@ -65,8 +65,8 @@ func TestCheckInstallSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := checkInstallSource(Options{BinDir: bin, Install: InstallKustomize})
-	if want := "--install kustomize needs " + filepath.Join(root, "config", "default"); err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("without config/default: error %v, want one starting %q", err, want)
+	if want := "--install kustomize needs " + filepath.Join(root, "config", "kubeflow"); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("without config/kubeflow: error %v, want one starting %q", err, want)
 	}
 }
 

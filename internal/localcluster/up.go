@@ -152,6 +152,9 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), p.Pid())
 		}
 	}
+	if err := u.installKubeflowCRD(ctx, cp); err != nil {
+		return err
+	}
 	u.cfg, u.cp = cp.Config, cp
 	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
 }

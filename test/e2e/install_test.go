@@ -37,7 +37,7 @@ const (
 // images built, and uses it as a team would: a distributed job succeeds with the
 // controller running as its ServiceAccount under the chart's RBAC (its log has no
 // "forbidden"), the leader's pod is killed and the other replica takes over while a
-// job submitted meanwhile still succeeds, and helm uninstall leaves only the CRD.
+// job submitted meanwhile still succeeds, and helm uninstall leaves only the CRDs.
 func TestInstallHelm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -50,7 +50,7 @@ func TestInstallHelm(t *testing.T) {
 	t.Run("another replica takes over from a killed leader", func(t *testing.T) { checkFailover(ctx, t, c) })
 	t.Run("no forbidden after the failover", func(t *testing.T) { checkNoForbidden(ctx, t, c) })
 	t.Run("in-cluster dashboard shows a user only their namespace", func(t *testing.T) { checkInstalledDashboard(ctx, t, c, opts) })
-	t.Run("helm uninstall leaves only the CRD", func(t *testing.T) { checkHelmUninstall(ctx, t, c, opts) })
+	t.Run("helm uninstall leaves only the CRDs", func(t *testing.T) { checkHelmUninstall(ctx, t, c, opts) })
 }
 
 // TestInstallKustomize installs tfk8s with kustomize build config/default applied
@@ -276,12 +276,15 @@ func checkHelmUninstall(ctx context.Context, t *testing.T, c *jobsCluster, opts 
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	t.Logf("helm uninstall: %s", strings.TrimSpace(string(out)))
+	// Local mode installs with kubeflow.enabled, whose CRD the chart keeps too, so that
+	// uninstalling deletes no kubeflow.org TFJob.
 	want := []string{
+		"CustomResourceDefinition " + localcluster.KubeflowCRD,
 		"CustomResourceDefinition tfjobs.tfk8s.io",
 		"Lease tfk8s-system/" + localcluster.ControllerLease,
 	}
 	var left []string
-	c.eventually(ctx, t, "only the CRD and the Lease left", func() (bool, error) {
+	c.eventually(ctx, t, "only the CRDs and the Lease left", func() (bool, error) {
 		var err error
 		left, err = tfk8sObjects(ctx, c.cl)
 		return slices.Equal(left, want), err

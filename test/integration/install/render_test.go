@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -22,6 +23,18 @@ var chartDir = filepath.Join(repoRoot, "charts", "tfk8s")
 // renderChart renders the chart as helm install would, into tfk8s-system, with the
 // given values over values.yaml: the CRDs of crds/ first, then the templates.
 func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
+	return renderChartWith(engine.Engine{Strict: true}, values)
+}
+
+// renderChartOn renders the chart as helm install into the cluster of cfg would: its
+// lookups read that cluster.
+func renderChartOn(cfg *rest.Config, values map[string]any) ([]*unstructured.Unstructured, error) {
+	e := engine.New(cfg)
+	e.Strict = true
+	return renderChartWith(e, values)
+}
+
+func renderChartWith(e engine.Engine, values map[string]any) ([]*unstructured.Unstructured, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
@@ -31,7 +44,7 @@ func renderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the chart's values: %w", err)
 	}
-	out, err := engine.Engine{Strict: true}.Render(ch, vals)
+	out, err := e.Render(ch, vals)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the chart: %w", err)
 	}
@@ -65,15 +78,18 @@ func renderChartValues(values string) ([]*unstructured.Unstructured, error) {
 }
 
 // renderKustomize builds config/default as kubectl apply -k would.
-func renderKustomize() ([]*unstructured.Unstructured, error) {
+func renderKustomize() ([]*unstructured.Unstructured, error) { return renderKustomization("default") }
+
+// renderKustomization builds config/<dir> as kubectl apply -k would.
+func renderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "config", "default"))
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "config", dir))
 	if err != nil {
-		return nil, fmt.Errorf("building config/default: %w", err)
+		return nil, fmt.Errorf("building config/%s: %w", dir, err)
 	}
 	data, err := res.AsYaml()
 	if err != nil {
-		return nil, fmt.Errorf("building config/default: %w", err)
+		return nil, fmt.Errorf("building config/%s: %w", dir, err)
 	}
 	return manifests.Decode(data)
 }
