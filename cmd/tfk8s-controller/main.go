@@ -49,6 +49,7 @@ func bindFlags(fs *flag.FlagSet) *flags {
 			"Every pod carries its own TF_CONFIG, which grows with the job: a job of n replicas stores n² addresses in etcd.")
 	fs.StringVar(&f.gang, "gang-scheduler", "none", "gang scheduler of the jobs whose runPolicy.schedulingPolicy.provider is unset: none, native, volcano or scheduler-plugins")
 	fs.StringVar(&opts.Gang.SchedulerPluginsScheduler, "scheduler-plugins-scheduler-name", controller.DefaultSchedulerPluginsScheduler, "schedulerName of the pods of scheduler-plugins gangs")
+	fs.BoolVar(&opts.Kubeflow, "kubeflow", false, "reconcile Kubeflow's kubeflow.org/v1 TFJobs too; the API server must serve their CRD (config/crd/kubeflow)")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among the controller's replicas")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", `address serving Prometheus metrics; "0" turns them off`)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
 // SetupWithManager registers the reconciler with a manager: it watches TFJobs and the
@@ -40,14 +42,20 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	return r.workloads.startIfServed(mgr.GetRESTMapper())
 }
 
-// setupKubeflow registers a reconciler of kubeflow.org TFJobs if the API server serves
-// them when the controller starts, as training-operator's CRD or tfk8s's own
-// (config/crd/kubeflow). It watches pods and Services, not Kueue's Workloads: Kueue's
-// own kubeflow.org/tfjob integration queues those jobs.
+// setupKubeflow registers a reconciler of kubeflow.org TFJobs when Options.Kubeflow
+// asks for one, and refuses to start when the API server does not serve them: a flag
+// that does nothing would hide a missing CRD. It watches pods and Services, not Kueue's
+// Workloads: Kueue's own kubeflow.org/tfjob integration queues those jobs.
 func (r *TFJobReconciler) setupKubeflow(mgr ctrl.Manager, opts controller.Options) error {
+	if !r.Kubeflow {
+		return nil
+	}
 	served, err := kubeflowServed(mgr.GetRESTMapper())
-	if err != nil || !served {
+	if err != nil {
 		return err
+	}
+	if !served {
+		return fmt.Errorf("--kubeflow: the API server serves no %s: install config/crd/kubeflow (the chart's kubeflow.enabled), or leave the flag off", kubeflow.GVK.GroupKind())
 	}
 	kr := NewTFJobReconciler(r.Client, r.Recorder, r.Options)
 	kr.APIReader, kr.pods, kr.kubeflow = r.APIReader, r.pods, true

@@ -35,6 +35,10 @@ type Options struct {
 	// RetryBackoff is the delay before a failed replica is re-created, doubling with
 	// each failure in a row up to 6 minutes; DefaultRetryBackoff when 0.
 	RetryBackoff time.Duration
+	// Kubeflow reconciles Kubeflow's kubeflow.org/v1 TFJobs too, whose CRD the API
+	// server must then serve. Off unless asked: where training-operator still owns that
+	// CRD, its jobs are its own.
+	Kubeflow bool
 }
 
 // TFJobReconciler reconciles TFJobs.

@@ -127,6 +127,7 @@ func controllerArgs(opts Options, p paths) []string {
 		"--leader-elect=false",
 		"--cluster-domain=" + opts.ClusterDomain,
 		"--gang-scheduler=" + gangScheduler,
+		"--kubeflow", // local mode serves tfjobs.kubeflow.org (install.go)
 	}
 	if n := opts.CompactTFConfigAbove; n != nil {
 		args = append(args, "--compact-tf-config-above="+strconv.Itoa(*n))

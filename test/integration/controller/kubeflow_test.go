@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,17 +18,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
+	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
-// startKubeflowController serves the kubeflow.org TFJob CRD, then starts the controller,
-// which finds it served and reconciles those jobs too.
+// startKubeflowController serves the kubeflow.org TFJob CRD, then starts the controller
+// with --kubeflow, which reconciles those jobs too.
 func startKubeflowController(t *testing.T) {
 	t.Helper()
 	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	startController(t)
+	startKubeflowReconciler(t)
+}
+
+// startKubeflowReconciler starts the controller as --kubeflow does, on a served CRD.
+func startKubeflowReconciler(t *testing.T) {
+	t.Helper()
+	startControllerWith(t, *cp.Config, controller.Options{RetryBackoff: 200 * time.Millisecond, Kubeflow: true})
 }
 
 // makeKubeflowJob is a Kubeflow TFJob as its users write one: a chief, PS and workers,
@@ -347,7 +355,7 @@ func TestKubeflowJobAdoptsTrainingOperatorsPods(t *testing.T) {
 		kubelet.SetRunning(t, ns, r.name)
 	}
 
-	startController(t)
+	startKubeflowReconciler(t)
 	pods := waitPods(t, ns, "moved", "moved-ps-0", "moved-worker-0") // by tfk8s's label: adopted
 	for name, uid := range uids {
 		if pods[name].UID != uid {
