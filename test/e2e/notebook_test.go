@@ -80,6 +80,8 @@ func TestNotebook(t *testing.T) {
 		t.Errorf("GET /api/kernels with the token: %d, want 200", code)
 	}
 	t.Run("the notebook's account stays inside its rights", func(t *testing.T) { testNotebookPolicy(ctx, t, c) })
+	t.Run("a pod labelled as the notebook's gets no forward", func(t *testing.T) { testNotebookLures(ctx, t, c) })
+	t.Run("a rewritten run record is shown, not submitted", func(t *testing.T) { testFromRunRecord(ctx, t, c) })
 	kernel := jupyter.startKernel(ctx, t)
 	start = time.Now()
 	out := jupyter.execute(ctx, t, kernel, `import pathlib
