@@ -63,6 +63,9 @@ const (
 	// ReasonTFConfigTooLarge: the job's TF_CONFIG would pass the size a pod without
 	// tfk8s's agent may carry inline; the job fails before any pod is created.
 	ReasonTFConfigTooLarge = "TFConfigTooLarge"
+	// ReasonAgentPodRefused: a replica of a job run by tfk8s's agent asks for what
+	// would expose the agent (shareProcessNamespace); the job fails before any pod.
+	ReasonAgentPodRefused = "AgentPodRefused"
 )
 
 // Annotations tfk8s puts on pods.

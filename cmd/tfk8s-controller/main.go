@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	uberzap "go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -28,6 +29,8 @@ type flags struct {
 	showVer   bool
 	gang      string
 	compact   int
+	agentDir  string
+	fetch     string
 }
 
 // bindFlags defines the controller's flags on fs.
@@ -41,6 +44,10 @@ func bindFlags(fs *flag.FlagSet) *flags {
 	fs.IntVar(&opts.PodCreateConcurrency, "pod-create-concurrency", 32, "pod creations in flight, all jobs together")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "", "cluster DNS domain; when set, TF_CONFIG addresses are fully qualified (<pod>.<job>.<namespace>.svc.<domain>)")
 	fs.StringVar(&opts.Agent.Image, "agent-image", controller.DefaultAgentImage, "image holding the tfk8s-agent binary, injected into jobs that set code, data or artifacts")
+	fs.StringVar(&f.agentDir, "agent-dir-size-limit", controller.DefaultAgentDirSizeLimit.String(),
+		"sizeLimit of the emptyDir holding the agent's binary and the log of every attempt, in the pods of jobs that set code, data or artifacts; the kubelet evicts a pod that writes more")
+	fs.StringVar(&f.fetch, "fetch-size-limit", controller.DefaultFetchSizeLimit.String(),
+		"sizeLimit of each emptyDir the agent unpacks a job's code or data into; the kubelet evicts a pod that writes more. A job with more data mounts a volume at the data's path")
 	fs.StringVar(&opts.TensorBoardImage, "tensorboard-image", controller.DefaultTensorBoardImage, "image running the TensorBoard of jobs that set spec.tensorboard without an image of their own")
 	fs.StringVar(&f.portRange, "host-port-range", fmt.Sprintf("%d-%d", controller.DefaultHostPortRange.Min, controller.DefaultHostPortRange.Max), "ports given to the replicas of HostNetwork jobs")
 	fs.DurationVar(&opts.RetryBackoff, "retry-backoff", controller.DefaultRetryBackoff, "delay before a failed replica is re-created, doubling with each failure in a row up to 6m")
@@ -75,7 +82,25 @@ func (f *flags) managerOptions() (opts controller.ManagerOptions, badFlag string
 		return opts, "--compact-tf-config-above", fmt.Errorf("%d is negative: a size in bytes, 0 or more", f.compact)
 	}
 	opts.CompactTFConfigAbove = &f.compact
+	if opts.Agent.DirSizeLimit, err = parseSizeLimit(f.agentDir); err != nil {
+		return opts, "--agent-dir-size-limit", err
+	}
+	if opts.Agent.FetchSizeLimit, err = parseSizeLimit(f.fetch); err != nil {
+		return opts, "--fetch-size-limit", err
+	}
 	return opts, "", nil
+}
+
+// parseSizeLimit reads an emptyDir's sizeLimit: a quantity of bytes above 0.
+func parseSizeLimit(text string) (*resource.Quantity, error) {
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a size (such as 20Gi): %w", text, err)
+	}
+	if q.Sign() <= 0 {
+		return nil, fmt.Errorf("%q: a size above 0", text)
+	}
+	return &q, nil
 }
 
 func main() {

@@ -38,6 +38,9 @@ func TestFlags(t *testing.T) {
 			want: `"flag":"--compact-tf-config-above","error":"-1 is negative: a size in bytes, 0 or more"`},
 		{name: "every TF_CONFIG composed by the agent", args: "--compact-tf-config-above=0", code: 1, want: "Reading kubeconfig"},
 		{name: "host port range backwards", args: "--host-port-range=40000-30000", code: 2, want: `"flag":"--host-port-range"`},
+		{name: "fetch limit not a size", args: "--fetch-size-limit=lots", code: 2, want: `"flag":"--fetch-size-limit"`},
+		{name: "agent directory limit zero", args: "--agent-dir-size-limit=0", code: 2, want: `"flag":"--agent-dir-size-limit"`},
+		{name: "larger fetch limit", args: "--fetch-size-limit=200Gi", code: 1, want: "Reading kubeconfig"},
 		{name: "unknown gang scheduler", args: "--gang-scheduler=fifo", code: 2, want: `"flag":"--gang-scheduler"`},
 	}
 	for _, tc := range tests {

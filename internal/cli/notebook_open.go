@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -116,8 +117,14 @@ func (o *rootOptions) openNotebook(ctx context.Context, name string, f forwardFl
 	if err != nil {
 		return err
 	}
+	// The pod must be the notebook Deployment's, not one that only carries its label:
+	// the browser hands the pod the notebook's token.
+	deploy, err := cs.Kube.AppsV1().Deployments(cs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("notebook %s/%s: reading its Deployment: %w", cs.Namespace, name, err)
+	}
 	selector := labels.SelectorFromSet(labels.Set{tfv1.LabelNotebook: name}).String()
-	pod, err := forward.ReadyPod(ctx, cs.Kube, cs.Namespace, selector, f.timeout, o.env.ErrOut)
+	pod, err := forward.ReadyPod(ctx, cs.Kube, cs.Namespace, selector, forward.DeploymentOwner(deploy), f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for notebook %s/%s: %w", cs.Namespace, name, err)
 	}

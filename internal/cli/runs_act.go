@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/jobs"
-	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/runs"
 )
 
@@ -66,9 +64,11 @@ func (o *rootOptions) deleteRun(ctx context.Context, name string, yes bool) erro
 }
 
 // runManifest is the job a stored run was submitted as, for submit --from-run: its
-// run.json, or its TFJob while it exists. The Secret submit made for the job went with
-// it, so the job's storage is left for submit to make again.
-func (o *rootOptions) runManifest(ctx context.Context, name string) (*tfv1.TFJob, error) {
+// run.json, or its TFJob while it exists, as recordManifest makes it. The Secret submit
+// made for the job went with it, so the job's storage is left for submit to make
+// again. What the record said that was ignored is printed; why the job must be
+// confirmed with --yes, if it must, goes into f.unverified.
+func (o *rootOptions) runManifest(ctx context.Context, name string, f *submitFlags) (*tfv1.TFJob, error) {
 	_, r, err := o.findRun(ctx, name)
 	switch {
 	case err != nil:
@@ -76,12 +76,14 @@ func (o *rootOptions) runManifest(ctx context.Context, name string) (*tfv1.TFJob
 	case r.Job == nil:
 		return nil, fmt.Errorf("--from-run %s: run %s/%s has no record of its job (run.json) to submit again", name, r.Name, r.Run)
 	}
-	base := jobspec.NewTFJob()
-	base.Name, base.Namespace, base.Labels, base.Annotations = r.Job.Name, r.Job.Namespace, r.Job.Labels, r.Job.Annotations
-	base.Spec = *r.Job.Spec.DeepCopy()
-	base.Spec.RunPolicy.Suspend = nil
-	if s := base.Spec.Storage; s != nil && s.SecretRef.Name == jobs.StorageSecretName(r.Job.Name) {
-		base.Spec.Storage = nil
+	var last *tfv1.TFJob
+	if !r.Live {
+		last = o.liveJob(ctx, r.Namespace, r.Name)
 	}
-	return base, nil
+	m := recordManifest(r, last)
+	for _, ig := range m.ignored {
+		fmt.Fprintf(o.env.ErrOut, "warning: --from-run %s: ignored %s in run.json\n", name, ig)
+	}
+	f.unverified = m.unverified
+	return m.job, nil
 }

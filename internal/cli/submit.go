@@ -94,6 +94,11 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if f.dryRun {
 		return printObject(o.env.Out, s.job, f.output)
 	}
+	if f.unverified != "" && !f.yes {
+		// Anyone with the bucket's keys can rewrite a record: shown, not run.
+		fmt.Fprintf(o.env.ErrOut, "--from-run %s: %s; the job is shown, not submitted. Check it, then submit it with --yes\n", f.fromRun, f.unverified)
+		return printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML))
+	}
 	cs, err := o.clients()
 	if err != nil {
 		return err
@@ -385,7 +390,7 @@ func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob
 	case f.file != "":
 		return readManifest(f.file, o.env.In)
 	case f.fromRun != "":
-		return o.runManifest(ctx, f.fromRun)
+		return o.runManifest(ctx, f.fromRun, f)
 	}
 	return nil, nil
 }

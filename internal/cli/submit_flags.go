@@ -13,11 +13,15 @@ import (
 // submitFlags are submit's (and render's) flags as given: the job's parameters, and
 // those of the command itself.
 type submitFlags struct {
-	p               jobspec.Params
-	file            string
-	fromRun         string
-	wait, follow    bool
-	dryRun          bool
+	p            jobspec.Params
+	file         string
+	fromRun      string
+	wait, follow bool
+	dryRun       bool
+	yes          bool
+	// unverified, set by --from-run, says why the run's job is shown rather than
+	// submitted unless --yes.
+	unverified      string
 	output          string
 	clusterEndpoint string
 	storageSecret   string
@@ -29,6 +33,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	jobspec.AddFlags(fs, &f.p)
 	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")
 	fs.StringVar(&f.fromRun, "from-run", "", "submit the job a stored run was submitted as (JOB for its newest run, or JOB/RUN), the flags over it")
+	fs.BoolVar(&f.yes, "yes", false, "with --from-run: submit the run's job even when run.json's spec differs from the job's in the cluster, or no job is left to compare with (by default it is only shown)")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the job succeeds or fails (exit code 1 if it fails)")
 	fs.BoolVar(&f.follow, "follow", false, "print the job's logs until it finishes, then wait as --wait")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,8 +141,12 @@ func (o *rootOptions) openTensorBoard(ctx context.Context, job *tfv1.TFJob, f fo
 	if err := jobs.RequestTensorBoard(ctx, cs.Client, job, time.Now()); err != nil {
 		return err
 	}
+	deploy, err := tensorBoardDeployment(ctx, cs, job, f.timeout)
+	if err != nil {
+		return err
+	}
 	selector := labels.SelectorFromSet(labels.Set{tfv1.LabelTensorBoard: job.Name}).String()
-	pod, err := forward.ReadyPod(ctx, cs.Kube, job.Namespace, selector, f.timeout, o.env.ErrOut)
+	pod, err := forward.ReadyPod(ctx, cs.Kube, job.Namespace, selector, forward.DeploymentOwner(deploy), f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for the TensorBoard of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
@@ -196,7 +201,7 @@ func (o *rootOptions) openRunsTensorBoard(ctx context.Context, names []string, f
 		}
 	}
 	fmt.Fprintf(o.env.ErrOut, "Created pod %s/%s, reading S3 with Secret %s; it is deleted when this command ends\n", pod.Namespace, pod.Name, spec.Secret)
-	ready, err := forward.ReadyPod(ctx, cs.Kube, ns, tensorboard.Selector(spec.Runs), f.timeout, o.env.ErrOut)
+	ready, err := forward.ReadyPod(ctx, cs.Kube, ns, tensorboard.Selector(spec.Runs), forward.PodOwner(pod.UID), f.timeout, o.env.ErrOut)
 	if err != nil {
 		return fmt.Errorf("waiting for the TensorBoard of runs %s: %w", strings.Join(names, " "), err)
 	}
@@ -258,3 +263,28 @@ func runNames(rs []tensorboard.Run) []string {
 
 // tensorBoardURL is TensorBoard's URL at the forward's local address.
 func tensorBoardURL(addr net.Addr) string { return "http://" + addr.String() + "/" }
+
+// tensorBoardDeployment waits up to timeout for the job's TensorBoard Deployment, which
+// the controller creates once asked, and returns it when the job controls it (by UID):
+// only its pods are forwarded to, not any pod labelled as the job's TensorBoard.
+func tensorBoardDeployment(ctx context.Context, cs *clients, job *tfv1.TFJob, timeout time.Duration) (*appsv1.Deployment, error) {
+	name := tfjob.TensorBoardName(job.Name)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		deploy, err := cs.Kube.AppsV1().Deployments(job.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil && metav1.IsControlledBy(deploy, job):
+			return deploy, nil
+		case err == nil:
+			return nil, fmt.Errorf("the TensorBoard of job %s/%s: Deployment %s is not controlled by the job", job.Namespace, job.Name, name)
+		case !apierrors.IsNotFound(err) && ctx.Err() == nil:
+			return nil, fmt.Errorf("reading the TensorBoard Deployment %s/%s: %w", job.Namespace, name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the TensorBoard of job %s/%s: no Deployment %s after %s", job.Namespace, job.Name, name, timeout)
+		case <-time.After(jobs.PollInterval):
+		}
+	}
+}

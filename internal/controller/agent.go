@@ -6,6 +6,7 @@ import (
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -29,10 +30,34 @@ const (
 	defaultAgentGracePeriod int64 = 120
 )
 
+// Size limits of the emptyDirs the agent gets. Without one, an archive that unpacks
+// to more than it weighs (a gzip of zeros) fills the node's disk and the kubelet
+// evicts other tenants' pods; with one, it evicts this pod alone.
+var (
+	// DefaultAgentDirSizeLimit bounds the agent's own directory: its binary (about
+	// 40 MB) and the log of every attempt, which the agent also uploads.
+	DefaultAgentDirSizeLimit = resource.MustParse("2Gi")
+	// DefaultFetchSizeLimit bounds each directory the agent fetches code or data into,
+	// unpacked; a larger data set goes on a volume the user mounts at its path.
+	DefaultFetchSizeLimit = resource.MustParse("20Gi")
+)
+
 // AgentOptions say how the agent is injected.
 type AgentOptions struct {
 	// Image holds the tfk8s-agent binary; DefaultAgentImage when empty.
 	Image string
+	// DirSizeLimit bounds the agent's directory; DefaultAgentDirSizeLimit when nil.
+	DirSizeLimit *resource.Quantity
+	// FetchSizeLimit bounds each code or data directory; DefaultFetchSizeLimit when nil.
+	FetchSizeLimit *resource.Quantity
+}
+
+// limitOr is limit, or def when limit is nil, as an emptyDir's sizeLimit.
+func limitOr(limit *resource.Quantity, def resource.Quantity) *resource.Quantity {
+	if limit != nil {
+		return ptr.To(limit.DeepCopy())
+	}
+	return ptr.To(def.DeepCopy())
 }
 
 // injectAgent adds the agent to a pod: an init container copying the agent binary into
@@ -46,7 +71,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name:         agentVolume,
-		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limitOr(opts.DirSizeLimit, DefaultAgentDirSizeLimit)}},
 	})
 	pod.Spec.InitContainers = append([]corev1.Container{{
 		Name:            "tfk8s-agent-install",
@@ -87,7 +112,7 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 		name := fmt.Sprintf("tfk8s-fetch-%d", i)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 			Name:         name,
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limitOr(opts.FetchSizeLimit, DefaultFetchSizeLimit)}},
 		})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: dir})
 	}
@@ -98,6 +123,25 @@ func injectAgent(job *tfv1.TFJob, pod *corev1.Pod, c *corev1.Container, rt tfv1.
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To(defaultAgentGracePeriod)
 	}
+}
+
+// agentPodRefusal names the replica template, if any, that shares its process
+// namespace in a job whose pods are about to get the agent. Its other containers could
+// then read the agent's environment, storage keys included, before the agent erases
+// it; admission cannot tell, since only the controller knows it injects the agent.
+func agentPodRefusal(job *tfv1.TFJob, sp *startPlan) string {
+	if len(sp.missing) == 0 || !tfjob.UsesStorage(job) {
+		return ""
+	}
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := job.Spec.TFReplicaSpecs[rt]
+		if spec != nil && ptr.Deref(spec.Template.Spec.ShareProcessNamespace, false) {
+			return fmt.Sprintf("spec.tfReplicaSpecs.%s.template.spec.shareProcessNamespace is true: "+
+				"its containers could read the environment of tfk8s's agent, storage credentials included, "+
+				"so no pod is created; remove the field, or run the job without code, data and artifacts", rt)
+		}
+	}
+	return ""
 }
 
 // agentEnv is the agent's configuration, as the environment variables it reads.

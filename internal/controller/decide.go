@@ -88,6 +88,9 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 		if msg := tfConfigRefusal(run, p.start); msg != "" {
 			finish(st, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, now)
 			p.start = nil
+		} else if msg := agentPodRefusal(run, p.start); msg != "" {
+			finish(st, tfv1.JobFailed, tfv1.ReasonAgentPodRefused, msg, now)
+			p.start = nil
 		}
 	}
 	switch {

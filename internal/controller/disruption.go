@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -41,7 +42,7 @@ func disruption(pod *corev1.Pod) string {
 			return cmp.Or(c.Reason, string(corev1.DisruptionTarget))
 		}
 	}
-	if disruptionReasons[pod.Status.Reason] {
+	if disruptionReasons[pod.Status.Reason] && !overOwnStorageLimit(pod) {
 		return pod.Status.Reason
 	}
 	if pod.DeletionTimestamp != nil && pod.Spec.NodeName == "" && pod.Status.Phase == corev1.PodPending {
@@ -50,6 +51,26 @@ func disruption(pod *corev1.Pod) string {
 		return reasonDeletedUnbound
 	}
 	return ""
+}
+
+// storageLimitMessages begin or end the kubelet's messages for a pod evicted for
+// passing its own storage limits: an emptyDir's sizeLimit, a container's or the pod's
+// ephemeral-storage limit (k8s.io/kubernetes pkg/kubelet/eviction, helpers.go).
+var storageLimitMessages = []string{"exceeds the limit", "exceeded its local ephemeral storage limit", "exceeds the total limit of containers"}
+
+// overOwnStorageLimit reports whether the kubelet evicted the pod for writing more than
+// its own limits. That is the program's failure, counted like any other: re-created as
+// a disruption, an archive of zeros would be fetched and evicted for ever.
+func overOwnStorageLimit(pod *corev1.Pod) bool {
+	if pod.Status.Reason != "Evicted" {
+		return false
+	}
+	for _, m := range storageLimitMessages {
+		if strings.Contains(pod.Status.Message, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // isDisruption reports whether a failed or deleted pod was disrupted.

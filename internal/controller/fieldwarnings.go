@@ -61,18 +61,24 @@ func ignoredFieldsMessage(fields []ignoredField, def tfv1.GangProvider) string {
 }
 
 // noteIgnoredFields sets the job's FieldsIgnored condition to the fields ignoredFields
-// finds, or removes it when there are none. A finished job is left as it is, so that
-// a controller started with other flags rewrites no old job.
+// and reservedTemplateFields find, or removes it when there are none. A finished job is
+// left as it is, so that a controller started with other flags rewrites no old job.
 func noteIgnoredFields(job *tfv1.TFJob, def tfv1.GangProvider, st *tfv1.TFJobStatus, now metav1.Time) {
 	if jobFinished(st) {
 		return
 	}
-	fields := ignoredFields(job, def)
-	if len(fields) == 0 {
+	var msgs []string
+	if fields := ignoredFields(job, def); len(fields) > 0 {
+		msgs = append(msgs, ignoredFieldsMessage(fields, def))
+	}
+	if fields := reservedTemplateFields(job); len(fields) > 0 {
+		msgs = append(msgs, reservedFieldsMessage(fields))
+	}
+	if len(msgs) == 0 {
 		meta.RemoveStatusCondition(&st.Conditions, string(tfv1.JobFieldsIgnored))
 		return
 	}
-	setCondition(st, tfv1.JobFieldsIgnored, metav1.ConditionTrue, tfv1.ReasonFieldsIgnored, ignoredFieldsMessage(fields, def), now)
+	setCondition(st, tfv1.JobFieldsIgnored, metav1.ConditionTrue, tfv1.ReasonFieldsIgnored, strings.Join(msgs, "; "), now)
 }
 
 // announceIgnoredFields emits a Warning event when the written status newly says that

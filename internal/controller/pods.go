@@ -41,10 +41,13 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	tmpl := spec.Template.DeepCopy()
 	name := tfjob.PodName(job.Name, rt, index)
 
-	labels := map[string]string{}
-	for k, v := range tmpl.Labels {
-		labels[k] = v
+	// Reserved keys are left out (noteIgnoredFields says so on the job): the
+	// controller's own labels select Services and forwards.
+	labels, _ := withoutReserved(tmpl.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
+	annotations, _ := withoutReserved(tmpl.Annotations)
 	for k, v := range replicaLabels(job.Name, rt) {
 		labels[k] = v
 	}
@@ -58,7 +61,7 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 			Name:            name,
 			Namespace:       job.Namespace,
 			Labels:          labels,
-			Annotations:     tmpl.Annotations,
+			Annotations:     annotations,
 			Finalizers:      []string{tfv1.TrackingFinalizer},
 			OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
 		},

@@ -67,6 +67,10 @@ func TestIsDisruption(t *testing.T) {
 			}(),
 		},
 		{name: "deadline exceeded", pod: worker(0).Reason("DeadlineExceeded").Obj()},
+		{name: "evicted for its emptyDir's sizeLimit", pod: evictedWith(`Usage of EmptyDir volume "tfk8s-fetch-0" exceeds the limit "20Gi". `)},
+		{name: "evicted for its container's storage limit", pod: evictedWith(`Container tensorflow exceeded its local ephemeral storage limit "1Gi". `)},
+		{name: "evicted for the pod's storage limit", pod: evictedWith("Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ")},
+		{name: "evicted for the node's memory", pod: evictedWith("The node was low on resource: memory. "), want: true},
 		{name: "program error", pod: worker(0).ExitCode(1).Obj()},
 		{name: "pending pod deleted before binding", pod: testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, 0).Deleting().Obj(), want: true},
 		{name: "running pod deleted", pod: testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, 0).Phase(corev1.PodRunning).Deleting().Obj()},
@@ -78,6 +82,13 @@ func TestIsDisruption(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evictedWith is a worker pod the kubelet evicted with message.
+func evictedWith(message string) *corev1.Pod {
+	pod := worker(0).Phase(corev1.PodFailed).Reason("Evicted").Obj()
+	pod.Status.Message = message
+	return pod
 }
 
 // TestBackoffLimitExceeded checks that backoffLimit is the number of restarts allowed,

@@ -14,6 +14,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/tensorboard"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -121,7 +122,9 @@ func constructTensorBoard(job *tfv1.TFJob, opts PodOptions) *appsv1.Deployment {
 		tb.VolumeMounts = []corev1.VolumeMount{{Name: podVolumeName(v), MountPath: v.MountPath, ReadOnly: true}}
 		spec.Containers = []corev1.Container{tb}
 	} else {
-		spec.Volumes = []corev1.Volume{{Name: tensorBoardVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		spec.Volumes = []corev1.Volume{{Name: tensorBoardVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tensorboard.MirrorSizeLimit.DeepCopy())},
+		}}}
 		mount := corev1.VolumeMount{Name: tensorBoardVolume, MountPath: tensorBoardDir}
 		tb.VolumeMounts = []corev1.VolumeMount{{Name: tensorBoardVolume, MountPath: tensorBoardDir, ReadOnly: true}}
 		agentImage := opts.Agent.Image

@@ -167,14 +167,16 @@ func (f podForward) keep(ctx context.Context, port uint16, ended <-chan error) e
 	}
 }
 
-// ReadyPod returns a Running and Ready pod of the namespace matching selector, waiting up to
-// timeout for one (printing what it waits for to errOut); the error names what is missing.
-func ReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string, timeout time.Duration, errOut io.Writer) (*corev1.Pod, error) {
+// ReadyPod returns a Running and Ready pod of the namespace matching selector and
+// belonging to owner, waiting up to timeout for one (printing what it waits for to
+// errOut); the error names what is missing. A pod that matches but is not the owner's
+// is never returned, and the messages say so.
+func ReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string, owner Owner, timeout time.Duration, errOut io.Writer) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	said := ""
 	for {
-		pod, state, err := pickReadyPod(ctx, cs, namespace, selector)
+		pod, state, err := pickReadyPod(ctx, cs, namespace, selector, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -182,13 +184,13 @@ func ReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector 
 			return pod, nil
 		}
 		if state != said {
-			fmt.Fprintf(errOut, "Waiting for a ready pod labelled %s in namespace %s: %s\n", selector, namespace, state)
+			fmt.Fprintf(errOut, "Waiting for a ready pod of %s labelled %s in namespace %s: %s\n", owner, selector, namespace, state)
 			said = state
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, fmt.Errorf("no ready pod labelled %s in namespace %s after %s: %s", selector, namespace, timeout, state)
+				return nil, fmt.Errorf("no ready pod of %s labelled %s in namespace %s after %s: %s", owner, selector, namespace, timeout, state)
 			}
 			return nil, ctx.Err()
 		case <-time.After(jobs.PollInterval):
@@ -196,9 +198,9 @@ func ReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector 
 	}
 }
 
-// pickReadyPod returns a ready pod matching selector, else nil and what the pods are
-// doing instead.
-func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string) (*corev1.Pod, string, error) {
+// pickReadyPod returns a ready pod of owner matching selector, else nil and what the
+// pods are doing instead, those not the owner's included.
+func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selector string, owner Owner) (*corev1.Pod, string, error) {
 	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -209,6 +211,17 @@ func pickReadyPod(ctx context.Context, cs kubernetes.Interface, namespace, selec
 	var states []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		rs, err := readReplicaSet(ctx, cs, owner, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "no pod yet", nil
+			}
+			return nil, "", err
+		}
+		if why := owner.notOwned(p, rs); why != "" {
+			states = append(states, fmt.Sprintf("pod %s carries the label but %s, so it is never forwarded to", p.Name, why))
+			continue
+		}
 		if jobs.PodServing(p) {
 			return p, "", nil
 		}

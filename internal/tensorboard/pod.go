@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -44,6 +45,11 @@ const (
 	// controller's TensorBoard does.
 	mirrorInterval = "5s"
 )
+
+// MirrorSizeLimit bounds the emptyDir the mirrors write summaries into, here and in
+// the controller's TensorBoards: only event files are copied, and a bound keeps a run
+// that writes more from filling the node's disk.
+var MirrorSizeLimit = resource.MustParse("4Gi")
 
 // Run is one run TensorBoard shows.
 type Run struct {
@@ -193,8 +199,10 @@ func Pod(s Spec) *corev1.Pod {
 			AutomountServiceAccountToken: ptr.To(false),
 			ActiveDeadlineSeconds:        ptr.To(int64(ttl / time.Second)),
 			RestartPolicy:                corev1.RestartPolicyAlways,
-			Volumes:                      []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-			Containers:                   containers,
+			Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(MirrorSizeLimit.DeepCopy())},
+			}}},
+			Containers: containers,
 		},
 	}
 }

@@ -81,6 +81,8 @@ func TestNotebook(t *testing.T) {
 	}
 	t.Run("the notebook's account stays inside its rights", func(t *testing.T) { testNotebookPolicy(ctx, t, c) })
 	t.Run("another notebook reaches neither its home nor another's job", func(t *testing.T) { testNotebookTenants(ctx, t, c) })
+	t.Run("a pod labelled as the notebook's gets no forward", func(t *testing.T) { testNotebookLures(ctx, t, c) })
+	t.Run("a rewritten run record is shown, not submitted", func(t *testing.T) { testFromRunRecord(ctx, t, c) })
 	kernel := jupyter.startKernel(ctx, t)
 	start = time.Now()
 	out := jupyter.execute(ctx, t, kernel, `import pathlib

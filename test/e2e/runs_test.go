@@ -117,7 +117,7 @@ func TestRuns(t *testing.T) {
 
 	// Submitted again from its run, under the same name: a second run.
 	start = time.Now()
-	c.mustTfk8s(ctx, t, "submit", "--from-run", "scalars/"+firstRun, "--ttl-after-finished", "1h")
+	c.mustTfk8s(ctx, t, "submit", "--from-run", "scalars/"+firstRun, "--yes", "--ttl-after-finished", "1h")
 	second := waitRunSucceeded(ctx, t, c, "scalars")
 	secondRun := tfjob.RunID(string(second.UID))
 	t.Logf("second run %s Succeeded %.1f s after submit --from-run", secondRun, time.Since(start).Seconds())
