@@ -87,10 +87,14 @@ func keywords() ([]keyword, error) {
 		if seen[flag.Name] || flag.Name == manifestFlag || slices.Contains(skipped, flag.Name) {
 			return
 		}
-		if flag.Value.Type() != "string" {
+		switch flag.Value.Type() {
+		case "string":
+			out = append(out, keyword{name: pythonName(flag.Name), flag: flag.Name, kind: "string", typ: "str | None", help: flag.Usage})
+		case "bool":
+			out = append(out, keyword{name: pythonName(flag.Name), flag: flag.Name, kind: "bool", typ: "bool | None", help: flag.Usage})
+		default:
 			errs = append(errs, fmt.Sprintf("--%s is a %s: teach pysdk its Python type", flag.Name, flag.Value.Type()))
 		}
-		out = append(out, keyword{name: pythonName(flag.Name), flag: flag.Name, kind: "string", typ: "str | None", help: flag.Usage})
 	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -41,6 +41,7 @@ SUBMIT_FLAGS: dict[str, tuple[str, str]] = {
     "from_run": ("--from-run", "string"),
     "s3_cluster_endpoint": ("--s3-cluster-endpoint", "string"),
     "storage_secret": ("--storage-secret", "string"),
+    "yes": ("--yes", "bool"),
 }
 
 
@@ -82,6 +83,7 @@ class SubmitMixin:
         from_run: str | None = None,
         s3_cluster_endpoint: str | None = None,
         storage_secret: str | None = None,
+        yes: bool | None = None,
         command: Sequence[str] | None = None,
         manifest: Mapping[str, Any] | str | None = None,
         dry_run: bool = False,
@@ -161,6 +163,9 @@ class SubmitMixin:
                 optionally region and insecure), instead of a Secret submit makes for
                 the job from the local S3 settings (default $TFK8S_STORAGE_SECRET, which
                 a notebook sets to its own) (--storage-secret)
+            yes: with --from-run: submit the run's job even when run.json's spec differs
+                from the job's in the cluster, or no job is left to compare with (by
+                default it is only shown) (--yes)
             command: the command of every replica, as a list of words: tfk8s submit's
                 arguments after --
             manifest: a TFJob manifest that the other arguments apply over (-f): a dict,
