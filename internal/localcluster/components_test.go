@@ -143,7 +143,7 @@ func TestArgs(t *testing.T) {
 			want: []string{
 				"--kubeconfig=/state/kubeconfig", "--metrics-bind-address=127.0.0.1:10280",
 				"--health-probe-bind-address=127.0.0.1:10281", "--leader-elect=false", "--cluster-domain=cluster.local",
-				"--gang-scheduler=native",
+				"--gang-scheduler=native", "--kubeflow",
 			},
 		},
 		{
@@ -151,7 +151,7 @@ func TestArgs(t *testing.T) {
 			got: func() []string {
 				o := opts
 				o.CompactTFConfigAbove = ptr.To(0)
-				return controllerArgs(o, p)[6:]
+				return controllerArgs(o, p)[7:]
 			}(),
 			want: []string{"--compact-tf-config-above=0"},
 		},
