@@ -442,6 +442,10 @@ func DefaultBinDir() (string, error) {
 }
 
 // sourceRoot walks up from the working directory to the tfk8s go.mod.
+// SourceRoot is the tfk8s source tree the working directory is in, where the control
+// plane finds config/ when it is given no CRD or policy directory.
+func SourceRoot() (string, error) { return sourceRoot() }
+
 func sourceRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

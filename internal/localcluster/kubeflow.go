@@ -21,7 +21,21 @@ const KubeflowCRD = "tfjobs.kubeflow.org"
 // kubeflowCRDDir holds the kubeflow.org CRD in the source tree around BinDir, apart
 // from config/crd/bases so that the chart and kustomize serve it only when asked.
 func kubeflowCRDDir(opts Options) string {
-	return filepath.Join(filepath.Dir(opts.BinDir), "config", "crd", "kubeflow")
+	return configDir(opts, "crd", "kubeflow")
+}
+
+// configDir is a directory of config/ in the source tree around BinDir or, as the
+// control plane finds config/crd/bases when BinDir stands alone, around the working
+// directory.
+func configDir(opts Options, elem ...string) string {
+	dir := filepath.Join(append([]string{filepath.Dir(opts.BinDir), "config"}, elem...)...)
+	if existingDir(dir) != "" {
+		return dir
+	}
+	if root, err := controlplane.SourceRoot(); err == nil {
+		return filepath.Join(append([]string{root, "config"}, elem...)...)
+	}
+	return dir
 }
 
 // installKubeflowCRD serves kubeflow.org/v1 TFJob on a cluster whose controller runs
@@ -54,7 +68,7 @@ func (u *starter) installKubeflowCRD(ctx context.Context, cp *controlplane.Contr
 // applyKubeflowPolicy applies config/policy/kubeflow: what training-operator's webhook
 // checked of a kubeflow.org TFJob and the CRD's CEL budget cannot afford.
 func applyKubeflowPolicy(ctx context.Context, cp *controlplane.ControlPlane, opts Options) error {
-	dir := filepath.Join(filepath.Dir(opts.BinDir), "config", "policy", "kubeflow")
+	dir := configDir(opts, "policy", "kubeflow")
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		return fmt.Errorf("no admission policy of kubeflow.org TFJobs in %s (%v)", dir, err)

@@ -36,6 +36,8 @@ func testNotebookLures(ctx context.Context, t *testing.T, c *jobsCluster) {
 	nb := impersonate(t, c.kubeconfig, "system:serviceaccount:default:notebook",
 		"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated")
 	job := testutil.MakeTFJob("lure", "default").Workers(1).Obj()
+	// The notebook's account names itself as the creator, as tfk8s submit does for it.
+	job.Annotations = map[string]string{tfv1.AnnotationCreator: "system:serviceaccount:default:notebook"}
 	tmpl := &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template
 	tmpl.Labels = map[string]string{tfv1.LabelNotebook: "notebook"}
 	tmpl.Spec.Containers = []corev1.Container{lureServer()}
