@@ -162,7 +162,8 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 func disownHome(ctx context.Context, c client.Client, namespace, name string) error {
 	home := &corev1.PersistentVolumeClaim{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: HomeClaim(name)}, home)
-	if apierrors.IsNotFound(err) || (err == nil && home.Labels[tfv1.LabelNotebook] != name) {
+	// A claim being deleted (stop --delete-home) has nothing left to keep.
+	if apierrors.IsNotFound(err) || (err == nil && (home.Labels[tfv1.LabelNotebook] != name || home.DeletionTimestamp != nil)) {
 		return nil
 	}
 	if err != nil {
@@ -174,7 +175,7 @@ func disownHome(ctx context.Context, c client.Client, namespace, name string) er
 	}
 	patch := client.MergeFrom(home.DeepCopy())
 	home.OwnerReferences = owners
-	if err := c.Patch(ctx, home, patch); err != nil {
+	if err := c.Patch(ctx, home, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("keeping the home claim of notebook %s: %w", name, err)
 	}
 	return nil
