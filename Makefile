@@ -40,6 +40,7 @@ KUEUE_VERSION := v0.19.2
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.10.0
+TRAINING_OPERATOR_VERSION := v1.9.4
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -54,6 +55,7 @@ PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
+TRAINING_OPERATOR_STAMP := $(STAMP)/training-operator-$(TRAINING_OPERATOR_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP) $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
@@ -90,7 +92,7 @@ prerequisites: $(PREREQUISITES)
 
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
 node-tools:
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP)
@@ -192,6 +194,14 @@ $(KUEUE_STAMP): hack/tools/kueue/go.mod
 		chmod u+w $(BIN)/kueue-crds/*.yaml
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kueue-* && touch $@
 
+# Kubeflow's training-operator runs a kubeflow.org TFJob in test/e2e's migration test
+# before tfk8s adopts it; hack/tools/kubeflow-training-operator pins it (the version is
+# its go.mod's, TRAINING_OPERATOR_VERSION names the stamp).
+$(TRAINING_OPERATOR_STAMP): hack/tools/kubeflow-training-operator/go.mod
+	cd hack/tools/kubeflow-training-operator && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" \
+		-o $(BIN)/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1
+	mkdir -p $(STAMP) && rm -f $(STAMP)/training-operator-* && touch $@
+
 # The chart's ServiceMonitor is tested in test/integration/install against
 # prometheus-operator's own ServiceMonitor CRD: its module, pinned by go.sum and not
 # built, is downloaded and the CRD copied into bin/prometheus-operator-crds.
@@ -237,7 +247,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize.
 .PHONY: test
 test:
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 # make test-compat runs the suites that speak to the API server alone (the CRD and its

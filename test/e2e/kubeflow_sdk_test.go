@@ -31,9 +31,10 @@ const (
 // ParameterServerStrategy in the TensorFlow image, then lists, gets, waits for,
 // reads the logs of (by master, replica type and index), updates and deletes them,
 // each call as Kubeflow's users write it; tfk8s list and logs show the same jobs. Once
-// it is done, no pod of either job is left.
+// it is done, no pod of either job is left. Before, on the same cluster, a running job
+// moves from training-operator to tfk8s (testMigrationFromTrainingOperator).
 func TestKubeflowSDK(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute+3*migrateWait)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -62,6 +63,14 @@ func TestKubeflowSDK(t *testing.T) {
 			t.Errorf("left on the host after down: %v", left)
 		}
 	})
+
+	// First, while the cluster has no other kubeflow.org job: the migration test stops
+	// tfk8s's controller for a while, and a failure may leave it stopped.
+	if !t.Run("migration from training-operator", func(t *testing.T) {
+		testMigrationFromTrainingOperator(ctx, t, opts, st)
+	}) {
+		t.FailNow()
+	}
 
 	script, stop := context.WithTimeout(ctx, kubeflowScriptTimeout)
 	defer stop()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,9 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
@@ -242,21 +238,7 @@ func (c *upstreamCluster) testExecAndLogs(t *testing.T) {
 // exec runs command in the pod's first container, as kubectl exec does, and returns
 // its standard output.
 func (c *upstreamCluster) exec(ctx context.Context, pod string, command ...string) (string, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	req := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-	if err != nil {
-		return "", err
-	}
-	var stdout, stderr bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		return stdout.String(), fmt.Errorf("%w (stderr %q)", err, stderr.String())
-	}
-	return stdout.String(), nil
+	return execIn(ctx, c.kubeconfig, c.cs, pod, command...)
 }
 
 // testHostLoopbackHidden: a server the host runs on 127.0.0.1 is out of a pod's reach,

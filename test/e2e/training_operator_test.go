@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
+	tfscheme "github.com/tfk8s/tfk8s/internal/scheme"
+)
+
+// What training-operator v1.9.4's main reads, fixed in its code: its webhook's Secret
+// and ValidatingWebhookConfiguration, and the directory its webhook server reads the
+// Secret's certificate from, where its Deployment mounts the Secret.
+const (
+	operatorSecret  = "training-operator-webhook-cert"
+	operatorWebhook = "validator.training-operator.kubeflow.org"
+	operatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
+	// migrateWait bounds each wait of the migration test: TensorFlow's processes share
+	// two cores, each taking seconds to import TensorFlow.
+	migrateWait = 6 * time.Minute
+)
+
+// startTrainingOperator runs training-operator on the host, its TFJob controller only,
+// against the cluster, as its Deployment would. Its webhook is off: its
+// ValidatingWebhookConfiguration, which its certificate rotator insists on, has no
+// webhooks, so that what tfk8s admits is what the cluster admits. The rotator writes
+// the certificate into the Secret; the test puts it where the Deployment's volume
+// would, for the webhook server to start. It returns a function that stops it, with
+// SIGTERM: v1.9.4 then exits with status 2 once its manager has stopped, its main
+// closing a channel its certificate rotator closed already (a panic, in its log), which
+// the test logs and takes as stopped.
+func startTrainingOperator(ctx context.Context, t *testing.T, cs kubernetes.Interface, binary, kubeconfig string) (stop func()) {
+	t.Helper()
+	secrets := cs.CoreV1().Secrets("default")
+	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operatorSecret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	webhooks := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if _, err := webhooks.Create(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: operatorWebhook}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = secrets.Delete(context.Background(), operatorSecret, metav1.DeleteOptions{})
+		_ = webhooks.Delete(context.Background(), operatorWebhook, metav1.DeleteOptions{})
+		_ = os.RemoveAll(filepath.Dir(operatorCertDir))
+	})
+	logPath := filepath.Join(t.TempDir(), "training-operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--enable-scheme=tfjob", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--webhook-server-port="+strconv.Itoa(freeTCPPort(t)))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "MY_POD_NAMESPACE=default")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting training-operator: %v", err)
+	}
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); logFile.Close(); close(exited) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			t.Logf("training-operator exited on SIGTERM (%v); its log ends:\n%s", exitErr, logTail(logPath, 6))
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("training-operator did not exit within 30s of SIGTERM")
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			t.Logf("training-operator's log:\n%s", out)
+		}
+	})
+	mountOperatorCert(ctx, t, cs, exited)
+	return stop
+}
+
+// logTail is the last n lines of the file at path.
+func logTail(path string, n int) string {
+	data, _ := os.ReadFile(path) // a log that cannot be read has no tail
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// mountOperatorCert waits until training-operator's rotator has written its certificate
+// into the Secret, and writes it into operatorCertDir, as the kubelet would.
+func mountOperatorCert(ctx context.Context, t *testing.T, cs kubernetes.Interface, exited <-chan struct{}) {
+	t.Helper()
+	var data map[string][]byte
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, fmt.Errorf("training-operator exited")
+		default:
+		}
+		s, err := cs.CoreV1().Secrets("default").Get(ctx, operatorSecret, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		data = s.Data
+		return len(data["tls.crt"]) > 0 && len(data["tls.key"]) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("training-operator's certificate in Secret %s: %v", operatorSecret, err)
+	}
+	if err := os.MkdirAll(operatorCertDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tls.key", "tls.crt"} { // the key first: the rotator waits for tls.crt
+		if err := os.WriteFile(filepath.Join(operatorCertDir, name), data[name], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// freeTCPPort is a port nothing listens on at the moment.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// kubeflowClient reaches the cluster's kubeflow.org and core objects.
+func kubeflowClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: tfscheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// waitMigrateJob waits, up to migrateWait, until done holds of the job and its pods.
+func waitMigrateJob(ctx context.Context, t *testing.T, cl client.Client, cs kubernetes.Interface, what string, done func(*kubeflowv1.TFJob, []corev1.Pod) bool) {
+	t.Helper()
+	start := time.Now()
+	job := &kubeflowv1.TFJob{}
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, migrateWait, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: migrateJob}, job); err != nil {
+			return false, err
+		}
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.LabelJobName + "=" + migrateJob})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		return done(job, pods), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting until %s: %v; conditions %+v, pods %v", what, err, job.Status.Conditions, podSummary(pods))
+	}
+	t.Logf("%s after %v", what, time.Since(start).Round(time.Second))
+}
+
+func podSummary(pods []corev1.Pod) []string {
+	var s []string
+	for _, p := range pods {
+		s = append(s, fmt.Sprintf("%s %s %v", p.Name, p.Status.Phase, p.Labels))
+	}
+	return s
+}
+
+func allPods(pods []corev1.Pod, ok func(corev1.Pod) bool) bool {
+	for _, p := range pods {
+		if !ok(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasCondition(job *kubeflowv1.TFJob, typ kubeflowv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == typ && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// podUIDs maps each pod of the job to its UID.
+func podUIDs(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[string]string {
+	t.Helper()
+	list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.LabelJobName + "=" + migrateJob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]string{}
+	for _, p := range list.Items {
+		uids[p.Name] = string(p.UID)
+	}
+	return uids
+}
+
+// execIn runs command in the pod's first container, as kubectl exec does, and returns
+// its standard output.
+func execIn(ctx context.Context, kubeconfig string, cs *kubernetes.Clientset, pod string, command ...string) (string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return stdout.String(), fmt.Errorf("%w (stderr %q)", err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// checkOperatorServicesKept wants training-operator's per-replica Services still there
+// after the job succeeded, beside tfk8s's headless one: the adopted pods' TF_CONFIG
+// names them, so tfk8s leaves them to the job's garbage collection (docs/kubeflow.md).
+func checkOperatorServicesKept(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	for _, name := range []string{"-chief-0", "-ps-0", "-worker-0", "-worker-1", ""} {
+		if _, err := cs.CoreV1().Services("default").Get(ctx, migrateJob+name, metav1.GetOptions{}); err != nil {
+			t.Errorf("Service %s%s: %v", migrateJob, name, err)
+		}
+	}
+}
+
+// deleteMigrateJob deletes the job and its program, and waits until its pods are gone,
+// so that the suite's next jobs start on a clean namespace.
+func deleteMigrateJob(ctx context.Context, t *testing.T, cl client.Client, cs kubernetes.Interface) {
+	t.Helper()
+	job := &kubeflowv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: migrateJob}}
+	if err := cl.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, migrateJob+"-program", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return len(podUIDs(ctx, t, cs)) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("pods of the deleted %s left: %v", migrateJob, err)
+	}
+}
