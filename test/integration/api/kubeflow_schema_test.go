@@ -1,14 +1,14 @@
 package api
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestKubeflowSchemaIsTrainingOperators compares the spec schema of tfk8s's
@@ -18,19 +18,8 @@ import (
 // required list, enum and default. The template may have more fields (a newer
 // Kubernetes), never fewer or other types.
 func TestKubeflowSchemaIsTrainingOperators(t *testing.T) {
-	// go mod download, unlike go list -m, fetches the module when the cache lacks it,
-	// checked against the go.sum beside it.
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/kubeflow/training-operator")
-	cmd.Dir = "../../../hack/tools/kubeflow-training-operator"
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("downloading the training-operator module: %v", err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download said %s (%v)", out, err)
-	}
-	published := specSchema(t, filepath.Join(mod.Dir, "manifests/base/crds/kubeflow.org_tfjobs.yaml"))
+	dir := testutil.ModuleDir(t, "../../../hack/tools/kubeflow-training-operator", "github.com/kubeflow/training-operator")
+	published := specSchema(t, filepath.Join(dir, "manifests/base/crds/kubeflow.org_tfjobs.yaml"))
 	ours := specSchema(t, "../../../config/crd/kubeflow/kubeflow.org_tfjobs.yaml")
 
 	pubTemplate, ourTemplate := takeTemplate(t, published), takeTemplate(t, ours)
