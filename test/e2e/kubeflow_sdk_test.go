@@ -32,9 +32,10 @@ const (
 // reads the logs of (by master, replica type and index), updates and deletes them,
 // each call as Kubeflow's users write it; tfk8s list and logs show the same jobs. Once
 // it is done, no pod of either job is left. Before, on the same cluster, a running job
-// moves from training-operator to tfk8s (testMigrationFromTrainingOperator).
+// moves from training-operator to tfk8s (testMigrationFromTrainingOperator), and
+// training-operator's own examples run (testKubeflowExamplesRun).
 func TestKubeflowSDK(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute+3*migrateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute+4*migrateWait)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -71,6 +72,9 @@ func TestKubeflowSDK(t *testing.T) {
 	}) {
 		t.FailNow()
 	}
+	t.Run("training-operator's examples run", func(t *testing.T) {
+		testKubeflowExamplesRun(ctx, t, st.Kubeconfig)
+	})
 
 	script, stop := context.WithTimeout(ctx, kubeflowScriptTimeout)
 	defer stop()
