@@ -1,8 +1,9 @@
 // Pins Kubeflow's training-operator v1.9.4: the tfk8s kubeflow.org/v1 API is compared
 // with the TFJob CRD it publishes (test/integration/api), and make tools builds its
-// cmd/training-operator.v1 into bin/ for test/e2e's migration test. Its own module
-// needs no replace directive, so none is copied here; its requirements resolve as
-// its go.mod has them, apart from tfk8s's.
+// cmd/training-operator.v1 into bin/ for test/e2e's migration test; test/integration/api
+// and test/e2e also read its examples. Its own go.mod has no replace directive,
+// so none is needed here, and every module the build needs resolves to the version
+// that go.mod names (only its test and code-generation requirements are left out).
 module github.com/tfk8s/tfk8s/hack/tools/kubeflow-training-operator
 
 go 1.26.0
