@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +32,9 @@ import (
 // certificate management: the certificates are made here, as a previous run of Kueue
 // would have left them in its Secret (and the kubelet in the Secret's volume), so that
 // Kueue starts without waiting on a volume that no kubelet mounts. No webhook
-// configuration of Kueue is installed: the API server never calls Kueue, and tfk8s
-// creates the Workloads itself.
+// Kueue's webhooks are installed (kueue_webhooks_test.go) for its built-in
+// kubeflow.org/tfjob integration; tfk8s.io TFJobs, an external framework, have their
+// Workloads made by tfk8s.
 const (
 	kueueNamespace = "kueue-system"
 	kueueSecret    = "kueue-webhook-server-cert"
@@ -44,10 +46,12 @@ type kueueProcess struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	logPath string
+	// healthPort serves /readyz; webhookPort, Kueue's admission webhooks.
+	healthPort, webhookPort int
 }
 
-// startKueue starts bin/kueue with tfk8s's TFJob as an external framework, its
-// certificates in its Secret and in dir.
+// startKueue starts bin/kueue with tfk8s's TFJob as an external framework and Kubeflow's
+// as a built-in one, its certificates in its Secret and in dir.
 func startKueue(ctx context.Context, cp *controlplane.ControlPlane, c client.Client, binDir, dir string, certs map[string][]byte) (*kueueProcess, error) {
 	certDir := filepath.Join(dir, "certs")
 	if err := storeKueueCerts(ctx, c, certDir, certs); err != nil {
@@ -61,7 +65,7 @@ func startKueue(ctx context.Context, cp *controlplane.ControlPlane, c client.Cli
 	if err := os.WriteFile(config, []byte(kueueConfig(ports, certDir)), 0o644); err != nil {
 		return nil, err
 	}
-	p := &kueueProcess{done: make(chan struct{}), logPath: filepath.Join(dir, "kueue.log")}
+	p := &kueueProcess{done: make(chan struct{}), logPath: filepath.Join(dir, "kueue.log"), healthPort: ports[0], webhookPort: ports[2]}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
@@ -77,7 +81,8 @@ func startKueue(ctx context.Context, cp *controlplane.ControlPlane, c client.Cli
 	return p, nil
 }
 
-// kueueConfig is Kueue's Configuration: TFJobs as an external framework, no leader
+// kueueConfig is Kueue's Configuration: tfk8s.io TFJobs as an external framework,
+// kubeflow.org ones through Kueue's own integration, no leader
 // election, its ports free ones on loopback, no visibility API server.
 func kueueConfig(ports []int, certDir string) string {
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
@@ -100,7 +105,7 @@ internalCertManagement:
 featureGates:
   VisibilityOnDemand: false
 integrations:
-  frameworks: ["batch/job"]
+  frameworks: ["batch/job", "kubeflow.org/tfjob"]
   externalFrameworks: ["TFJob.v1alpha1.tfk8s.io"]
 `, kueueNamespace, ports[0], ports[1], ports[2], certDir, kueueService, kueueSecret)
 }
@@ -146,7 +151,8 @@ func kueueCRDs(binDir string, caPEM []byte) ([]*apiextensionsv1.CustomResourceDe
 }
 
 // newKueueCerts makes a CA and a serving certificate for Kueue's webhook Service, as
-// the files of Kueue's Secret.
+// the files of Kueue's Secret; the certificate names 127.0.0.1 too, where the API
+// server calls the webhooks.
 func newKueueCerts() (map[string][]byte, error) {
 	now := time.Now()
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -173,7 +179,8 @@ func newKueueCerts() (map[string][]byte, error) {
 	}
 	dnsName := kueueService + "." + kueueNamespace + ".svc"
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
+		DNSNames: []string{dnsName}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

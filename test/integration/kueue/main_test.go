@@ -1,7 +1,8 @@
 // Package kueue tests that Kueue, built from its module and run as a process against a
 // real control plane, admits, queues and preempts TFJobs: the tfk8s controller creates
-// each queued job's Workload, and runs the job only while Kueue admits it. There is no
-// kubelet: a test plays it, marking pods Running or Succeeded.
+// each queued tfk8s.io job's Workload, Kueue's own integration that of each queued
+// kubeflow.org job, and a job runs only while Kueue admits it. There is no kubelet: a
+// test plays it, marking pods Running or Succeeded.
 package kueue
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,9 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -39,9 +43,10 @@ func TestMain(m *testing.M) {
 }
 
 // run makes Kueue's certificates, then runs the suite on a control plane with tfk8s's
-// CRDs and the tfk8s controller running, and Kueue installed after the controller
-// started (its CRDs, then Kueue itself), as on a cluster that gains Kueue: every test
-// shows that the running controller follows Kueue's admissions without a restart.
+// CRDs (kubeflow.org's too) and the tfk8s controller running, and Kueue installed
+// after the controller started (its CRDs, Kueue itself, then its webhooks once it
+// serves them), as on a cluster that gains Kueue: every test shows that the running
+// controller follows Kueue's admissions without a restart.
 func run(m *testing.M) int {
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -67,6 +72,9 @@ func run(m *testing.M) int {
 	return testutil.RunSuite(m, controlplane.Options{CRDDir: tfk8sCRDs}, func(s *testutil.Suite) (func() error, error) {
 		k8sClient = s.Client
 		kubelet = testutil.Kubelet{Client: k8sClient}
+		if err := s.ControlPlane.InstallKubeflowCRD(context.Background()); err != nil {
+			return nil, err
+		}
 		stopController, err := startController(s)
 		if err != nil {
 			return nil, err
@@ -79,6 +87,11 @@ func run(m *testing.M) int {
 			stopController()
 			return nil, err
 		}
+		if err := serveKueueWebhooks(k8sClient, kueue, certs["ca.crt"]); err != nil {
+			stopController()
+			kueue.stop()
+			return nil, err
+		}
 		return func() error {
 			stopController()
 			kueue.stop()
@@ -87,10 +100,22 @@ func run(m *testing.M) int {
 	})
 }
 
-// startController runs the tfk8s controller in this process until the returned
-// function is called.
+// serveKueueWebhooks waits until Kueue serves its webhooks, then installs them.
+func serveKueueWebhooks(c client.Client, p *kueueProcess, caPEM []byte) error {
+	if err := waitKueueReady(p); err != nil {
+		return err
+	}
+	if err := webhookServes(p.webhookPort, caPEM); err != nil {
+		return err
+	}
+	return installKueueWebhooks(context.Background(), c, p.webhookPort, caPEM)
+}
+
+// startController runs the tfk8s controller in this process, with --kubeflow, until
+// the returned function is called.
 func startController(s *testutil.Suite) (stop func(), err error) {
 	mgr, err := controller.NewManager(s.ControlPlane.Config, controller.ManagerOptions{
+		Options:            controller.Options{Kubeflow: true},
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true,
 	})
 	if err != nil {
@@ -186,17 +211,32 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
-// waitJob waits until the job satisfies ok, and returns it.
+// waitJob waits until the job, of either API, satisfies ok, and returns it.
 func waitJob(t *testing.T, ns, name, what string, ok func(*tfv1.TFJob) bool) *tfv1.TFJob {
 	t.Helper()
-	job := &tfv1.TFJob{}
+	var job *tfv1.TFJob
 	testutil.Eventually(t, "TFJob "+name+" "+what, func(ctx context.Context) (bool, error) {
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job); err != nil {
-			return false, err
-		}
-		return ok(job), nil
+		var err error
+		job, err = readModel(ctx, ns, name)
+		return err == nil && ok(job), err
 	})
 	return job
+}
+
+// readModel reads the tfk8s.io job of that name or else the kubeflow.org one, as
+// tfk8s's model of it.
+func readModel(ctx context.Context, ns, name string) (*tfv1.TFJob, error) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	job := &tfv1.TFJob{}
+	err := k8sClient.Get(ctx, key, job)
+	if !apierrors.IsNotFound(err) {
+		return job, err
+	}
+	kf := &kubeflowv1.TFJob{}
+	if err := k8sClient.Get(ctx, key, kf); err != nil {
+		return nil, err
+	}
+	return kubeflow.ToModel(kf), nil
 }
 
 // held is true when the job's Suspended condition is True with reason.
