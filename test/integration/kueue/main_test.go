@@ -29,13 +29,14 @@ import (
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/kubeflow"
+	"github.com/tfk8s/tfk8s/internal/testing/kueueproc"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 var (
 	k8sClient client.Client
 	kubelet   testutil.Kubelet
-	kueue     *kueueProcess
+	kueue     *kueueproc.Process
 )
 
 func TestMain(m *testing.M) {
@@ -59,10 +60,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	certs, err := newKueueCerts()
+	certs, err := kueueproc.NewCerts()
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	if err == nil {
-		crds, err = kueueCRDs(binDir, certs["ca.crt"])
+		crds, err = kueueproc.CRDs(binDir, certs.CA())
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "preparing Kueue: %v\n", err)
@@ -83,32 +84,25 @@ func run(m *testing.M) int {
 			stopController()
 			return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
 		}
-		if kueue, err = startKueue(context.Background(), s.ControlPlane, k8sClient, binDir, dir, certs); err != nil {
+		kueue, err = kueueproc.Start(context.Background(), k8sClient, kueueproc.Options{
+			BinDir: binDir, Dir: dir, Kubeconfig: s.ControlPlane.Kubeconfig(),
+			Frameworks: []string{"batch/job", "kubeflow.org/tfjob"}, ExternalFrameworks: []string{"TFJob.v1alpha1.tfk8s.io"},
+		}, certs)
+		if err != nil {
 			stopController()
 			return nil, err
 		}
-		if err := serveKueueWebhooks(k8sClient, kueue, certs["ca.crt"]); err != nil {
+		if err := kueue.ServeWebhooks(context.Background(), k8sClient, certs.CA(), "kubeflow.org", "kueue.x-k8s.io"); err != nil {
 			stopController()
-			kueue.stop()
+			kueue.Stop()
 			return nil, err
 		}
 		return func() error {
 			stopController()
-			kueue.stop()
+			kueue.Stop()
 			return nil
 		}, nil
 	})
-}
-
-// serveKueueWebhooks waits until Kueue serves its webhooks, then installs them.
-func serveKueueWebhooks(c client.Client, p *kueueProcess, caPEM []byte) error {
-	if err := waitKueueReady(p); err != nil {
-		return err
-	}
-	if err := webhookServes(p.webhookPort, caPEM); err != nil {
-		return err
-	}
-	return installKueueWebhooks(context.Background(), c, p.webhookPort, caPEM)
 }
 
 // startController runs the tfk8s controller in this process, with --kubeflow, until
@@ -133,7 +127,7 @@ func startController(s *testutil.Suite) (stop func(), err error) {
 func printKueueLogOnFailure(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Kueue's log (%s), last 150 lines:\n%s", kueue.logPath, kueue.logTail(150))
+			t.Logf("Kueue's log (%s), last 150 lines:\n%s", kueue.LogPath, kueue.LogTail(150))
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package kueue
+package kueueproc
 
 import (
 	"bytes"
@@ -6,34 +6,35 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
 // Kueue's admission webhooks are installed as its release installs them, from its
 // module's config/components/webhook, with one change: the API server calls the kueue
 // process on loopback by URL, since no Service routes to a process on the host. Only
-// the webhooks of kubeflow.org TFJobs and of Kueue's own objects are kept: the others
-// are for kinds this suite does not serve or does not queue (pods, batch Jobs), and
-// the pods tfk8s creates must not wait on a webhook that only says yes.
+// the webhooks of the API groups asked for are kept: the others are for kinds a test
+// does not queue (pods, batch Jobs), and the pods tfk8s creates must not wait on a
+// webhook that only says yes.
 
-// webhookGroups are the API groups whose webhooks are installed.
-var webhookGroups = []string{"kubeflow.org", "kueue.x-k8s.io"}
-
-// kueueModuleDir is the directory of the Kueue module bin/kueue is built from.
-func kueueModuleDir() (string, error) {
+// moduleDir is the directory of the Kueue module bin/kueue is built from.
+func moduleDir() (string, error) {
+	root, err := controlplane.SourceRoot()
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue")
-	cmd.Dir = filepath.Join("..", "..", "..", "hack", "tools", "kueue")
+	cmd.Dir = filepath.Join(root, "hack", "tools", "kueue")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("finding the Kueue module (go list in hack/tools/kueue): %w", err)
@@ -41,11 +42,22 @@ func kueueModuleDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// installKueueWebhooks creates Kueue's mutating and validating webhook configurations
-// under the names its certificate manager keeps up to date, calling
-// https://127.0.0.1:port.
-func installKueueWebhooks(ctx context.Context, c client.Client, port int, caPEM []byte) error {
-	dir, err := kueueModuleDir()
+// ServeWebhooks waits until Kueue serves its webhooks, checks that they answer as the
+// API server will call them, then installs those of the API groups given.
+func (p *Process) ServeWebhooks(ctx context.Context, c client.Client, caPEM []byte, groups ...string) error {
+	if err := p.WaitReady(); err != nil {
+		return err
+	}
+	if err := webhookServes(p.WebhookPort, caPEM); err != nil {
+		return err
+	}
+	return installWebhooks(ctx, c, p.WebhookPort, caPEM, groups)
+}
+
+// installWebhooks creates Kueue's mutating and validating webhook configurations under
+// the names its certificate manager keeps up to date, calling https://127.0.0.1:port.
+func installWebhooks(ctx context.Context, c client.Client, port int, caPEM []byte, groups []string) error {
+	dir, err := moduleDir()
 	if err != nil {
 		return err
 	}
@@ -69,13 +81,13 @@ func installKueueWebhooks(ctx context.Context, c client.Client, port int, caPEM 
 	}
 	mutating.Name, validating.Name = "kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration"
 	mutating.Webhooks = slices.DeleteFunc(mutating.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
-		return !coversGroups(w.Rules)
+		return !coversGroups(w.Rules, groups)
 	})
 	for i := range mutating.Webhooks {
 		mutating.Webhooks[i].ClientConfig = url(mutating.Webhooks[i].ClientConfig)
 	}
 	validating.Webhooks = slices.DeleteFunc(validating.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
-		return !coversGroups(w.Rules)
+		return !coversGroups(w.Rules, groups)
 	})
 	for i := range validating.Webhooks {
 		validating.Webhooks[i].ClientConfig = url(validating.Webhooks[i].ClientConfig)
@@ -89,40 +101,16 @@ func installKueueWebhooks(ctx context.Context, c client.Client, port int, caPEM 
 	return nil
 }
 
-// coversGroups reports whether a webhook's rules are about one of webhookGroups.
-func coversGroups(rules []admissionregistrationv1.RuleWithOperations) bool {
+// coversGroups reports whether a webhook's rules are about one of groups.
+func coversGroups(rules []admissionregistrationv1.RuleWithOperations, groups []string) bool {
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
-			if slices.Contains(webhookGroups, g) {
+			if slices.Contains(groups, g) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// waitKueueReady waits, at most a minute, until Kueue reports ready on its health
-// port: its certificates are in place and its webhook server serves.
-func waitKueueReady(p *kueueProcess) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.healthPort))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("readyz answered %s", resp.Status)
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("kueue exited before it was ready; its log is %s", p.logPath)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kueue not ready after a minute: %w", err)
-		}
-	}
 }
 
 // webhookServes reports whether Kueue's webhook server answers TLS on loopback with a
