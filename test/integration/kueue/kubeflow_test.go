@@ -16,6 +16,7 @@ import (
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
+	"github.com/tfk8s/tfk8s/internal/testing/kueueproc"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -87,7 +88,7 @@ func TestKueueQueuesKubeflowJobsBesideTFK8sJobs(t *testing.T) {
 	finishJob(t, ns, "kf-third")
 	testutil.Eventually(t, "Kueue's Workload of kf-third to be finished", func(ctx context.Context) (bool, error) {
 		wl, err := kueueWorkload(ctx, ns, "kf-third")
-		return wl != nil && conditionTrue(wl, "Finished"), err
+		return wl != nil && kueueproc.ConditionTrue(wl, "Finished"), err
 	})
 }
 
@@ -156,7 +157,7 @@ func assertKubeflowJobWaits(t *testing.T, ns, name string) {
 	if !ptr.Deref(job.Spec.RunPolicy.Suspend, false) {
 		t.Errorf("waiting %s: runPolicy.suspend = %v, want true", name, ptr.Deref(job.Spec.RunPolicy.Suspend, false))
 	}
-	if wl, err := kueueWorkload(ctx, ns, name); err != nil || wl == nil || conditionTrue(wl, "Admitted") || conditionTrue(wl, "QuotaReserved") {
+	if wl, err := kueueWorkload(ctx, ns, name); err != nil || wl == nil || kueueproc.ConditionTrue(wl, "Admitted") || kueueproc.ConditionTrue(wl, "QuotaReserved") {
 		t.Errorf("waiting %s: its Workload is missing or admitted (err %v)", name, err)
 	}
 	if pods, err := jobPods(ctx, ns, name); err != nil || len(pods) != 0 {

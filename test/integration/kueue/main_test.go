@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -132,18 +131,15 @@ func printKueueLogOnFailure(t *testing.T) {
 	})
 }
 
-// createKueueObjects creates Kueue objects from YAML documents.
+// createKueueObjects creates Kueue objects from YAML documents, deleted after the test.
 func createKueueObjects(t *testing.T, docs ...string) {
 	t.Helper()
-	for _, doc := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatalf("parsing %s: %v", doc, err)
-		}
-		if err := k8sClient.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	created, err := kueueproc.CreateObjects(context.Background(), k8sClient, docs...)
+	for _, obj := range created {
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -168,7 +164,7 @@ func setupQueue(t *testing.T, ns string, cpuQuota int) {
 		if err := k8sClient.Get(ctx, client.ObjectKey{Name: ns}, cq); err != nil {
 			return false, err
 		}
-		return conditionTrue(cq, "Active"), nil
+		return kueueproc.ConditionTrue(cq, "Active"), nil
 	})
 }
 
@@ -191,18 +187,6 @@ func getWorkload(ctx context.Context, ns, job string) (*unstructured.Unstructure
 	wl := &unstructured.Unstructured{}
 	wl.SetGroupVersionKind(controller.WorkloadGVK)
 	return wl, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfjob-" + job}, wl)
-}
-
-// conditionTrue reports whether an unstructured object's status has condition typ True.
-func conditionTrue(u *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // waitJob waits until the job, of either API, satisfies ok, and returns it.
