@@ -31,7 +31,8 @@ const (
 // ParameterServerStrategy in the TensorFlow image, then lists, gets, waits for,
 // reads the logs of (by master, replica type and index), updates and deletes them,
 // each call as Kubeflow's users write it; tfk8s list and logs show the same jobs. Once
-// it is done, no pod of either job is left.
+// it is done, no pod of either job is left. Then the cluster is MultiKueue's worker
+// (testMultiKueue), saving a second cluster's start.
 func TestKubeflowSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute)
 	defer cancel()
@@ -81,6 +82,7 @@ func TestKubeflowSDK(t *testing.T) {
 		t.Fatalf("sdk_calls.py: %v", err)
 	}
 	checkKubeflowPodsGone(ctx, t, st.Kubeconfig)
+	t.Run("MultiKueue", func(t *testing.T) { testMultiKueue(ctx, t, binDir, st.Kubeconfig) })
 }
 
 // checkKubeflowPodsGone waits until the pods of the jobs delete_job deleted are gone, as
