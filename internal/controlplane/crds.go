@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -28,7 +29,12 @@ func (cp *ControlPlane) installCRDs(ctx context.Context, dir string) error {
 // InstallCRDs creates (or updates) each CRD and waits until each is established:
 // served, so that objects of its kind can be created.
 func (cp *ControlPlane) InstallCRDs(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
-	c, err := client.New(cp.Config, client.Options{Scheme: newScheme()})
+	return InstallCRDsAt(ctx, cp.Config, crds...)
+}
+
+// InstallCRDsAt is InstallCRDs on the cluster cfg reaches, such as a local cluster.
+func InstallCRDsAt(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1.CustomResourceDefinition) error {
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}

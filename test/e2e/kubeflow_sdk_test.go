@@ -33,9 +33,10 @@ const (
 // each call as Kubeflow's users write it; tfk8s list and logs show the same jobs. Once
 // it is done, no pod of either job is left. Before, on the same cluster, a running job
 // moves from training-operator to tfk8s (testMigrationFromTrainingOperator), and
-// training-operator's own examples run (testKubeflowExamplesRun).
+// training-operator's own examples run (testKubeflowExamplesRun). After, the cluster is
+// MultiKueue's worker (testMultiKueue), saving a second cluster's start.
 func TestKubeflowSDK(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+6*time.Minute+4*migrateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kubeflowScriptTimeout+8*time.Minute+4*migrateWait)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -94,6 +95,7 @@ func TestKubeflowSDK(t *testing.T) {
 		t.Fatalf("sdk_calls.py: %v", err)
 	}
 	checkKubeflowPodsGone(ctx, t, st.Kubeconfig)
+	t.Run("MultiKueue", func(t *testing.T) { testMultiKueue(ctx, t, binDir, st.Kubeconfig) })
 }
 
 // checkKubeflowPodsGone waits until the pods of the jobs delete_job deleted are gone, as

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/kueueproc"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -33,7 +34,7 @@ func TestKueueAdmitsAJobAsOneWorkload(t *testing.T) {
 	testutil.Eventually(t, "the Workload of a to be admitted", func(ctx context.Context) (bool, error) {
 		var err error
 		wl, err = getWorkload(ctx, ns, "a")
-		return err == nil && conditionTrue(wl, "Admitted"), err
+		return err == nil && kueueproc.ConditionTrue(wl, "Admitted"), err
 	})
 	t.Logf("admitted %s after the job was created", since(start))
 	podSets, _, _ := unstructured.NestedSlice(wl.Object, "spec", "podSets")
@@ -57,7 +58,7 @@ func TestKueueAdmitsAJobAsOneWorkload(t *testing.T) {
 	finishJob(t, ns, "a")
 	testutil.Eventually(t, "the Workload of a to be finished", func(ctx context.Context) (bool, error) {
 		wl, err := getWorkload(ctx, ns, "a")
-		return err == nil && conditionTrue(wl, "Finished"), err
+		return err == nil && kueueproc.ConditionTrue(wl, "Finished"), err
 	})
 }
 
@@ -174,7 +175,7 @@ func TestKueueJobSuspendedOnScheduleTimeout(t *testing.T) {
 	if pods, err := jobPods(ctx, ns, "stuck"); err != nil || len(pods) != 0 {
 		t.Errorf("suspended job stuck has %d pods (err %v), want none", len(pods), err)
 	}
-	if wl, err := getWorkload(ctx, ns, "stuck"); err != nil || conditionTrue(wl, "QuotaReserved") {
+	if wl, err := getWorkload(ctx, ns, "stuck"); err != nil || kueueproc.ConditionTrue(wl, "QuotaReserved") {
 		t.Errorf("the Workload of the suspended job stuck still holds quota (err %v)", err)
 	}
 

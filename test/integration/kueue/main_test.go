@@ -1,7 +1,8 @@
 // Package kueue tests that Kueue, built from its module and run as a process against a
 // real control plane, admits, queues and preempts TFJobs: the tfk8s controller creates
-// each queued job's Workload, and runs the job only while Kueue admits it. There is no
-// kubelet: a test plays it, marking pods Running or Succeeded.
+// each queued tfk8s.io job's Workload, Kueue's own integration that of each queued
+// kubeflow.org job, and a job runs only while Kueue admits it. There is no kubelet: a
+// test plays it, marking pods Running or Succeeded.
 package kueue
 
 import (
@@ -15,23 +16,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
+	"github.com/tfk8s/tfk8s/internal/testing/kueueproc"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 var (
 	k8sClient client.Client
 	kubelet   testutil.Kubelet
-	kueue     *kueueProcess
+	kueue     *kueueproc.Process
 )
 
 func TestMain(m *testing.M) {
@@ -39,9 +43,10 @@ func TestMain(m *testing.M) {
 }
 
 // run makes Kueue's certificates, then runs the suite on a control plane with tfk8s's
-// CRDs and the tfk8s controller running, and Kueue installed after the controller
-// started (its CRDs, then Kueue itself), as on a cluster that gains Kueue: every test
-// shows that the running controller follows Kueue's admissions without a restart.
+// CRDs (kubeflow.org's too) and the tfk8s controller running, and Kueue installed
+// after the controller started (its CRDs, Kueue itself, then its webhooks once it
+// serves them), as on a cluster that gains Kueue: every test shows that the running
+// controller follows Kueue's admissions without a restart.
 func run(m *testing.M) int {
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -54,10 +59,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	certs, err := newKueueCerts()
+	certs, err := kueueproc.NewCerts()
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	if err == nil {
-		crds, err = kueueCRDs(binDir, certs["ca.crt"])
+		crds, err = kueueproc.CRDs(binDir, certs.CA())
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "preparing Kueue: %v\n", err)
@@ -67,6 +72,9 @@ func run(m *testing.M) int {
 	return testutil.RunSuite(m, controlplane.Options{CRDDir: tfk8sCRDs}, func(s *testutil.Suite) (func() error, error) {
 		k8sClient = s.Client
 		kubelet = testutil.Kubelet{Client: k8sClient}
+		if err := s.ControlPlane.InstallKubeflowCRD(context.Background()); err != nil {
+			return nil, err
+		}
 		stopController, err := startController(s)
 		if err != nil {
 			return nil, err
@@ -75,22 +83,32 @@ func run(m *testing.M) int {
 			stopController()
 			return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
 		}
-		if kueue, err = startKueue(context.Background(), s.ControlPlane, k8sClient, binDir, dir, certs); err != nil {
+		kueue, err = kueueproc.Start(context.Background(), k8sClient, kueueproc.Options{
+			BinDir: binDir, Dir: dir, Kubeconfig: s.ControlPlane.Kubeconfig(),
+			Frameworks: []string{"batch/job", "kubeflow.org/tfjob"}, ExternalFrameworks: []string{"TFJob.v1alpha1.tfk8s.io"},
+		}, certs)
+		if err != nil {
 			stopController()
+			return nil, err
+		}
+		if err := kueue.ServeWebhooks(context.Background(), k8sClient, certs.CA(), "kubeflow.org", "kueue.x-k8s.io"); err != nil {
+			stopController()
+			kueue.Stop()
 			return nil, err
 		}
 		return func() error {
 			stopController()
-			kueue.stop()
+			kueue.Stop()
 			return nil
 		}, nil
 	})
 }
 
-// startController runs the tfk8s controller in this process until the returned
-// function is called.
+// startController runs the tfk8s controller in this process, with --kubeflow, until
+// the returned function is called.
 func startController(s *testutil.Suite) (stop func(), err error) {
 	mgr, err := controller.NewManager(s.ControlPlane.Config, controller.ManagerOptions{
+		Options:            controller.Options{Kubeflow: true},
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true,
 	})
 	if err != nil {
@@ -108,23 +126,20 @@ func startController(s *testutil.Suite) (stop func(), err error) {
 func printKueueLogOnFailure(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Kueue's log (%s), last 150 lines:\n%s", kueue.logPath, kueue.logTail(150))
+			t.Logf("Kueue's log (%s), last 150 lines:\n%s", kueue.LogPath, kueue.LogTail(150))
 		}
 	})
 }
 
-// createKueueObjects creates Kueue objects from YAML documents.
+// createKueueObjects creates Kueue objects from YAML documents, deleted after the test.
 func createKueueObjects(t *testing.T, docs ...string) {
 	t.Helper()
-	for _, doc := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatalf("parsing %s: %v", doc, err)
-		}
-		if err := k8sClient.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	created, err := kueueproc.CreateObjects(context.Background(), k8sClient, docs...)
+	for _, obj := range created {
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -149,7 +164,7 @@ func setupQueue(t *testing.T, ns string, cpuQuota int) {
 		if err := k8sClient.Get(ctx, client.ObjectKey{Name: ns}, cq); err != nil {
 			return false, err
 		}
-		return conditionTrue(cq, "Active"), nil
+		return kueueproc.ConditionTrue(cq, "Active"), nil
 	})
 }
 
@@ -174,29 +189,32 @@ func getWorkload(ctx context.Context, ns, job string) (*unstructured.Unstructure
 	return wl, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfjob-" + job}, wl)
 }
 
-// conditionTrue reports whether an unstructured object's status has condition typ True.
-func conditionTrue(u *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
-
-// waitJob waits until the job satisfies ok, and returns it.
+// waitJob waits until the job, of either API, satisfies ok, and returns it.
 func waitJob(t *testing.T, ns, name, what string, ok func(*tfv1.TFJob) bool) *tfv1.TFJob {
 	t.Helper()
-	job := &tfv1.TFJob{}
+	var job *tfv1.TFJob
 	testutil.Eventually(t, "TFJob "+name+" "+what, func(ctx context.Context) (bool, error) {
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job); err != nil {
-			return false, err
-		}
-		return ok(job), nil
+		var err error
+		job, err = readModel(ctx, ns, name)
+		return err == nil && ok(job), err
 	})
 	return job
+}
+
+// readModel reads the tfk8s.io job of that name or else the kubeflow.org one, as
+// tfk8s's model of it.
+func readModel(ctx context.Context, ns, name string) (*tfv1.TFJob, error) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	job := &tfv1.TFJob{}
+	err := k8sClient.Get(ctx, key, job)
+	if !apierrors.IsNotFound(err) {
+		return job, err
+	}
+	kf := &kubeflowv1.TFJob{}
+	if err := k8sClient.Get(ctx, key, kf); err != nil {
+		return nil, err
+	}
+	return kubeflow.ToModel(kf), nil
 }
 
 // held is true when the job's Suspended condition is True with reason.
