@@ -69,7 +69,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 
 	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
 	var job, raw []startRound
-	for i := range 3 {
+	for i := range sized(3, 1) {
 		job = append(job, submitToStarted(ctx, b, cs, opts, fmt.Sprintf("job-%d", i)))
 		raw = append(raw, podsToStarted(ctx, b, cs, creator, fmt.Sprintf("raw-%d", i)))
 	}
