@@ -172,11 +172,17 @@ func submitToRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 // tfk8s runs the tfk8s command in-process on the cluster of opts, in namespace
 // default, and fails b if it fails.
 func tfk8s(ctx context.Context, b *testing.B, opts localcluster.Options, args ...string) {
+	tfk8sTraced(ctx, b, opts, nil, args...)
+}
+
+// tfk8sTraced is tfk8s, its steps told to trace if it is not nil.
+func tfk8sTraced(ctx context.Context, b *testing.B, opts localcluster.Options, trace cli.Tracer, args ...string) {
 	var out, errOut testutil.SyncBuffer
 	env := cli.Env{
 		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Getenv:     func(string) string { return "" },
 		ConfigFile: opts.UserConfigFile,
+		Trace:      trace,
 	}
 	args = append([]string{"--kubeconfig", filepath.Join(opts.Dir, "kubeconfig"), "-n", "default"}, args...)
 	if code := cli.Main(ctx, args, env); code != 0 {
