@@ -21,7 +21,6 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/cli"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
-	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
@@ -48,13 +47,13 @@ func BenchmarkLocalTensorFlow(b *testing.B) {
 	}
 	cs := newClientset(b, st.Kubeconfig, 0)
 
-	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
+	pull, size, firstPod := firstPodOfImage(ctx, b, cs, benchImage())
 	var rounds []time.Duration
 	for i := range sized(3, 1) {
 		rounds = append(rounds, submitToRunning(ctx, b, cs, opts, fmt.Sprintf("bench-%d", i)))
 	}
 	slices.Sort(rounds)
-	fmt.Printf("\nlocal mode, %s (%.1f MB):\n", images.TensorFlow, float64(size)/1e6)
+	fmt.Printf("\nlocal mode, %s (%.1f MB):\n", benchImage(), float64(size)/1e6)
 	fmt.Printf("%-62s %8.2f s\n", "image pulled from the local registry and unpacked", pull.Seconds())
 	fmt.Printf("%-62s %8.2f s\n", "first pod: created → Succeeded, image pull included", firstPod.Seconds())
 	med := rounds[len(rounds)/2]
@@ -159,7 +158,7 @@ func firstPodOfImage(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 // through the CLI, returns the time until its 6 pods are Running, and deletes it.
 func submitToRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, opts localcluster.Options, name string) time.Duration {
 	start := time.Now()
-	tfk8s(ctx, b, opts, "submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "sleep", "600")
+	tfk8s(ctx, b, opts, "submit", "--name", name, "--image", benchImage(), "--ps", "2", "--workers", "3", "--chief", "--", "sleep", "600")
 	err := waitRunning(ctx, cs, tfv1.LabelJobName+"="+name, 6)
 	took := time.Since(start)
 	if err != nil {

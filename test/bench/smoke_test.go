@@ -1,6 +1,10 @@
 package bench
 
-import "os"
+import (
+	"os"
+
+	"github.com/tfk8s/tfk8s/internal/images"
+)
 
 // smoke is set by TFK8S_BENCH_SMOKE=1, as make test runs the benchmarks: each at its
 // smallest size, one round, so that a benchmark that no longer runs (a panic in its
@@ -14,4 +18,14 @@ func sized[T int | int32 | int64](full, small T) T {
 		return small
 	}
 	return full
+}
+
+// benchImage is what the local clusters' benchmarks run: ghcr.io/tfk8s/tensorflow, or
+// in a smoke run the Python image it is built on (50 MB, not 511), whose pull would
+// otherwise be most of the smoke run's time, twice.
+func benchImage() string {
+	if smoke {
+		return images.Python
+	}
+	return images.TensorFlow
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
@@ -72,7 +71,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 	// that the polls' requests do not delay them.
 	creator := newClientset(b, st.Kubeconfig, 0)
 
-	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
+	pull, size, firstPod := firstPodOfImage(ctx, b, cs, benchImage())
 	var job, raw []startRound
 	for i := range sized(3, 1) {
 		job = append(job, submitToStarted(ctx, b, cs, opts, fmt.Sprintf("job-%d", i)))
@@ -91,8 +90,8 @@ func BenchmarkUpstreamNode(b *testing.B) {
 		{"(B) 6 raw pods created → 6 pods Running", fmt.Sprintf("%.2f s", rawRunning.Seconds()), seconds(raw, runningTime), ""},
 		{"A / B, commands started", fmt.Sprintf("%.2f ×", ratio), ratios(job, raw), "≤ 1.3 ×"},
 	}
-	table := fmt.Sprintf("| %s | median | rounds, in run order | goal |\n|---|---:|---|---|\n", images.TensorFlow)
-	fmt.Printf("\nupstream node, %s; medians of 3 rounds, then each round:\n", images.TensorFlow)
+	table := fmt.Sprintf("| %s | median | rounds, in run order | goal |\n|---|---:|---|---|\n", benchImage())
+	fmt.Printf("\nupstream node, %s; medians of 3 rounds, then each round:\n", benchImage())
 	for _, r := range rows {
 		table += "| " + strings.Join(r[:], " | ") + " |\n"
 		fmt.Println(strings.TrimRight(fmt.Sprintf("%-62s %8s   %-16s %s", r[0], r[1], r[2], r[3]), " "))
@@ -123,7 +122,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 func submitToStarted(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, opts localcluster.Options, name string) startRound {
 	selector := tfv1.LabelJobName + "=" + name
 	trace, stop := startTrace(ctx, b, cs, selector, name+"-")
-	tfk8sTraced(ctx, b, opts, trace.cliStep, "submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "python3", "-c", startCommand)
+	tfk8sTraced(ctx, b, opts, trace.cliStep, "submit", "--name", name, "--image", benchImage(), "--ps", "2", "--workers", "3", "--chief", "--", "python3", "-c", startCommand)
 	r := timeToStarted(ctx, b, cs, selector, trace.start)
 	stop()
 	r.trace = trace.rows(agentStarts(ctx, cs, selector), r.starts)
@@ -166,7 +165,7 @@ func rawPod(round, replica string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: new(int64),
-			Containers:                    []corev1.Container{{Name: "tensorflow", Image: images.TensorFlow, Command: []string{"python3", "-c", startCommand}}},
+			Containers:                    []corev1.Container{{Name: "tensorflow", Image: benchImage(), Command: []string{"python3", "-c", startCommand}}},
 		},
 	}
 }
