@@ -44,6 +44,8 @@ type Env struct {
 	// Name is the name the program was run by. As kubectl-tfk8s, the kubectl plugin
 	// (kubectl tfk8s ... runs it), its usage says "kubectl tfk8s".
 	Name string
+	// Trace, if set, times the steps of submit; the benchmarks set it.
+	Trace Tracer
 }
 
 // PluginName is the tfk8s binary's name as a kubectl plugin: kubectl finds it on PATH

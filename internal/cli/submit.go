@@ -86,7 +86,9 @@ func newRenderCommand(o *rootOptions) *cobra.Command {
 // no TFJob without its code, no new Secret without its TFJob.
 func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) error {
 	ctx := cmd.Context()
+	end := o.step("prepare")
 	s, err := o.prepareSubmission(cmd, f, args)
+	end()
 	if err != nil {
 		return err
 	}
@@ -105,21 +107,34 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	}
 	// The creator is who the API server says this is, not what a manifest or a run
 	// record names: the notebooks' policy requires it, and trusts it on updates.
+	end = o.step("creator review")
 	jobs.StampCreator(ctx, cs.Client, s.job)
-	if err := o.checkSubmission(ctx, cs, s); err != nil {
+	end()
+	end = o.step("check")
+	err = o.checkSubmission(ctx, cs, s)
+	end()
+	if err != nil {
 		return err
 	}
-	if err := o.upload(ctx, s); err != nil {
+	end = o.step("upload")
+	err = o.upload(ctx, s)
+	end()
+	if err != nil {
 		return err
 	}
-	if err := o.createJob(ctx, cs, s.job, s.cfg, f); err != nil {
+	end = o.step("create")
+	err = o.createJob(ctx, cs, s.job, s.cfg, f)
+	end()
+	if err != nil {
 		return err
 	}
 	if s.s3 != nil {
 		// The job runs without its record; tfk8s runs then finds it by its files.
+		end = o.step("run record")
 		if err := jobs.RecordRun(ctx, s.s3, s.job, time.Now()); err != nil {
 			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 		}
+		end()
 	}
 	return o.awaitJob(ctx, cs, s.job, f)
 }

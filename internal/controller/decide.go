@@ -117,6 +117,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, foreign []*
 		return sp
 	}
 	sp.opts = r.PodOptions
+	sp.opts.Agent.ImageVolume = r.imageVolumes.imageVolumes()
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
 		sp.opts.HostPorts, sp.err = allocateHostPorts(job, r.HostPortRange)
 	}

@@ -27,6 +27,11 @@ import (
 // is one last batch with that many pods in flight: a larger batch would send no more
 // before a refusal stops it, and each boundary idles the API server while the slowest
 // pod of the batch is created.
+//
+// A job no wider than the fan-out goes in one batch, unless a pod of its namespace was
+// refused lately: a refusal costs it no more requests than its last batch would, and
+// each boundary is a round trip its slowest pod waits for (6 pods: 1, 2, 3, two of
+// them). After a refusal its namespace starts slow again for createBackoffMax.
 
 // A job whose pods the API server refused is tried again after a delay that doubles with
 // each refusal in a row, as the Job controller's does (1s up to 1m).
@@ -93,7 +98,9 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 			failed.Store(true)
 		}
 	}
-	for _, batch := range slowStartBatches(len(missing), cap(r.createSlots)) {
+	width := cap(r.createSlots)
+	first := firstBatch(len(missing), width, r.refusals.refusedLately(job.Namespace, r.clock.Now()))
+	for _, batch := range slowStartBatches(len(missing), width, first) {
 		var wg sync.WaitGroup
 		for _, key := range missing[batch.start:batch.end] {
 			r.createSlots <- struct{}{}
@@ -121,11 +128,20 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 // span is a batch of pods to create: missing[start:end].
 type span struct{ start, end int }
 
-// slowStartBatches splits n pods into batches of 1, 2, 4, … pods, up to width, and a
-// last batch of the rest.
-func slowStartBatches(n, width int) []span {
+// firstBatch is the size of the first batch of n pods: all of them if they fit in
+// width and their namespace was not refused lately, else 1.
+func firstBatch(n, width int, refusedLately bool) int {
+	if n <= width && !refusedLately {
+		return n
+	}
+	return 1
+}
+
+// slowStartBatches splits n pods into batches of first, 2×first, 4×first, … pods, up to
+// width, and a last batch of the rest.
+func slowStartBatches(n, width, first int) []span {
 	var out []span
-	for start, size := 0, 1; start < n; start, size = start+size, 2*size {
+	for start, size := 0, max(first, 1); start < n; start, size = start+size, 2*size {
 		if size >= width {
 			size = n - start
 		}
@@ -198,9 +214,22 @@ func refusalMessage(err error) string {
 }
 
 // creationBackoff holds, per job, its refusals in a row and when its pods may be tried
-// again. Held in memory only: a restarted controller tries each job once at once.
+// again, and per namespace when a pod of it was last refused. Held in memory only: a
+// restarted controller tries each job once at once.
 type creationBackoff struct {
-	m sync.Map // types.NamespacedName → refusalStreak
+	m          sync.Map // types.NamespacedName → refusalStreak
+	namespaces sync.Map // namespace → time.Time of its last refusal
+}
+
+// refusedLately reports whether a pod of namespace ns was refused in the last
+// createBackoffMax: a quota there may refuse the next job too.
+func (b *creationBackoff) refusedLately(ns string, now time.Time) bool {
+	v, ok := b.namespaces.Load(ns)
+	if ok && now.Sub(v.(time.Time)) >= createBackoffMax {
+		b.namespaces.CompareAndDelete(ns, v)
+		return false
+	}
+	return ok
 }
 
 type refusalStreak struct {
@@ -229,6 +258,7 @@ func (b *creationBackoff) refused(job *tfv1.TFJob, now time.Time) time.Duration 
 	delay := doublingDelay(createBackoffBase, createBackoffMax, s.refusals)
 	s.until = now.Add(delay)
 	b.m.Store(key, s)
+	b.namespaces.Store(job.Namespace, now)
 	return delay
 }
 

@@ -28,24 +28,73 @@ import (
 
 func TestSlowStartBatches(t *testing.T) {
 	tests := []struct {
-		n, width int
-		want     []span
+		n, width, first int
+		want            []span
 	}{
-		{0, 32, nil},
-		{1, 32, []span{{0, 1}}},
-		{4, 32, []span{{0, 1}, {1, 3}, {3, 4}}},
-		{15, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}}},
-		{20, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 20}}},
-		{20, 4, []span{{0, 1}, {1, 3}, {3, 20}}},
-		{10_000, 32, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 31}, {31, 10_000}}},
-		{3, 1, []span{{0, 3}}},
+		{0, 32, 1, nil},
+		{1, 32, 1, []span{{0, 1}}},
+		{4, 32, 1, []span{{0, 1}, {1, 3}, {3, 4}}},
+		{15, 32, 1, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}}},
+		{20, 32, 1, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 20}}},
+		{20, 4, 1, []span{{0, 1}, {1, 3}, {3, 20}}},
+		{10_000, 32, 1, []span{{0, 1}, {1, 3}, {3, 7}, {7, 15}, {15, 31}, {31, 10_000}}},
+		{3, 1, 1, []span{{0, 3}}},
+		{6, 32, 6, []span{{0, 6}}},
+		{32, 32, 32, []span{{0, 32}}},
+		{6, 32, 0, []span{{0, 1}, {1, 3}, {3, 6}}},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%d by %d", tc.n, tc.width), func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, slowStartBatches(tc.n, tc.width), cmp.AllowUnexported(span{})); diff != "" {
-				t.Errorf("slowStartBatches(%d, %d) (-want +got):\n%s", tc.n, tc.width, diff)
+		t.Run(fmt.Sprintf("%d by %d from %d", tc.n, tc.width, tc.first), func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, slowStartBatches(tc.n, tc.width, tc.first), cmp.AllowUnexported(span{})); diff != "" {
+				t.Errorf("slowStartBatches(%d, %d, %d) (-want +got):\n%s", tc.n, tc.width, tc.first, diff)
 			}
 		})
+	}
+}
+
+func TestFirstBatch(t *testing.T) {
+	tests := []struct {
+		name          string
+		n, width      int
+		refusedLately bool
+		want          int
+	}{
+		{"a small job, nothing refused: one batch", 6, 32, false, 6},
+		{"as wide as the fan-out: one batch", 32, 32, false, 32},
+		{"wider than the fan-out: slow start", 33, 32, false, 1},
+		{"its namespace refused lately: slow start", 6, 32, true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := firstBatch(tc.n, tc.width, tc.refusedLately); got != tc.want {
+				t.Errorf("firstBatch(%d, %d, %v) = %d, want %d", tc.n, tc.width, tc.refusedLately, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRefusedLately: a refusal marks its namespace, not others, for createBackoffMax.
+func TestRefusedLately(t *testing.T) {
+	var b creationBackoff
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if b.refusedLately("ns", now) {
+		t.Error("a namespace never refused: refused lately")
+	}
+	b.refused(testutil.MakeTFJob("big", "ns").UID("uid-big").Obj(), now)
+	for _, tc := range []struct {
+		ns    string
+		after time.Duration
+		want  bool
+	}{
+		{"ns", 0, true},
+		{"other", 0, false},
+		{"ns", createBackoffMax - time.Second, true},
+		{"ns", createBackoffMax, false},
+		{"ns", 0, false}, // forgotten once it expired
+	} {
+		if got := b.refusedLately(tc.ns, now.Add(tc.after)); got != tc.want {
+			t.Errorf("refusedLately(%s) %v after the refusal = %v, want %v", tc.ns, tc.after, got, tc.want)
+		}
 	}
 }
 

@@ -25,6 +25,10 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		return err
 	}
 	r.pods = pods
+	r.imageVolumes = &imageVolumeDetector{reader: mgr.GetAPIReader()}
+	if err := mgr.Add(r.imageVolumes); err != nil {
+		return err
+	}
 	if err := r.setupKubeflow(mgr, opts); err != nil {
 		return err
 	}
@@ -58,7 +62,7 @@ func (r *TFJobReconciler) setupKubeflow(mgr ctrl.Manager, opts controller.Option
 		return fmt.Errorf("--kubeflow: the API server serves no %s: install config/crd/kubeflow (the chart's kubeflow.enabled), or leave the flag off", kubeflow.GVK.GroupKind())
 	}
 	kr := NewTFJobReconciler(r.Client, r.Recorder, r.Options)
-	kr.APIReader, kr.pods, kr.kubeflow = r.APIReader, r.pods, true
+	kr.APIReader, kr.pods, kr.imageVolumes, kr.kubeflow = r.APIReader, r.pods, r.imageVolumes, true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kubeflow-tfjob").
 		For(&kubeflowv1.TFJob{}).

@@ -65,6 +65,9 @@ type TFJobReconciler struct {
 	retries      retryCounts
 	refusals     creationBackoff
 	createSlots  chan struct{}
+	// imageVolumes says whether the nodes mount the agent's image; nil without a
+	// manager: init containers.
+	imageVolumes *imageVolumeDetector
 	// lastCreation is when pods were first created for a job whose status has not been
 	// written since, by job UID; lastAnyCreation is when any pod was last created, in
 	// Unix nanoseconds.

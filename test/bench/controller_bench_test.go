@@ -59,7 +59,7 @@ func BenchmarkPodCreation(b *testing.B) {
 
 	// Warm the API server up (caches, connections, etcd) before anything is measured.
 	var warm []*corev1.Pod
-	for i := range 300 {
+	for i := range sized(300, 3) {
 		warm = append(warm, podsOf(b, testutil.MakeTFJob(fmt.Sprintf("warm-%d", i), "").Workers(2).Obj(), "")...)
 	}
 	r.measure("warm-up", nil, func(ns string) error { return createRaw(ctx, r.c, ns, warm) }, len(warm))
@@ -71,13 +71,13 @@ func BenchmarkPodCreation(b *testing.B) {
 		// ratio is reported. The large jobs come last.
 		var many, big, huge []pair
 		for i := range rounds {
-			many = append(many, r.pair(i, "1000x3", r.createSmallJobs, smallJobs))
+			many = append(many, r.pair(i, fmt.Sprintf("%dx3", smallJobCount), r.createSmallJobs, smallJobs))
 		}
 		for i := range rounds {
-			big = append(big, r.pair(i, "1001", r.createBigJob(1000), bigJob(1000)))
+			big = append(big, r.pair(i, fmt.Sprint(bigWorkers+1), r.createBigJob(bigWorkers), bigJob(bigWorkers)))
 		}
 		for i := range hugeRounds {
-			huge = append(huge, r.pair(i, "10000", r.createBigJob(9999), bigJob(9999)))
+			huge = append(huge, r.pair(i, fmt.Sprint(hugeWorkers+1), r.createBigJob(hugeWorkers), bigJob(hugeWorkers)))
 		}
 		rss := r.ctl.peakRSS()
 		var table strings.Builder
@@ -97,20 +97,31 @@ func BenchmarkPodCreation(b *testing.B) {
 }
 
 // rounds is how many times each scenario is measured; hugeRounds, the 10,000-replica job.
-const (
-	rounds     = 3
-	hugeRounds = 1
+// smallJobCount, bigWorkers and hugeWorkers size scenarios (c), (b) and (d).
+var (
+	rounds        = sized(3, 1)
+	hugeRounds    = 1
+	smallJobCount = sized(1000, 10)
+	bigWorkers    = sized[int32](1000, 10)
+	hugeWorkers   = sized[int32](9999, 19)
 )
 
 // printScenarios writes the table of times and ratios.
 func printScenarios(w *strings.Builder, many, big, huge []pair) {
 	fmt.Fprintf(w, "%-56s %8s %8s   %s\n", "scenario (the round with the median ratio)", "seconds", "ratio", "every round's ratio")
-	report(w, "(a) raw client-go, 32 creators, 3000 pods", "(c) 1000 TFJobs of 1 PS + 2 workers: 3000 pods + Services", many)
+	report(w, fmt.Sprintf("(a) raw client-go, 32 creators, %d pods", 3*smallJobCount),
+		fmt.Sprintf("(c) %d TFJobs of 1 PS + 2 workers: %d pods + Services", smallJobCount, 3*smallJobCount), many)
 	m := median(many)
 	fmt.Fprintf(w, "%-56s %8.2f %8.2f   (c) against it: %.2f (goal ≤ 1.2)\n", "(a+) raw: the same TFJobs, Services, pods and statuses",
 		m.rawWrites.Seconds(), m.rawWrites.Seconds()/m.raw.Seconds(), m.tfk8s.Seconds()/m.rawWrites.Seconds())
-	report(w, "(a) raw client-go, 32 creators, 1001 pods", "(b) TFJob 1 PS + 1000 workers: 1001 pods + Service", big)
-	report(w, "(a) raw client-go, 32 creators, 10000 pods", "(d) TFJob 1 PS + 9999 workers: 10000 pods + Service", huge)
+	for _, s := range []struct {
+		workers int32
+		name    string
+		rounds  []pair
+	}{{bigWorkers, "(b)", big}, {hugeWorkers, "(d)", huge}} {
+		report(w, fmt.Sprintf("(a) raw client-go, 32 creators, %d pods", s.workers+1),
+			fmt.Sprintf("%s TFJob 1 PS + %d workers: %d pods + Service", s.name, s.workers, s.workers+1), s.rounds)
+	}
 	fmt.Fprintf(w, "%-56s %8s %8s   goal ≤ 1.3\n", "", "", "")
 }
 
@@ -119,13 +130,13 @@ func printScenarios(w *strings.Builder, many, big, huge []pair) {
 func printBytesPerPod(w *strings.Builder, r *rig, b *testing.B) {
 	fmt.Fprintf(w, "\n%-56s %8s %8s\n", "bytes per pod, as stored (protobuf, read back)", "bytes", "pods")
 	for _, s := range []struct{ name, ns string }{
-		{"(b) 1000 workers, run by the agent", namespace("tfjob-1001-0")},
-		{"(d) 9999 workers, run by the agent", namespace("tfjob-10000-0")},
+		{fmt.Sprintf("(b) %d workers, run by the agent", bigWorkers), namespace(fmt.Sprintf("tfjob-%d-0", bigWorkers+1))},
+		{fmt.Sprintf("(d) %d workers, run by the agent", hugeWorkers), namespace(fmt.Sprintf("tfjob-%d-0", hugeWorkers+1))},
 	} {
 		perPod, n := r.bytesPerPod(s.ns)
 		fmt.Fprintf(w, "%-56s %8.0f %8d\n", s.name, perPod, n)
 	}
-	fmt.Fprintf(w, "%-56s %8.0f %8s\n", "1000 workers, TF_CONFIG inline (no agent; as built)", inlineBytesPerPod(b, bigJob(1000)("bench")[0]), "")
+	fmt.Fprintf(w, "%-56s %8.0f %8s\n", fmt.Sprintf("%d workers, TF_CONFIG inline (no agent; as built)", bigWorkers), inlineBytesPerPod(b, bigJob(bigWorkers)("bench")[0]), "")
 }
 
 // createSmallJobs creates the jobs of (c) and waits for their Services.
@@ -166,7 +177,7 @@ func bigJob(workers int32) func(ns string) []*tfv1.TFJob {
 // smallJobs is scenario (c): 1000 TFJobs of 1 PS and 2 workers.
 func smallJobs(ns string) []*tfv1.TFJob {
 	var jobs []*tfv1.TFJob
-	for i := range 1000 {
+	for i := range smallJobCount {
 		jobs = append(jobs, testutil.MakeTFJob(fmt.Sprintf("small-%d", i), ns).PS(1).Workers(2).Obj())
 	}
 	return jobs

@@ -21,10 +21,9 @@ import (
 
 // memoryJobs and memoryReplicas size the memory benchmark: the 5,000 jobs and
 // 20,000 pods in the controller's cache.
-const (
-	memoryJobs     = 5000
-	memoryReplicas = 4
-)
+var memoryJobs = sized(5000, 20)
+
+const memoryReplicas = 4
 
 // BenchmarkControllerMemory prints the peak RSS of bin/tfk8s-controller (a) while it
 // creates the 20,000 pods of 5,000 TFJobs of 4 workers, and then after a restart on

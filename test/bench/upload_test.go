@@ -27,18 +27,20 @@ import (
 // the code.
 func BenchmarkPackUpload1GiB(b *testing.B) {
 	dir := b.TempDir()
-	writeRandomFile(b, filepath.Join(dir, "weights.bin"), 1<<30)
-	benchmarkPackUpload(b, dir, 1<<30)
+	size := sized[int64](1<<30, 16<<20)
+	writeRandomFile(b, filepath.Join(dir, "weights.bin"), size)
+	benchmarkPackUpload(b, dir, size)
 }
 
 // BenchmarkPackUpload10kFiles packs and uploads 10,000 files of 4 KiB, a source tree
 // with many small files.
 func BenchmarkPackUpload10kFiles(b *testing.B) {
 	dir := b.TempDir()
-	for i := range 10_000 {
+	files := sized(10_000, 100)
+	for i := range files {
 		writeRandomFile(b, filepath.Join(dir, fmt.Sprintf("pkg%02d", i%100), fmt.Sprintf("mod%04d.py", i)), 4<<10)
 	}
-	benchmarkPackUpload(b, dir, 10_000*4<<10)
+	benchmarkPackUpload(b, dir, int64(files)*4<<10)
 
 	// A naive tool would upload each file as its own object.
 	srv, mc := benchServer(b)

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
 
@@ -40,7 +39,12 @@ const labelRound = "bench.tfk8s.io/round"
 
 // startRound is one round's times from its start: until its 6 pods were Running, and
 // until the last of their commands had started.
-type startRound struct{ running, started time.Duration }
+// starts holds each command's start by pod, and trace the round's milestones.
+type startRound struct {
+	running, started time.Duration
+	starts           map[string]time.Time
+	trace            []milestone
+}
 
 // BenchmarkUpstreamNode measures, on a local cluster of one upstream node (kubelet,
 // containerd), (A) tfk8s submit → every command started of a job of 2 PS, 3 workers and
@@ -67,9 +71,9 @@ func BenchmarkUpstreamNode(b *testing.B) {
 	// that the polls' requests do not delay them.
 	creator := newClientset(b, st.Kubeconfig, 0)
 
-	pull, size, firstPod := firstPodOfImage(ctx, b, cs, images.TensorFlow)
+	pull, size, firstPod := firstPodOfImage(ctx, b, cs, benchImage())
 	var job, raw []startRound
-	for i := range 3 {
+	for i := range sized(3, 1) {
 		job = append(job, submitToStarted(ctx, b, cs, opts, fmt.Sprintf("job-%d", i)))
 		raw = append(raw, podsToStarted(ctx, b, cs, creator, fmt.Sprintf("raw-%d", i)))
 	}
@@ -86,12 +90,18 @@ func BenchmarkUpstreamNode(b *testing.B) {
 		{"(B) 6 raw pods created → 6 pods Running", fmt.Sprintf("%.2f s", rawRunning.Seconds()), seconds(raw, runningTime), ""},
 		{"A / B, commands started", fmt.Sprintf("%.2f ×", ratio), ratios(job, raw), "≤ 1.3 ×"},
 	}
-	table := fmt.Sprintf("| %s | median | rounds, in run order | goal |\n|---|---:|---|---|\n", images.TensorFlow)
-	fmt.Printf("\nupstream node, %s; medians of 3 rounds, then each round:\n", images.TensorFlow)
+	table := fmt.Sprintf("| %s | median | rounds, in run order | goal |\n|---|---:|---|---|\n", benchImage())
+	fmt.Printf("\nupstream node, %s; medians of 3 rounds, then each round:\n", benchImage())
 	for _, r := range rows {
 		table += "| " + strings.Join(r[:], " | ") + " |\n"
 		fmt.Println(strings.TrimRight(fmt.Sprintf("%-62s %8s   %-16s %s", r[0], r[1], r[2], r[3]), " "))
 	}
+	var jobTraces, rawTraces [][]milestone
+	for i := range job {
+		jobTraces, rawTraces = append(jobTraces, job[i].trace), append(rawTraces, raw[i].trace)
+	}
+	traces := traceTable(jobTraces, rawTraces)
+	fmt.Printf("\nwhere the time goes, medians of each row:\n%s", traces)
 	b.ReportMetric(pull.Seconds(), "s-pull-unpack")
 	b.ReportMetric(jobStarted.Seconds(), "s-submit-to-started")
 	b.ReportMetric(jobRunning.Seconds(), "s-submit-to-running")
@@ -100,7 +110,10 @@ func BenchmarkUpstreamNode(b *testing.B) {
 	writeReport(b, "Upstream node: submit to commands started", "`BenchmarkUpstreamNode`, "+time.Now().UTC().Format("2006-01-02")+
 		", one upstream node (kubelet, containerd) of a local cluster, on "+machine()+
 		", beside other local clusters: timings are noisy. Rounds alternate A and B; "+
-		"each command prints `time.time()` first, and \"started\" is the latest of the six.\n\n"+table)
+		"each command prints `time.time()` first, and \"started\" is the latest of the six.\n\n"+table+
+		"\nWhere the time goes: each round traced from its start (the CLI's first line, or the raw pods' "+
+		"creation), each row the median over the rounds. *(watch)* rows are when a watch of the pods saw it, "+
+		"after the kubelet reported it; first and last are over the six pods.\n\n"+traces)
 }
 
 // submitToStarted submits a job of 2 PS, 3 workers and a chief running startCommand
@@ -108,9 +121,11 @@ func BenchmarkUpstreamNode(b *testing.B) {
 // command had started, and deletes it.
 func submitToStarted(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, opts localcluster.Options, name string) startRound {
 	selector := tfv1.LabelJobName + "=" + name
-	start := time.Now()
-	tfk8s(ctx, b, opts, "submit", "--name", name, "--image", images.TensorFlow, "--ps", "2", "--workers", "3", "--chief", "--", "python3", "-c", startCommand)
-	r := timeToStarted(ctx, b, cs, selector, start)
+	trace, stop := startTrace(ctx, b, cs, selector, name+"-")
+	tfk8sTraced(ctx, b, opts, trace.cliStep, "submit", "--name", name, "--image", benchImage(), "--ps", "2", "--workers", "3", "--chief", "--", "python3", "-c", startCommand)
+	r := timeToStarted(ctx, b, cs, selector, trace.start)
+	stop()
+	r.trace = trace.rows(agentStarts(ctx, cs, selector), r.starts)
 	tfk8s(ctx, b, opts, "delete", name, "--wait")
 	waitGone(ctx, b, cs, selector)
 	return r
@@ -124,7 +139,8 @@ func podsToStarted(ctx context.Context, b *testing.B, cs, creator *kubernetes.Cl
 	pods := creator.CoreV1().Pods("default")
 	errs := make([]error, len(replicaNames))
 	var wg sync.WaitGroup
-	start := time.Now()
+	trace, stop := startTrace(ctx, b, cs, selector, name+"-")
+	start := trace.start
 	for i, replica := range replicaNames {
 		wg.Go(func() { _, errs[i] = pods.Create(ctx, rawPod(name, replica), metav1.CreateOptions{}) })
 	}
@@ -133,6 +149,8 @@ func podsToStarted(ctx context.Context, b *testing.B, cs, creator *kubernetes.Cl
 		b.Fatalf("creating the pods of %s: %v", name, err)
 	}
 	r := timeToStarted(ctx, b, cs, selector, start)
+	stop()
+	r.trace = trace.rows(nil, r.starts)
 	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: selector}); err != nil {
 		b.Fatalf("deleting the pods of %s: %v", name, err)
 	}
@@ -147,7 +165,7 @@ func rawPod(round, replica string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: new(int64),
-			Containers:                    []corev1.Container{{Name: "tensorflow", Image: images.TensorFlow, Command: []string{"python3", "-c", startCommand}}},
+			Containers:                    []corev1.Container{{Name: "tensorflow", Image: benchImage(), Command: []string{"python3", "-c", startCommand}}},
 		},
 	}
 }
@@ -161,8 +179,8 @@ func timeToStarted(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, 
 	if err != nil {
 		b.Fatalf("%s: not %d pods Running within 2 minutes", selector, len(replicaNames))
 	}
-	r := startRound{running: running}
 	started := commandStarts(ctx, b, cs, selector)
+	r := startRound{running: running, starts: started}
 	var each []string
 	for _, pod := range slices.Sorted(maps.Keys(started)) {
 		r.started = max(r.started, started[pod].Sub(start))
