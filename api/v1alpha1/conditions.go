@@ -132,6 +132,9 @@ const (
 	// LabelNotebook is on a notebook's objects (Deployment, Service, claim, account);
 	// its value is the notebook's name.
 	LabelNotebook = "tfk8s.io/notebook"
+	// LabelSharedClaim, "true" on a claim, lets every notebook's jobs mount it: a
+	// namespace admin, who may write claims, sets it.
+	LabelSharedClaim = "tfk8s.io/shared-claim"
 )
 
 // Kueue's labels on a TFJob and its Workload, as Kueue spells them: tfk8s speaks Kueue's

@@ -236,6 +236,9 @@ const docOutro = `
             InvalidJob: an argument, the manifest or code_dir is refused; its field
                 names the flag (e.g. "--workers").
             JobExists: a job of that name exists.
+            NotSubmitted: from_run without yes: run.json could not be checked
+                against the job in the cluster, so nothing was submitted; its job
+                attribute is the job that would have been.
             StorageNotConfigured: the job ships files or keeps artifacts, and no S3
                 endpoint or bucket is set.
             AccessDenied: the cluster or S3 refused the credentials.

@@ -40,6 +40,10 @@ const (
 	// ErrAccessDenied: the API server or S3 refused the credentials or the permission.
 	ErrAccessDenied ErrorType = "AccessDenied"
 	ErrTimeout      ErrorType = "Timeout"
+	// ErrNotSubmitted: submit --from-run showed the run's job on stdout and created
+	// nothing, because the record could not be checked against the cluster and --yes
+	// was not given.
+	ErrNotSubmitted ErrorType = "NotSubmitted"
 	ErrOther        ErrorType = "Error"
 )
 
@@ -118,6 +122,16 @@ func flagError(err error) error {
 	return err
 }
 
+// notSubmittedError says that submit --from-run showed the run's job rather than
+// submitting it; exiting 0 would tell a script or the SDK that the job exists.
+type notSubmittedError struct {
+	fromRun, reason string
+}
+
+func (e *notSubmittedError) Error() string {
+	return fmt.Sprintf("--from-run %s: %s; the job is shown, not submitted. Check it, then submit it with --yes", e.fromRun, e.reason)
+}
+
 // noClusterError says that no kubeconfig names a cluster, so that a command does not
 // dial localhost:8080, client-go's last resort.
 type noClusterError struct {
@@ -137,10 +151,13 @@ func classifyError(err error, apiServer string) errorDetail {
 	var notFound *jobs.NotFoundError
 	var noCluster *noClusterError
 	var notConfigured *storage.NotConfiguredError
+	var notSubmitted *notSubmittedError
 	var status apierrors.APIStatus
 	switch {
 	case errors.As(err, &invalid):
 		d.Type, d.Field = ErrInvalidJob, invalid.field
+	case errors.As(err, &notSubmitted):
+		d.Type = ErrNotSubmitted
 	case errors.As(err, &noCluster):
 		d.Type = ErrClusterUnavailable
 	case errors.As(err, &notConfigured):

@@ -64,6 +64,8 @@ func TestClassifyError(t *testing.T) {
 		{"S3 signature refused", minio.ErrorResponse{Code: "SignatureDoesNotMatch", StatusCode: 403}, errorDetail{Type: ErrAccessDenied}},
 		{"a wait timed out", fmt.Errorf("waiting for tfjob x: %w", context.DeadlineExceeded), errorDetail{Type: ErrTimeout}},
 		{"API server timed out", apierrors.NewTimeoutError("slow", 1), errorDetail{Type: ErrTimeout}},
+		{"a run's job shown, not submitted", &notSubmittedError{fromRun: "rec/1", reason: "no tfjob default/rec is left"},
+			errorDetail{Type: ErrNotSubmitted}},
 		{"anything else", errors.New("disk full"), errorDetail{Type: ErrOther}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

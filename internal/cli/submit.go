@@ -97,9 +97,12 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		return printObject(o.env.Out, s.job, f.output)
 	}
 	if f.unverified != "" && !f.yes {
-		// Anyone with the bucket's keys can rewrite a record: shown, not run.
-		fmt.Fprintf(o.env.ErrOut, "--from-run %s: %s; the job is shown, not submitted. Check it, then submit it with --yes\n", f.fromRun, f.unverified)
-		return printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML))
+		// Anyone with the bucket's keys can rewrite a record: shown, not run, and the
+		// exit code says so.
+		if err := printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML)); err != nil {
+			return err
+		}
+		return &notSubmittedError{fromRun: f.fromRun, reason: f.unverified}
 	}
 	cs, err := o.clients()
 	if err != nil {

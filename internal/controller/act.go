@@ -66,6 +66,9 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 		return startOutcome{}, wait, nil
 	}
 	invalid, err := r.ensureClaims(ctx, job)
+	if invalid == "" && err == nil {
+		invalid, err = r.checkNotebookClaims(ctx, job)
+	}
 	switch {
 	case err != nil:
 		return startOutcome{}, 0, err

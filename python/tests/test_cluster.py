@@ -81,6 +81,13 @@ def test_job_lifecycle(client: tfk8s.Client, tmp_path: Path) -> None:
     client.delete_job("sdk-demo", wait=True)
     assert gone(client, "sdk-demo")
 
+    # The job is gone, so its run's record cannot be checked: shown, not submitted.
+    with pytest.raises(tfk8s.NotSubmitted) as shown:
+        client.submit(from_run="sdk-demo")
+    assert "shown, not submitted" in shown.value.message
+    assert shown.value.job is not None and shown.value.job.name == "sdk-demo"
+    assert gone(client, "sdk-demo")
+
 
 def test_follow_waits_for_pods_not_yet_created(client: tfk8s.Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Following the logs of a suspended job, which has no pods, waits for them rather

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import tfk8s
+from tfk8s._errors import from_stderr
 from tfk8s._submit import SUBMIT_FLAGS
 
 from .conftest import REPO
@@ -236,6 +237,20 @@ def test_import_time() -> None:
         for _ in range(3)
     )
     assert took <= 0.3, f"import tfk8s took {took:.3f} s"
+
+
+def test_not_submitted_carries_the_shown_job() -> None:
+    """What tfk8s submit --from-run prints when it shows the run's job instead of
+    submitting it (test/integration/cli's TestFromRunTreatsTheRecordAsData checks the
+    CLI prints this): NotSubmitted, with the job shown."""
+    stderr = ('warning: --from-run rec: ignored namespace "kube-system" in run.json\n'
+              '{"error":{"type":"NotSubmitted","message":"--from-run rec: no tfjob team/rec is left to compare'
+              ' run.json\'s spec with; the job is shown, not submitted. Check it, then submit it with --yes"}}\n')
+    stdout = json.dumps({"metadata": {"name": "rec", "namespace": "team"}, "spec": {"tfReplicaSpecs": {}}})
+    err = from_stderr(stderr, ["submit", "--from-run", "rec"], 1, stdout)
+    assert isinstance(err, tfk8s.NotSubmitted) and "shown, not submitted" in err.message
+    assert err.job is not None and (err.job.name, err.job.namespace) == ("rec", "team")
+    assert from_stderr(stderr, ["submit"], 1, "not json").job is None
 
 
 def test_timeout_error_is_both() -> None:

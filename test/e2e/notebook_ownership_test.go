@@ -115,10 +115,10 @@ func testFromRunRecord(ctx context.Context, t *testing.T, c *jobsCluster) {
 		t.Fatal(err)
 	}
 
-	r := c.mustTfk8s(ctx, t, "submit", "--from-run", "rec/"+run)
-	if !strings.Contains(r.stderr, `ignored namespace "kube-system"`) || !strings.Contains(r.stderr, "the job is shown, not submitted") ||
+	r := c.tfk8s(ctx, "submit", "--from-run", "rec/"+run)
+	if r.code == 0 || !strings.Contains(r.stderr, `ignored namespace "kube-system"`) || !strings.Contains(r.stderr, "the job is shown, not submitted") ||
 		!strings.Contains(r.stdout, "hostPID: true") || !strings.Contains(r.stdout, "namespace: default") {
-		t.Errorf("submit --from-run of a rewritten record: %s\nwant the job shown in default, kube-system ignored, nothing submitted", r)
+		t.Errorf("submit --from-run of a rewritten record: %s\nwant a failure, the job shown in default, kube-system ignored, nothing submitted", r)
 	}
 	for _, ns := range []string{"default", "kube-system"} {
 		if err := c.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rec"}, &tfv1.TFJob{}); err == nil {

@@ -44,14 +44,31 @@ type Server struct {
 	// Dir is the POSIX backend's root: buckets are its subdirectories.
 	Dir string
 
-	bin     string
+	bin string
+	// iamDir, when set, holds versitygw's internal IAM: accounts made through its
+	// admin API, which the root keys sign.
+	iamDir  string
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
 }
 
-// Start starts a server with a fresh bucket; it is stopped when the test ends.
+// Start starts a server with a fresh bucket; it is stopped when the test ends. It
+// knows the root keys alone, as local mode's does.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, false)
+}
+
+// StartWithAccounts starts a server as Start does, with versitygw's internal IAM: it
+// makes accounts and reads bucket policies naming them, and answers an unknown key as
+// AWS does (InvalidAccessKeyId).
+func StartWithAccounts(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, accounts bool) *Server {
 	t.Helper()
 	bin, err := binary("versitygw")
 	if err != nil {
@@ -73,6 +90,12 @@ func Start(t testing.TB) *Server {
 	}
 	if err := os.Mkdir(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if accounts {
+		s.iamDir = filepath.Join(tmp, "iam")
+		if err := os.Mkdir(s.iamDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(s.Stop)
 	if err := s.start(); err != nil {
@@ -161,7 +184,11 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(s.bin, "--port", s.Endpoint, "--quiet", "posix", s.Dir)
+	args := []string{"--port", s.Endpoint, "--quiet"}
+	if s.iamDir != "" {
+		args = append(args, "--iam-dir", s.iamDir)
+	}
+	cmd := exec.Command(s.bin, append(args, "posix", s.Dir)...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, so Stop reaches every process; killed with the test

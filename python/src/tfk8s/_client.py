@@ -134,7 +134,7 @@ class Client(SubmitMixin):
         except OSError as e:
             raise Tfk8sError(f"running {self.binary}: {e}") from e
         if proc.returncode != 0:
-            raise from_stderr(proc.stderr, list(args), proc.returncode)
+            raise from_stderr(proc.stderr, list(args), proc.returncode, proc.stdout)
         return proc.stdout
 
     def _json(self, words: Sequence[str], positional: Sequence[str]) -> Any:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import builtins
 import json
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ._types import Job
+from ._types import Job
 
 
 class Tfk8sError(Exception):
@@ -62,6 +60,19 @@ class JobEnded(Tfk8sError, RuntimeError):
         self.job = job
 
 
+class NotSubmitted(Tfk8sError):
+    """submit(from_run=...) without yes=True: the run's record could not be checked
+    against the job in the cluster, so nothing was submitted.
+
+    job is the job that would have been, as the record gives it: check it, then submit
+    again with yes=True.
+    """
+
+    def __init__(self, message: str, job: Job | None = None) -> None:
+        super().__init__(message)
+        self.job = job
+
+
 _TYPES: dict[str, type[Tfk8sError]] = {
     "NotFound": JobNotFound,
     "AlreadyExists": JobExists,
@@ -72,8 +83,9 @@ _TYPES: dict[str, type[Tfk8sError]] = {
 }
 
 
-def from_stderr(stderr: str, args: list[str], code: int) -> Tfk8sError:
-    """The exception of a failed command, from the JSON error line it printed last."""
+def from_stderr(stderr: str, args: list[str], code: int, stdout: str = "") -> Tfk8sError:
+    """The exception of a failed command, from the JSON error line it printed last;
+    stdout is what it printed before failing (submit's shown job)."""
     for line in reversed(stderr.splitlines()):
         try:
             err = json.loads(line)["error"]
@@ -82,6 +94,16 @@ def from_stderr(stderr: str, args: list[str], code: int) -> Tfk8sError:
         message = err.get("message", "")
         if err.get("type") == "InvalidJob":
             return InvalidJob(message, err.get("field", ""))
+        if err.get("type") == "NotSubmitted":
+            return NotSubmitted(message, _shown_job(stdout))
         return _TYPES.get(err.get("type", ""), Tfk8sError)(message)
     text = stderr.strip() or f"tfk8s {' '.join(args)}: exit code {code}"
     return Tfk8sError(text)
+
+
+def _shown_job(stdout: str) -> Job | None:
+    """The job a command printed as JSON, or None if it printed none."""
+    try:
+        return Job.from_manifest(json.loads(stdout))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ func mountAsVolume(claim string) func(j *tfv1.TFJob) {
 // tfk8s.io/shared-claim=true, but not nb-b-home nor a claim nobody owns, through a
 // template's persistentVolumeClaim or spec.volumes[].existingClaim: the refusal names
 // the field and the claim. An account that is no notebook's may mount the claims it
-// may get. An update that names no new claim is not checked. The policy takes the namespace's claims as parameters, and this shows the
+// may get, and any claim if it may create pods. An update that names no new claim is not checked. The policy takes the namespace's claims as parameters, and this shows the
 // API server evaluates it once per claim.
 func TestNotebookJobClaims(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
@@ -67,17 +68,7 @@ func TestNotebookJobClaims(t *testing.T) {
 	nb := notebookAccount(t, ns, "nb", true)
 	notebookAccount(t, ns, "nb-b", true)
 	plain := notebookAccount(t, ns, "builder", false)
-	claimsReader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "claims", Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}},
-	}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "claims", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "claims"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "builder", Namespace: ns}}}
-	for _, obj := range []client.Object{claimsReader, binding} {
-		if err := k8sClient.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	grant(t, ns, "builder", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}})
 	makeClaim(t, ns, "nb-home", "nb", false)
 	makeClaim(t, ns, "nb-b-home", "nb-b", false)
 	makeClaim(t, ns, "datasets", "", true)
@@ -102,6 +93,7 @@ func TestNotebookJobClaims(t *testing.T) {
 			wantField: "spec.volumes[0].existingClaim", wantMsg: "claim scratch" + msg},
 	}
 	checkNotebookCases(t, nb, plain, ns, cases)
+	checkAccountsThatAreNoNotebooks(t, ns)
 
 	// An admin's job mounting claims the notebook may not: the notebook may still
 	// suspend it, since the update names no new claim.
@@ -113,6 +105,46 @@ func TestNotebookJobClaims(t *testing.T) {
 	}
 	checkPatches(t, ns, []patchCase{{name: "suspend an admin's job mounting others' claims", as: nb, job: "admins",
 		patch: `{"spec":{"runPolicy":{"suspend":true}}}`}})
+}
+
+// checkAccountsThatAreNoNotebooks: a CI account that may create pods, and no claim,
+// mounts any claim through a TFJob, as it could through a pod of its own; one that may
+// create TFJobs only is refused a claim it may not get, which a TFJob would open to it.
+func checkAccountsThatAreNoNotebooks(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	ci := notebookAccount(t, ns, "ci", false)
+	tfjobsOnly := notebookAccount(t, ns, "tfjobs-only", false)
+	grant(t, ns, "ci", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}})
+	for _, claim := range []string{"nb-b-home", "scratch"} {
+		for _, mount := range []func(string) func(*tfv1.TFJob){mountByTemplate, mountAsVolume} {
+			job := notebookJob(ns, "ci-job")
+			mount(claim)(job)
+			if err := ci.Create(ctx, job, client.DryRunAll); err != nil {
+				t.Errorf("a CI account that may create pods, mounting %s: %v; want it admitted", claim, err)
+			}
+			err := tfjobsOnly.Create(ctx, job, client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "claim "+claim+": a TFJob from system:serviceaccount:"+ns+":tfjobs-only may mount only") {
+				t.Errorf("an account that may create TFJobs only, mounting %s: %v; want the claim refused", claim, err)
+			}
+		}
+	}
+}
+
+// grant gives ServiceAccount account in ns rule, through a Role and RoleBinding
+// named account-grant.
+func grant(t *testing.T, ns, account string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	name := account + "-grant"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{rule}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: ns}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := k8sClient.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // waitClaimsPolicy waits until the API server holds nb's account in ns to the claims

@@ -51,9 +51,12 @@ spec:
 		t.Error("rec-live has hostPID: the record was trusted over the job in the cluster")
 	}
 
-	// Gone: shown, not submitted.
+	// Gone: shown, not submitted, and the exit code says so.
 	f.mustSucceed("delete", "rec", "--wait")
-	r := f.mustSucceed("submit", "--from-run", "rec/"+run)
+	r := f.tfk8s("submit", "--from-run", "rec/"+run)
+	if r.code == 0 {
+		t.Errorf("submit --from-run of an unverified record exited 0: a script would take the job as submitted")
+	}
 	for _, want := range []string{
 		`ignored namespace "kube-system" (the run is stored under namespace ` + f.ns + `) in run.json`,
 		"ignored label " + tfv1.LabelNotebook + " in run.json",
@@ -68,6 +71,7 @@ spec:
 	}
 	f.assertNoJob(f.ns, "rec")
 	f.assertNoJob("kube-system", "rec")
+	assertNotSubmittedForPrograms(t, f, run)
 
 	// --yes submits what was shown, in the namespace the run was found in.
 	f.mustSucceed("submit", "--from-run", "rec/"+run, "--yes")
@@ -75,6 +79,28 @@ spec:
 		t.Errorf("submitted with labels %v, want team=vision without %s", again.Labels, tfv1.LabelNotebook)
 	}
 	f.assertNoJob("kube-system", "rec")
+}
+
+// assertNotSubmittedForPrograms: what the Python SDK reads of the same refusal, with
+// TFK8S_ERRORS=json and -o json: the job as JSON on stdout, a NotSubmitted error
+// line last on stderr, a non-zero exit code.
+func assertNotSubmittedForPrograms(t *testing.T, f *fixture, run string) {
+	t.Helper()
+	f.env["TFK8S_ERRORS"] = "json"
+	defer delete(f.env, "TFK8S_ERRORS")
+	r := f.tfk8s("submit", "--from-run", "rec/"+run, "-o", "json")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	var line struct {
+		Error struct{ Type, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil || line.Error.Type != "NotSubmitted" || r.code == 0 {
+		t.Errorf("submit --from-run with TFK8S_ERRORS=json: %s\nwant a NotSubmitted error line last and a non-zero exit", r)
+	}
+	shown := &tfv1.TFJob{}
+	if err := json.Unmarshal([]byte(r.stdout), shown); err != nil || shown.Name != "rec" || shown.Namespace != f.ns {
+		t.Errorf("submit --from-run -o json printed %q (%v), want tfjob %s/rec as JSON", r.stdout, err, f.ns)
+	}
+	f.assertNoJob(f.ns, "rec")
 }
 
 // rewriteRecord edits the run.json of job's run in the bucket, as anyone holding the

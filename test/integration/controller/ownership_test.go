@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -22,16 +20,7 @@ func TestJobCannotMountANotebooksHomeByName(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
 	ctx := context.Background()
-	home := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "nb-b-home", Namespace: ns, Labels: map[string]string{tfv1.LabelNotebook: "nb-b"}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if err := k8sClient.Create(ctx, home); err != nil {
-		t.Fatal(err)
-	}
+	makeClaim(t, ns, "nb-b-home", map[string]string{tfv1.LabelNotebook: "nb-b"})
 	job := testutil.MakeTFJob("nb-b", ns).Workers(1).Obj()
 	job.Spec.Volumes = []tfv1.JobVolume{{Name: "home", MountPath: "/stolen", Size: ptr.To(resource.MustParse("1Gi"))}}
 	if err := k8sClient.Create(ctx, job); err != nil {
