@@ -30,43 +30,41 @@ import (
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/status,verbs=patch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/finalizers,verbs=update
 
-// readJob reads the job of the reconciler's API as the model.
-func (r *TFJobReconciler) readJob(ctx context.Context, key types.NamespacedName) (*tfv1.TFJob, error) {
+// readJob reads the job of the reconciler's API as the model, and a Kubeflow job's
+// status as stored (nil for a tfk8s.io job): patchStatus writes the next one over it.
+func (r *TFJobReconciler) readJob(ctx context.Context, key types.NamespacedName) (*tfv1.TFJob, *kubeflowv1.JobStatus, error) {
 	if !r.kubeflow {
 		job := &tfv1.TFJob{}
-		return job, r.Get(ctx, key, job)
+		return job, nil, r.Get(ctx, key, job)
 	}
 	kf := &kubeflowv1.TFJob{}
 	if err := r.Get(ctx, key, kf); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	job := kubeflow.ToModel(kf)
 	// The state is the model's summary of the conditions; writeStatus compares the
 	// whole status, so it is derived here as it is there.
 	job.Status.State = jobState(&job.Status)
-	return job, nil
+	return job, &kf.Status, nil
 }
 
 // patchStatus writes the job's new status in its API's shape, with an optimistic lock.
-func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus) error {
+// A Kubeflow job's status keeps what the model has no field for (each condition's
+// lastUpdateTime) from stored, its status as readJob read it: the lock refuses the
+// write if the job changed since.
+func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, stored *kubeflowv1.JobStatus, st *tfv1.TFJobStatus) error {
 	if !kubeflow.IsKubeflow(job) {
 		updated := job.DeepCopy()
 		updated.Status = *st
 		return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(job, client.MergeFromWithOptimisticLock{}))
 	}
-	// Kubeflow's status keeps what the model has no field for (each condition's
-	// lastUpdateTime): the stored job is read again, from the cache.
-	stored := &kubeflowv1.TFJob{}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(job), stored); err != nil {
-		return err
+	if stored == nil {
+		return fmt.Errorf("writing the status of tfjob.kubeflow.org %s: its stored status was not read", job.Name)
 	}
-	if stored.UID != job.UID || stored.ResourceVersion != job.ResourceVersion {
-		return apierrors.NewConflict(kubeflowv1.GroupVersion.WithResource("tfjobs").GroupResource(), job.Name,
-			fmt.Errorf("the cache holds another version of the job"))
-	}
-	updated := stored.DeepCopy()
-	updated.Status = kubeflow.StatusFromModel(st, &stored.Status, job.Name, metav1.NewTime(r.clock.Now()))
-	return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	before := &kubeflowv1.TFJob{ObjectMeta: *job.ObjectMeta.DeepCopy(), Status: *stored}
+	updated := before.DeepCopy()
+	updated.Status = kubeflow.StatusFromModel(st, stored, job.Name, metav1.NewTime(r.clock.Now()))
+	return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // adoptTrainingOperatorPod makes the pod of that name tfk8s's when training-operator
