@@ -167,6 +167,39 @@ func List(ctx context.Context, c client.Client, opts ...client.ListOption) ([]tf
 	return found, nil
 }
 
+// KubeflowExtrasError refuses what only a tfk8s.io TFJob has (code, data, artifacts,
+// runs, TensorBoard) to a kubeflow.org one, and says how to move it over.
+type KubeflowExtrasError struct {
+	// Namespace is the job's, "" when only its reference was read.
+	Namespace, Name string
+	// What is what was asked for: "artifacts", "a TensorBoard".
+	What string
+}
+
+func (e *KubeflowExtrasError) Error() string {
+	return fmt.Sprintf("tfjob.kubeflow.org/%s has no %s: code, data, artifacts, runs and TensorBoard are tfk8s.io TFJobs' alone; "+
+		"move the job to tfk8s.io with tfk8s render --to tfk8s (docs/kubeflow.md)", e.Name, e.What)
+}
+
+// RefuseKubeflowExtras is a *KubeflowExtrasError when job was read as a kubeflow.org
+// TFJob, else nil.
+func RefuseKubeflowExtras(job *tfv1.TFJob, what string) error {
+	if job == nil || !kubeflow.IsKubeflow(job) {
+		return nil
+	}
+	return &KubeflowExtrasError{Namespace: job.Namespace, Name: job.Name, What: what}
+}
+
+// RefuseKubeflowRef is a *KubeflowExtrasError when ref names a kubeflow.org TFJob by
+// its group (kubeflow.org/NAME), which JOB/RUN would otherwise read as a run. It reads
+// nothing, so that a command on runs alone needs no cluster.
+func RefuseKubeflowRef(ref, what string) error {
+	if group, name := SplitRef(ref); group == kubeflowGroup {
+		return &KubeflowExtrasError{Name: name, What: what}
+	}
+	return nil
+}
+
 // Delete deletes the object job was read from, of its own group.
 func Delete(ctx context.Context, c client.Client, job *tfv1.TFJob, opts ...client.DeleteOption) error {
 	obj := &unstructured.Unstructured{}

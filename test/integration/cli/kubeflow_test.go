@@ -36,6 +36,23 @@ func TestKubeflowJobs(t *testing.T) {
 		}
 	}
 
+	if r := f.mustSucceed("get", "kf", "-o", "json"); !strings.Contains(r.stdout, `"apiVersion": "kubeflow.org/v1"`) {
+		t.Errorf("get kf -o json does not say its apiVersion kubeflow.org/v1:\n%s", r.stdout)
+	}
+	if r := f.mustSucceed("suspend", "kf"); strings.TrimSpace(r.stdout) != "tfjob.kubeflow.org/kf suspended" {
+		t.Errorf("suspend kf said %s", r)
+	}
+	if suspend, _, _ := unstructured.NestedBool(getKubeflowJob(t, f.ns, "kf").Object, "spec", "runPolicy", "suspend"); !suspend {
+		t.Error("suspend kf left the kubeflow.org job's runPolicy.suspend unset")
+	}
+	f.mustSucceed("resume", "kubeflow.org/kf")
+	// The extras of tfk8s.io jobs are refused, saying how to move the job over.
+	for _, args := range [][]string{{"artifacts", "ls", "kubeflow.org/kf"}, {"tensorboard", "kf"}, {"runs", "show", "kubeflow.org/kf"}} {
+		if r := f.tfk8s(args...); r.code == 0 || !strings.Contains(r.stderr, "tfjob.kubeflow.org/kf") || !strings.Contains(r.stderr, "tfk8s render --to tfk8s") {
+			t.Errorf("%v: want a refusal naming tfjob.kubeflow.org/kf and tfk8s render --to tfk8s, got %s", args, r)
+		}
+	}
+
 	done := make(chan result, 1)
 	go func() { done <- f.tfk8s("wait", "kf", "--for=condition=Succeeded", "--timeout=30s") }()
 	setKubeflowConditions(t, f.ns, "kf", "Created", "Running", "Succeeded")
@@ -71,6 +88,16 @@ func serveKubeflow(t *testing.T) {
 	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// getKubeflowJob reads the kubeflow.org job.
+func getKubeflowJob(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := kubeflowJob()
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func kubeflowJob() *unstructured.Unstructured {
