@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,6 +53,28 @@ func TestKubeflowJobs(t *testing.T) {
 		if r := f.tfk8s(args...); r.code == 0 || !strings.Contains(r.stderr, "tfjob.kubeflow.org/kf") || !strings.Contains(r.stderr, "tfk8s render --to tfk8s") {
 			t.Errorf("%v: want a refusal naming tfjob.kubeflow.org/kf and tfk8s render --to tfk8s, got %s", args, r)
 		}
+	}
+
+	// render --to tfk8s moves the live job to a tfk8s.io manifest that submit -f takes.
+	r = f.mustSucceed("render", "--to", "tfk8s", "kf")
+	for _, want := range []string{`(?m)^apiVersion: tfk8s.io/v1alpha1$`, `(?m)^  name: kf$`, `(?m)^    cleanPodPolicy: None$`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("render --to tfk8s kf: no line matching %s:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "uid:") || strings.Contains(r.stdout, "resourceVersion:") {
+		t.Errorf("render --to tfk8s kf copied the live object's identity:\n%s", r.stdout)
+	}
+	if r := f.tfk8s("render", "--to", "tfk8s", "kf", "--workers", "3"); r.code == 0 || !strings.Contains(r.stderr, "--workers") {
+		t.Errorf("render --to with a flag of submit: want a refusal naming --workers, got %s", r)
+	}
+	moved := filepath.Join(t.TempDir(), "moved.yaml")
+	if err := os.WriteFile(moved, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustSucceed("submit", "-f", moved, "--name", "kf-moved")
+	if r := f.mustSucceed("describe", "kf-moved"); strings.Contains(r.stdout, "kubeflow.org") {
+		t.Errorf("the moved job is not a tfk8s.io one:\n%s", r.stdout)
 	}
 
 	done := make(chan result, 1)
