@@ -149,6 +149,51 @@ func managedByTFK8s(job *tfv1.TFJob) bool {
 		(kubeflow.IsKubeflow(job) && *m == kubeflowv1.ManagedByTrainingOperator)
 }
 
+// observeNeighbours reads what the decision needs besides the job's pods: its Kueue
+// Workload, if it waits in a queue (kueue.go), and a job of the other API that holds
+// its name (readRival).
+func (r *TFJobReconciler) observeNeighbours(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (*kueueView, string, error) {
+	kv, err := r.readKueue(ctx, job)
+	if err != nil {
+		return nil, "", err
+	}
+	rival, err := r.readRival(ctx, job, pods)
+	return kv, rival, err
+}
+
+// readRival observes the TFJob of the other API with the job's name, when the controller
+// reconciles both: its "tfjob.<group>/<name>" when it holds the name, "" when there is
+// none or this job does. Both would name their pods and Service after the name, so one
+// must not run: a job that started (a start time, or pods) keeps it; of two not
+// started, the one created first (at the same second, the tfk8s.io one). pods are the
+// job's own.
+func (r *TFJobReconciler) readRival(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (string, error) {
+	if !r.Kubeflow || job.Status.StartTime != nil || len(pods) > 0 {
+		return "", nil
+	}
+	own, kf := &tfv1.TFJob{}, &kubeflowv1.TFJob{}
+	var rival client.Object = kf
+	group := kubeflowv1.GroupVersion.Group
+	if kubeflow.IsKubeflow(job) {
+		rival, group = own, tfv1.GroupVersion.Group
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(job), rival); apierrors.IsNotFound(err) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("reading tfjob.%s %s: %w", group, job.Name, err)
+	}
+	theirPods, err := r.podsOf(ctx, job.Namespace, ownerKey(group, job.Name))
+	if err != nil {
+		return "", err
+	}
+	started := own.Status.StartTime != nil || kf.Status.StartTime != nil || len(theirPods) > 0
+	mine, theirs := job.CreationTimestamp, rival.GetCreationTimestamp()
+	if started || theirs.Before(&mine) || (theirs.Equal(&mine) && kubeflow.IsKubeflow(job)) {
+		return "tfjob." + group + "/" + job.Name, nil
+	}
+	return "", nil
+}
+
 // kubeflowServed reports whether the API server serves Kubeflow's TFJob: the controller
 // then reconciles those jobs as well.
 func kubeflowServed(mapper meta.RESTMapper) (bool, error) {

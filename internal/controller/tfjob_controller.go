@@ -142,15 +142,15 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		r.expectations.forget(job.UID)
 		return ctrl.Result{}, r.releasePods(ctx, pods)
 	}
-	// 4. Observe the job's Kueue Workload, if it waits in a queue (kueue.go).
-	kv, err := r.readKueue(ctx, job)
+	// 4. Observe the job's Kueue Workload and a job of the other API with its name.
+	kv, rival, err := r.observeNeighbours(ctx, job, pods)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 5. Decide, without a write: the job's new status and what each step below writes.
 	now := metav1.NewTime(r.clock.Now())
-	p := r.decide(job, pods, foreign, kv, now)
+	p := r.decide(job, pods, foreign, kv, rival, now)
 
 	// 6. Act: Kueue's admission and release, and the suspension of a job not scheduled
 	// in time; the rest of the reconcile acts on the job as they left it.
