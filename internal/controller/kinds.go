@@ -187,11 +187,17 @@ func (r *TFJobReconciler) readRival(ctx context.Context, job *tfv1.TFJob, pods [
 		return "", err
 	}
 	started := own.Status.StartTime != nil || kf.Status.StartTime != nil || len(theirPods) > 0
-	mine, theirs := job.CreationTimestamp, rival.GetCreationTimestamp()
-	if started || theirs.Before(&mine) || (theirs.Equal(&mine) && kubeflow.IsKubeflow(job)) {
+	if rivalHoldsName(job.CreationTimestamp, rival.GetCreationTimestamp(), kubeflow.IsKubeflow(job), started) {
 		return "tfjob." + group + "/" + job.Name, nil
 	}
 	return "", nil
+}
+
+// rivalHoldsName reports whether the job of the other API holds the name against a
+// job not started, created at mine: when it started, or was created first (at the same
+// second, the tfk8s.io job counts as first, so that of two exactly one runs).
+func rivalHoldsName(mine, theirs metav1.Time, mineKubeflow, theirsStarted bool) bool {
+	return theirsStarted || theirs.Before(&mine) || (theirs.Equal(&mine) && mineKubeflow)
 }
 
 // kubeflowServed reports whether the API server serves Kubeflow's TFJob: the controller
