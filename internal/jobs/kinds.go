@@ -172,7 +172,7 @@ func List(ctx context.Context, c client.Client, opts ...client.ListOption) ([]tf
 type KubeflowExtrasError struct {
 	// Namespace is the job's, "" when only its reference was read.
 	Namespace, Name string
-	// What is what was asked for: "artifacts", "a TensorBoard".
+	// What is what was asked for: "files in S3", "runs", "TensorBoard".
 	What string
 }
 
