@@ -66,6 +66,10 @@ const (
 	// ReasonAgentPodRefused: a replica of a job run by tfk8s's agent asks for what
 	// would expose the agent (shareProcessNamespace); the job fails before any pod.
 	ReasonAgentPodRefused = "AgentPodRefused"
+	// ReasonJobNameTaken: a TFJob of the other API (tfk8s.io or kubeflow.org) with the
+	// same name in the namespace was created first; its pods and Service have the names
+	// this job's would need, so this job fails before any pod, and leaves them alone.
+	ReasonJobNameTaken = "JobNameTaken"
 )
 
 // Annotations tfk8s puts on pods.

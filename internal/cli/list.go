@@ -15,7 +15,6 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
-	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -89,7 +88,7 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 	table := output == outputTable || output == outputWide
 	switch {
 	case len(found) == 1 && len(names) == 1 && !table:
-		return printObject(o.env.Out, jobspec.ForPrinting(&found[0]), output)
+		return printObject(o.env.Out, forPrinting(&found[0]), output)
 	case len(found) == 0 && names == nil && table && allNamespaces:
 		fmt.Fprintln(o.env.ErrOut, "No tfjobs found.")
 	case len(found) == 0 && names == nil && table:

@@ -15,6 +15,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -61,6 +62,15 @@ func printObject(w io.Writer, obj any, format string) error {
 	return err
 }
 
+// forPrinting is the job as get -o yaml|json prints it: a kubeflow.org job as tfk8s's
+// model of it, under its own apiVersion, so that a reader (the Python SDK) tells the
+// groups apart.
+func forPrinting(job *tfv1.TFJob) *tfv1.TFJob {
+	out := jobspec.ForPrinting(job)
+	out.APIVersion = kubeflow.GVKOf(job).GroupVersion().String()
+	return out
+}
+
 // jobList is what -o yaml|json prints for several jobs: a kubectl List.
 type jobList struct {
 	metav1.TypeMeta `json:",inline"`
@@ -74,7 +84,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, progr
 	if format == outputYAML || format == outputJSON {
 		list := jobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []*tfv1.TFJob{}}
 		for i := range jobs {
-			list.Items = append(list.Items, jobspec.ForPrinting(&jobs[i]))
+			list.Items = append(list.Items, forPrinting(&jobs[i]))
 		}
 		return printObject(w, list, format)
 	}

@@ -157,13 +157,13 @@ type runList struct {
 func (o *rootOptions) liveJobs(ctx context.Context, namespace string) []tfv1.TFJob {
 	cs, err := o.clients()
 	if err == nil {
-		list := &tfv1.TFJobList{}
 		var opts []client.ListOption
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err = cs.Client.List(ctx, list, opts...); err == nil {
-			return list.Items
+		var list []tfv1.TFJob
+		if list, err = jobs.List(ctx, cs.Client, opts...); err == nil {
+			return list
 		}
 	}
 	fmt.Fprintf(o.env.ErrOut, "warning: listing tfjobs: %v; the states shown are those S3 recorded\n", err)
@@ -227,6 +227,9 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 // findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
 // if it exists; a record that could not be read is a warning.
 func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
+	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
+		return nil, runs.Run{}, err
+	}
 	job, _, err := jobs.SplitRun(name)
 	if err != nil {
 		return nil, runs.Run{}, err
@@ -239,9 +242,16 @@ func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client
 	if err != nil {
 		return nil, runs.Run{}, err
 	}
-	r, err := runs.Find(ctx, c, dest, o.liveJob(ctx, ns, job), ns, name)
+	live := o.liveJob(ctx, ns, job)
+	// A kubeflow.org job keeps no runs: what S3 holds under its name is an earlier
+	// tfk8s.io job's, and without any the refusal says why.
+	refusal := jobs.RefuseKubeflowExtras(live, "runs")
+	if refusal != nil {
+		live = nil
+	}
+	r, err := runs.Find(ctx, c, dest, live, ns, name)
 	if err != nil && r.Name == "" {
-		return nil, runs.Run{}, err
+		return nil, runs.Run{}, cmp.Or(refusal, err)
 	}
 	if err != nil {
 		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)

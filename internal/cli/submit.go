@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -66,17 +65,35 @@ func newSubmitCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
+const renderLong = `Print the TFJob submit would create (submit --dry-run -o yaml).
+
+With --to tfk8s, print the tfk8s.io TFJob a Kubeflow TFJob (kubeflow.org/v1) moves to:
+the one of -f FILE, or the live one named JOB. Kubeflow's v1.9 defaults are written
+out, so that the job behaves as it did; submit's other flags are not taken (give them to
+tfk8s submit -f with the manifest printed). See docs/kubeflow.md.`
+
+const renderExample = `  tfk8s render ./mnist --name mnist --image tf:2.16 -- python3 train.py
+  tfk8s render --to tfk8s kubeflow.org/mnist > mnist.yaml
+  tfk8s render --to tfk8s -f mnist-kubeflow.yaml`
+
 func newRenderCommand(o *rootOptions) *cobra.Command {
 	f := &submitFlags{}
+	var to string
 	cmd := &cobra.Command{
-		Use:   "render [DIR] --name NAME --image IMAGE [flags] -- COMMAND [ARGS...]",
-		Short: "Print the TFJob submit would create (submit --dry-run -o yaml)",
+		Use:     "render [DIR] --name NAME --image IMAGE [flags] -- COMMAND [ARGS...] | render --to tfk8s (-f FILE | JOB)",
+		Short:   "Print the TFJob submit would create (submit --dry-run -o yaml), or a Kubeflow TFJob moved to tfk8s.io",
+		Long:    renderLong,
+		Example: renderExample,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("to") {
+				return o.renderMoved(cmd, to, f, args)
+			}
 			f.dryRun = true
 			return o.submit(cmd, f, args)
 		},
 	}
 	f.addFlags(cmd)
+	cmd.Flags().StringVar(&to, "to", "", "print the Kubeflow TFJob of -f FILE, or the live one named JOB, as the TFJob of this API: tfk8s")
 	_ = cmd.Flags().MarkHidden("dry-run")
 	return cmd
 }
@@ -415,13 +432,7 @@ func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob
 
 // readManifest reads the manifest of -f: a file, or stdin for "-".
 func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
-	var data []byte
-	var err error
-	if name == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(name)
-	}
+	data, err := readFile(name, stdin)
 	if err != nil {
 		return nil, invalidJob(fmt.Errorf("reading -f %s: %w", name, err), "-f")
 	}

@@ -22,10 +22,11 @@ func newSuspendCommand(o *rootOptions, suspend bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := jobs.SetSuspend(cmd.Context(), cs, args[0], suspend); err != nil {
+			job, err := jobs.SetSuspend(cmd.Context(), cs, args[0], suspend)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s %s\n", args[0], done)
+			fmt.Fprintf(o.env.Out, "%s/%s %s\n", jobs.ResourceOf(job), job.Name, done)
 			return nil
 		},
 	}

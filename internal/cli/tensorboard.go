@@ -21,6 +21,7 @@ import (
 	"github.com/tfk8s/tfk8s/internal/forward"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/tensorboard"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -109,6 +110,9 @@ func (o *rootOptions) openTensorBoards(cmd *cobra.Command, names []string, f ten
 // when it is a run's name (JOB/RUN) or names no TFJob. A TFJob without TensorBoard is
 // refused, as before runs, with the run to name instead.
 func (o *rootOptions) tensorBoardJob(ctx context.Context, name string) (*tfv1.TFJob, error) {
+	if err := jobs.RefuseKubeflowRef(name, "TensorBoard"); err != nil {
+		return nil, err
+	}
 	if strings.Contains(name, "/") {
 		return nil, nil
 	}
@@ -123,6 +127,8 @@ func (o *rootOptions) tensorBoardJob(ctx context.Context, name string) (*tfv1.TF
 		return nil, nil
 	case err != nil:
 		return nil, err
+	case kubeflow.IsKubeflow(job):
+		return nil, jobs.RefuseKubeflowExtras(job, "TensorBoard")
 	case !jobs.TensorBoardEnabled(job):
 		return nil, fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard, or open one over its run: tfk8s tensorboard %s/%s",
 			job.Namespace, job.Name, job.Name, tfjob.RunID(string(job.UID)))

@@ -24,7 +24,7 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 	}
 
 	if became(tfv1.JobCreated) {
-		recordJobCreated(job.Namespace)
+		recordJobCreated(job)
 	}
 	r.recordReplicaMetrics(job, o, now)
 	for _, f := range o.failures {
@@ -45,7 +45,7 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 	if reason, msg := reasonOf(tfv1.JobRestarting); reason == tfv1.ReasonRestarting &&
 		(became(tfv1.JobRestarting) || (o.restarted > 0 && isConditionTrue(after, tfv1.JobRestarting))) {
 		r.event(job, corev1.EventTypeWarning, tfv1.ReasonRestarting, "%s", msg)
-		recordRestarts(job.Namespace, o.restarted)
+		recordRestarts(job, o.restarted)
 	}
 	if became(tfv1.JobRunning) {
 		if findCondition(before, tfv1.JobRunning) == nil {
@@ -59,10 +59,10 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 		}
 		reason, msg := reasonOf(typ)
 		if typ == tfv1.JobFailed {
-			recordJobFailed(job.Namespace)
+			recordJobFailed(job)
 			r.event(job, corev1.EventTypeWarning, reason, "%s", msg)
 		} else {
-			recordJobSucceeded(job.Namespace)
+			recordJobSucceeded(job)
 			r.event(job, corev1.EventTypeNormal, reason, "%s", msg)
 		}
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,7 @@ type retry struct {
 // decide observes the job's pods and decides what this reconcile does, as a pure
 // function of the job, its pods, its Workload as read, and the clock. Keeping it free of
 // writes lets every policy be table-tested without an API server.
-func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, kv *kueueView, now metav1.Time) *plan {
+func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, kv *kueueView, rival string, now metav1.Time) *plan {
 	p := &plan{kueue: decideKueue(job, pods, kv), run: job}
 	if p.kueue.holdReason != "" {
 		// Held by Kueue: this reconcile's copy is suspended, and never written.
@@ -72,6 +73,8 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 	p.o = observe(run, pods, now)
 	st := p.o.status
 	switch {
+	case rival != "" && !jobFinished(st):
+		finish(st, tfv1.JobFailed, tfv1.ReasonJobNameTaken, nameTakenMessage(rival), now)
 	case p.kueue.unavailable != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, p.kueue.unavailable, now)
 	case p.kueue.holdReason != "":
@@ -100,6 +103,13 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 		p.remove = activePods(pods)
 	}
 	return p
+}
+
+// nameTakenMessage says why a job whose name a TFJob of the other API, rival, took
+// first does not run, and what to do.
+func nameTakenMessage(rival string) string {
+	return fmt.Sprintf("%s, created first in this namespace, has this job's name: the pods and Service of both would have the same names, "+
+		"so this job does not run and leaves them alone; delete this job and submit it again under another name", rival)
 }
 
 // planStart decides what running the job writes: the pods of an earlier job to clear

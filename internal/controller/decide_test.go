@@ -56,7 +56,9 @@ func TestDecide(t *testing.T) {
 		name string
 		job  *tfv1.TFJob
 		pods []*corev1.Pod
-		want planView
+		// rival is the job of the other API that holds the name, "" for none.
+		rival string
+		want  planView
 	}{
 		{name: "a new job creates every pod", job: job().Obj(),
 			want: planView{Start: true, Missing: []ReplicaKey{{tfv1.ReplicaTypePS, 0}, {tfv1.ReplicaTypeWorker, 0}, {tfv1.ReplicaTypeWorker, 1}}}},
@@ -77,12 +79,16 @@ func TestDecide(t *testing.T) {
 			want: planView{Remove: []string{"j-ps-0"}, Failed: tfv1.ReasonGangScheduleTimeout}},
 		{name: "TF_CONFIG too large to carry without the agent", job: testutil.MakeTFJob("j", "ml").PS(1).Workers(5000).Obj(),
 			want: planView{Failed: tfv1.ReasonTFConfigTooLarge}},
+		{name: "a job of the other API holds the name: failed, no pod", job: job().Obj(), rival: "tfjob.kubeflow.org/j",
+			want: planView{Failed: tfv1.ReasonJobNameTaken}},
+		{name: "a finished job stays as it ended beside a rival", job: succeeded, rival: "tfjob.kubeflow.org/j",
+			want: planView{}},
 	}
 	r := NewTFJobReconciler(nil, nil, Options{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.job.DeepCopy()
-			got := viewPlan(r.decide(tc.job, tc.pods, nil, &kueueView{status: &workloadStatus{}}, now))
+			got := viewPlan(r.decide(tc.job, tc.pods, nil, &kueueView{status: &workloadStatus{}}, tc.rival, now))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

@@ -30,43 +30,41 @@ import (
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/status,verbs=patch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/finalizers,verbs=update
 
-// readJob reads the job of the reconciler's API as the model.
-func (r *TFJobReconciler) readJob(ctx context.Context, key types.NamespacedName) (*tfv1.TFJob, error) {
+// readJob reads the job of the reconciler's API as the model, and a Kubeflow job's
+// status as stored (nil for a tfk8s.io job): patchStatus writes the next one over it.
+func (r *TFJobReconciler) readJob(ctx context.Context, key types.NamespacedName) (*tfv1.TFJob, *kubeflowv1.JobStatus, error) {
 	if !r.kubeflow {
 		job := &tfv1.TFJob{}
-		return job, r.Get(ctx, key, job)
+		return job, nil, r.Get(ctx, key, job)
 	}
 	kf := &kubeflowv1.TFJob{}
 	if err := r.Get(ctx, key, kf); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	job := kubeflow.ToModel(kf)
 	// The state is the model's summary of the conditions; writeStatus compares the
 	// whole status, so it is derived here as it is there.
 	job.Status.State = jobState(&job.Status)
-	return job, nil
+	return job, &kf.Status, nil
 }
 
 // patchStatus writes the job's new status in its API's shape, with an optimistic lock.
-func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus) error {
+// A Kubeflow job's status keeps what the model has no field for (each condition's
+// lastUpdateTime) from stored, its status as readJob read it: the lock refuses the
+// write if the job changed since.
+func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, stored *kubeflowv1.JobStatus, st *tfv1.TFJobStatus) error {
 	if !kubeflow.IsKubeflow(job) {
 		updated := job.DeepCopy()
 		updated.Status = *st
 		return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(job, client.MergeFromWithOptimisticLock{}))
 	}
-	// Kubeflow's status keeps what the model has no field for (each condition's
-	// lastUpdateTime): the stored job is read again, from the cache.
-	stored := &kubeflowv1.TFJob{}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(job), stored); err != nil {
-		return err
+	if stored == nil {
+		return fmt.Errorf("writing the status of tfjob.kubeflow.org %s: its stored status was not read", job.Name)
 	}
-	if stored.UID != job.UID || stored.ResourceVersion != job.ResourceVersion {
-		return apierrors.NewConflict(kubeflowv1.GroupVersion.WithResource("tfjobs").GroupResource(), job.Name,
-			fmt.Errorf("the cache holds another version of the job"))
-	}
-	updated := stored.DeepCopy()
-	updated.Status = kubeflow.StatusFromModel(st, &stored.Status, job.Name, metav1.NewTime(r.clock.Now()))
-	return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	before := &kubeflowv1.TFJob{ObjectMeta: *job.ObjectMeta.DeepCopy(), Status: *stored}
+	updated := before.DeepCopy()
+	updated.Status = kubeflow.StatusFromModel(st, stored, job.Name, metav1.NewTime(r.clock.Now()))
+	return r.Status().Patch(ctx, updated, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // adoptTrainingOperatorPod makes the pod of that name tfk8s's when training-operator
@@ -149,6 +147,57 @@ func managedByTFK8s(job *tfv1.TFJob) bool {
 	m := job.Spec.RunPolicy.ManagedBy
 	return m == nil || *m == "" || *m == tfv1.ControllerName ||
 		(kubeflow.IsKubeflow(job) && *m == kubeflowv1.ManagedByTrainingOperator)
+}
+
+// observeNeighbours reads what the decision needs besides the job's pods: its Kueue
+// Workload, if it waits in a queue (kueue.go), and a job of the other API that holds
+// its name (readRival).
+func (r *TFJobReconciler) observeNeighbours(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (*kueueView, string, error) {
+	kv, err := r.readKueue(ctx, job)
+	if err != nil {
+		return nil, "", err
+	}
+	rival, err := r.readRival(ctx, job, pods)
+	return kv, rival, err
+}
+
+// readRival observes the TFJob of the other API with the job's name, when the controller
+// reconciles both: its "tfjob.<group>/<name>" when it holds the name, "" when there is
+// none or this job does. Both would name their pods and Service after the name, so one
+// must not run: a job that started (a start time, or pods) keeps it; of two not
+// started, the one created first (at the same second, the tfk8s.io one). pods are the
+// job's own.
+func (r *TFJobReconciler) readRival(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (string, error) {
+	if !r.Kubeflow || job.Status.StartTime != nil || len(pods) > 0 {
+		return "", nil
+	}
+	own, kf := &tfv1.TFJob{}, &kubeflowv1.TFJob{}
+	var rival client.Object = kf
+	group := kubeflowv1.GroupVersion.Group
+	if kubeflow.IsKubeflow(job) {
+		rival, group = own, tfv1.GroupVersion.Group
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(job), rival); apierrors.IsNotFound(err) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("reading tfjob.%s %s: %w", group, job.Name, err)
+	}
+	theirPods, err := r.podsOf(ctx, job.Namespace, ownerKey(group, job.Name))
+	if err != nil {
+		return "", err
+	}
+	started := own.Status.StartTime != nil || kf.Status.StartTime != nil || len(theirPods) > 0
+	if rivalHoldsName(job.CreationTimestamp, rival.GetCreationTimestamp(), kubeflow.IsKubeflow(job), started) {
+		return "tfjob." + group + "/" + job.Name, nil
+	}
+	return "", nil
+}
+
+// rivalHoldsName reports whether the job of the other API holds the name against a
+// job not started, created at mine: when it started, or was created first (at the same
+// second, the tfk8s.io job counts as first, so that of two exactly one runs).
+func rivalHoldsName(mine, theirs metav1.Time, mineKubeflow, theirsStarted bool) bool {
+	return theirsStarted || theirs.Before(&mine) || (theirs.Equal(&mine) && mineKubeflow)
 }
 
 // kubeflowServed reports whether the API server serves Kubeflow's TFJob: the controller

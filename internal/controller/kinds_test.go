@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,5 +115,37 @@ func TestKueueLeavesKubeflowJobsAlone(t *testing.T) {
 	}
 	if v.queue != "" || v.served || v.wl != nil {
 		t.Errorf("tfk8s queues a kubeflow.org job: queue %q, served %v, workload %v", v.queue, v.served, v.wl)
+	}
+}
+
+// TestRivalHoldsName: of a tfk8s.io and a kubeflow.org job of one name, the one that
+// started keeps the name; else the one created first; at the same second, the
+// tfk8s.io one. Exactly one of two not started runs.
+func TestRivalHoldsName(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Second))
+	for _, tc := range []struct {
+		name                        string
+		mine, theirs                metav1.Time
+		mineKubeflow, theirsStarted bool
+		want                        bool
+	}{
+		{"the rival came first", t1, t0, false, false, true},
+		{"this job came first", t0, t1, false, false, false},
+		{"the rival came later but started", t0, t1, true, true, true},
+		{"same second, this job kubeflow.org", t0, t0, true, false, true},
+		{"same second, this job tfk8s.io", t0, t0, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rivalHoldsName(tc.mine, tc.theirs, tc.mineKubeflow, tc.theirsStarted); got != tc.want {
+				t.Errorf("rivalHoldsName = %v, want %v", got, tc.want)
+			}
+			if !tc.theirsStarted {
+				// Seen from the rival, not started either: exactly one holds the name.
+				if other := rivalHoldsName(tc.theirs, tc.mine, !tc.mineKubeflow, false); other == tc.want {
+					t.Errorf("both jobs, or neither, hold the name (%v from either side)", other)
+				}
+			}
+		})
 	}
 }

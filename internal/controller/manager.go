@@ -66,7 +66,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	}
 	r := NewTFJobReconciler(podTimingClient{mgr.GetClient()}, mgr.GetEventRecorder("tfk8s-controller"), opts.Options)
 	r.APIReader = mgr.GetAPIReader()
-	jobStates.use(mgr.GetCache(), opts.JobMetricsByNamespace)
+	jobStates.use(mgr.GetCache(), opts.JobMetricsByNamespace, opts.Kubeflow)
 	if err := r.SetupWithManager(mgr, controllerOptions(opts)); err != nil {
 		return nil, fmt.Errorf("setting up the TFJob controller: %w", err)
 	}

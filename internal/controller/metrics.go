@@ -5,6 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
 // tfk8s's metrics, served on the manager's metrics endpoint beside controller-runtime's
@@ -12,20 +15,20 @@ import (
 var (
 	jobsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfk8s_jobs_created_total",
-		Help: "TFJobs tfk8s started acting on.",
-	}, []string{"namespace"})
+		Help: "TFJobs tfk8s started acting on, by namespace and API group (tfk8s.io, kubeflow.org).",
+	}, []string{"namespace", "group"})
 	jobsSucceeded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfk8s_jobs_succeeded_total",
-		Help: "TFJobs that succeeded.",
-	}, []string{"namespace"})
+		Help: "TFJobs that succeeded, by namespace and API group (tfk8s.io, kubeflow.org).",
+	}, []string{"namespace", "group"})
 	jobsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfk8s_jobs_failed_total",
-		Help: "TFJobs that failed.",
-	}, []string{"namespace"})
+		Help: "TFJobs that failed, by namespace and API group (tfk8s.io, kubeflow.org).",
+	}, []string{"namespace", "group"})
 	jobsRestarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfk8s_jobs_restarted_total",
-		Help: "Replica restarts after a retryable failure (pod re-creations), by job namespace.",
-	}, []string{"namespace"})
+		Help: "Replica restarts after a retryable failure (pod re-creations), by job namespace and API group.",
+	}, []string{"namespace", "group"})
 	podsCreated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "tfk8s_pods_created_total",
 		Help: "Pods created by tfk8s.",
@@ -56,11 +59,16 @@ func init() {
 		podCreateDuration, replicaRestarts, gangWait, jobStates)
 }
 
-func recordJobCreated(namespace string)   { jobsCreated.WithLabelValues(namespace).Inc() }
-func recordJobSucceeded(namespace string) { jobsSucceeded.WithLabelValues(namespace).Inc() }
-func recordJobFailed(namespace string)    { jobsFailed.WithLabelValues(namespace).Inc() }
-func recordRestarts(namespace string, n int32) {
-	jobsRestarted.WithLabelValues(namespace).Add(float64(n))
+// The per-job counters are labelled with the job's namespace and its API group
+// (tfk8s.io or kubeflow.org), so that a cluster moving over sees both kinds.
+func recordJobCreated(job *tfv1.TFJob)   { jobsCreated.WithLabelValues(jobLabels(job)...).Inc() }
+func recordJobSucceeded(job *tfv1.TFJob) { jobsSucceeded.WithLabelValues(jobLabels(job)...).Inc() }
+func recordJobFailed(job *tfv1.TFJob)    { jobsFailed.WithLabelValues(jobLabels(job)...).Inc() }
+func recordRestarts(job *tfv1.TFJob, n int32) {
+	jobsRestarted.WithLabelValues(jobLabels(job)...).Add(float64(n))
+}
+func jobLabels(job *tfv1.TFJob) []string {
+	return []string{job.Namespace, kubeflow.GVKOf(job).Group}
 }
 func recordPodCreated()                       { podsCreated.Inc() }
 func recordJobStartup(d time.Duration)        { jobStartup.Observe(d.Seconds()) }

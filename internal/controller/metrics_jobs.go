@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -11,17 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// jobStates counts the TFJobs in the cache by state when Prometheus scrapes: a gauge
-// that cannot drift from the jobs, however many reconciles and restarts came between.
-// Its namespace label is empty (to Prometheus: absent) unless --metrics-jobs-by-namespace
-// asks for one series per namespace and state.
+// jobStates counts the TFJobs in the cache by state and API group (tfk8s.io,
+// kubeflow.org) when Prometheus scrapes: a gauge that cannot drift from the jobs,
+// however many reconciles and restarts came between. Its namespace label is empty (to
+// Prometheus: absent) unless --metrics-jobs-by-namespace asks for one series per
+// namespace, state and group.
 var jobStates = &jobStateCollector{desc: prometheus.NewDesc("tfk8s_jobs",
-	"TFJobs by state (Pending: not yet acted on), and by namespace with --metrics-jobs-by-namespace.",
-	[]string{"state", "namespace"}, nil)}
+	"TFJobs by state (Pending: not yet acted on) and API group, and by namespace with --metrics-jobs-by-namespace.",
+	[]string{"state", "namespace", "group"}, nil)}
 
 // jobStatePending names the state of a job tfk8s has not written a status to yet.
 const jobStatePending = "Pending"
@@ -36,54 +40,82 @@ type jobStateCollector struct {
 	// reader is the cache of the running manager; nil reports nothing.
 	reader      client.Reader
 	byNamespace bool
+	// kubeflow is whether the manager reconciles kubeflow.org TFJobs, whose cache
+	// is then counted too.
+	kubeflow bool
 }
 
+// jobStateKey is one series of tfk8s_jobs.
+type jobStateKey struct{ state, namespace, group string }
+
 // use makes the collector count the jobs reader holds (the newest manager's cache: one
-// process runs one, tests restart it).
-func (c *jobStateCollector) use(reader client.Reader, byNamespace bool) {
+// process runs one, tests restart it), Kubeflow's too when the manager reconciles them.
+func (c *jobStateCollector) use(reader client.Reader, byNamespace, kubeflow bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reader, c.byNamespace = reader, byNamespace
+	c.reader, c.byNamespace, c.kubeflow = reader, byNamespace, kubeflow
 }
 
 func (c *jobStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *jobStateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	reader, byNamespace := c.reader, c.byNamespace
+	reader, byNamespace, kf := c.reader, c.byNamespace, c.kubeflow
 	c.mu.Unlock()
 	if reader == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	jobs := &tfv1.TFJobList{}
-	if err := reader.List(ctx, jobs, client.UnsafeDisableDeepCopy); err != nil {
+	counts, err := countJobStates(ctx, reader, byNamespace, kf)
+	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
-	}
-	type key struct{ state, namespace string }
-	counts := map[key]int{}
-	for _, s := range allJobStates {
-		counts[key{state: s}] = 0
-	}
-	for i := range jobs.Items {
-		state := string(jobs.Items[i].Status.State)
-		if state == "" {
-			state = jobStatePending
-		}
-		k := key{state: state}
-		if byNamespace {
-			k.namespace = jobs.Items[i].Namespace
-		}
-		counts[k]++
 	}
 	for k, n := range counts {
 		if byNamespace && k.namespace == "" {
 			continue // the zeros of states no job is in
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.state, k.namespace)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.state, k.namespace, k.group)
 	}
+}
+
+// countJobStates counts the jobs in reader by state, group and, if byNamespace, namespace,
+// with a zero for every state of each group counted.
+func countJobStates(ctx context.Context, reader client.Reader, byNamespace, kf bool) (map[jobStateKey]int, error) {
+	counts := map[jobStateKey]int{}
+	add := func(group, namespace string, state tfv1.JobState) {
+		k := jobStateKey{state: cmp.Or(string(state), jobStatePending), group: group}
+		if byNamespace {
+			k.namespace = namespace
+		}
+		counts[k]++
+	}
+	own := &tfv1.TFJobList{}
+	if err := reader.List(ctx, own, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	groups := []string{tfv1.GroupVersion.Group}
+	for i := range own.Items {
+		add(tfv1.GroupVersion.Group, own.Items[i].Namespace, own.Items[i].Status.State)
+	}
+	if kf {
+		list := &kubeflowv1.TFJobList{}
+		if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		groups = append(groups, kubeflowv1.GroupVersion.Group)
+		for i := range list.Items {
+			st := kubeflow.StatusToModel(&list.Items[i].Status)
+			add(kubeflowv1.GroupVersion.Group, list.Items[i].Namespace, jobState(&st))
+		}
+	}
+	for _, g := range groups {
+		for _, s := range allJobStates {
+			counts[jobStateKey{state: s, group: g}] += 0
+		}
+	}
+	return counts, nil
 }
 
 // podTimingClient times every pod creation into tfk8s_pod_create_duration_seconds.

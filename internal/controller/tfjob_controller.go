@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -122,7 +123,7 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // reconcile observes, decides and then acts: everything it writes is a named step after
 // decide, which reads nothing and writes nothing.
 func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	job, err := r.getJob(ctx, req)
+	job, stored, err := r.getJob(ctx, req)
 	if job == nil || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -144,15 +145,15 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		r.expectations.forget(job.UID)
 		return ctrl.Result{}, r.releasePods(ctx, pods)
 	}
-	// 4. Observe the job's Kueue Workload, if it waits in a queue (kueue.go).
-	kv, err := r.readKueue(ctx, job)
+	// 4. Observe the job's Kueue Workload and a job of the other API with its name.
+	kv, rival, err := r.observeNeighbours(ctx, job, pods)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 5. Decide, without a write: the job's new status and what each step below writes.
 	now := metav1.NewTime(r.clock.Now())
-	p := r.decide(job, pods, foreign, kv, now)
+	p := r.decide(job, pods, foreign, kv, rival, now)
 
 	// 6. Act: Kueue's admission and release, and the suspension of a job not scheduled
 	// in time; the rest of the reconcile acts on the job as they left it.
@@ -186,7 +187,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	// changes wait for the batch period, so a burst of jobs costs one write each.
 	if wait := r.statusDeferral(run, p.o); wait > 0 {
 		requeue = minPositive(requeue, wait)
-	} else if err := r.writeStatus(ctx, run, st); err != nil {
+	} else if err := r.writeStatus(ctx, run, stored, st); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	} else {
 		r.announce(run, p.o, now)
@@ -202,21 +203,22 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// getJob reads the job to reconcile; nil when it is gone, after releasing its pods so
-// that garbage collection can delete them, or when another controller manages it.
-func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.TFJob, error) {
-	job, err := r.readJob(ctx, req.NamespacedName)
+// getJob reads the job to reconcile, and a Kubeflow job's stored status (readJob); nil
+// when it is gone, after releasing its pods so that garbage collection can delete them,
+// or when another controller manages it.
+func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.TFJob, *kubeflowv1.JobStatus, error) {
+	job, stored, err := r.readJob(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.refusals.forget(req.NamespacedName)
-			return nil, r.releaseOrphanedPods(ctx, req.Namespace, r.keyOf(req.Name))
+			return nil, nil, r.releaseOrphanedPods(ctx, req.Namespace, r.keyOf(req.Name))
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if !managedByTFK8s(job) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return job, nil
+	return job, stored, nil
 }
 
 // exitSummary says how a failed pod ended, for an event.
@@ -285,14 +287,14 @@ func (r *TFJobReconciler) creationBurstLeft(job *tfv1.TFJob) time.Duration {
 
 // writeStatus patches the job's status if it changed, with an optimistic lock so that a
 // status computed from a stale job is refused rather than written.
-func (r *TFJobReconciler) writeStatus(ctx context.Context, job *tfv1.TFJob, st *tfv1.TFJobStatus) error {
+func (r *TFJobReconciler) writeStatus(ctx context.Context, job *tfv1.TFJob, stored *kubeflowv1.JobStatus, st *tfv1.TFJobStatus) error {
 	st.State = jobState(st)
 	st.ObservedGeneration = job.Generation
 	if equality.Semantic.DeepEqual(&job.Status, st) {
 		return nil
 	}
 	before := job.ResourceVersion
-	if err := r.patchStatus(ctx, job, st); err != nil {
+	if err := r.patchStatus(ctx, job, stored, st); err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
 	r.expectations.expectStatusWritten(job.UID, before)

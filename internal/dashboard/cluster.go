@@ -91,7 +91,9 @@ type LogRequest struct {
 // JobRow is a job's line in the jobs list.
 type JobRow struct {
 	Namespace, Name string
-	State           string
+	// Group is "kubeflow.org" for a Kubeflow TFJob, "" for tfk8s.io's.
+	Group string
+	State string
 	// Ready counts the job's pods that are ready or succeeded; Desired its replicas.
 	Ready, Desired int32
 	// GPUsAllocated counts the GPUs of the job's pods bound to a node and not finished
@@ -116,6 +118,9 @@ type JobPage struct {
 	TFConfig string
 	// YAML is the job as tfk8s get -o yaml prints it.
 	YAML string
+	// Kubeflow is true for a kubeflow.org TFJob, which has none of tfk8s.io's extras
+	// (artifacts, TensorBoard).
+	Kubeflow bool
 }
 
 // ReplicaRow is one pod of a job.

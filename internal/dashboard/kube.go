@@ -18,6 +18,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -64,17 +65,17 @@ func (d *kubeCluster) Namespaces(ctx context.Context) ([]string, error) {
 }
 
 func (d *kubeCluster) Jobs(ctx context.Context, namespace string) ([]JobRow, error) {
-	list := &tfv1.TFJobList{}
-	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing tfjobs: %w", err)
+	list, err := jobs.List(ctx, d.client, client.InNamespace(namespace))
+	if err != nil {
+		return nil, err
 	}
 	pods := d.podsByJob(ctx, namespace)
 	now := time.Now()
-	rows := make([]JobRow, 0, len(list.Items))
-	for i := range list.Items {
-		job := &list.Items[i]
+	rows := make([]JobRow, 0, len(list))
+	for i := range list {
+		job := &list[i]
 		row := JobRow{
-			Namespace: job.Namespace, Name: job.Name, State: string(job.Status.State),
+			Namespace: job.Namespace, Name: job.Name, Group: kubeflowGroupOf(job), State: string(job.Status.State),
 			Ready: readyPods(pods[job.Name]), Created: job.CreationTimestamp.Time, Image: jobs.Image(job),
 			GPUsAllocated: tfjob.GPUsAllocated(pods[job.Name]), GPUsRequested: tfjob.GPUsRequested(job),
 		}
@@ -89,8 +90,16 @@ func (d *kubeCluster) Jobs(ctx context.Context, namespace string) ([]JobRow, err
 		}
 		rows = append(rows, row)
 	}
-	slices.SortFunc(rows, func(a, b JobRow) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(rows, func(a, b JobRow) int { return strings.Compare(a.Name, b.Name) })
 	return rows, nil
+}
+
+// kubeflowGroupOf is "kubeflow.org" for a Kubeflow TFJob, "" for tfk8s.io's.
+func kubeflowGroupOf(job *tfv1.TFJob) string {
+	if kubeflow.IsKubeflow(job) {
+		return kubeflow.GVK.Group
+	}
+	return ""
 }
 
 // podsByJob groups the pods of a namespace by their job; none if the user may not
@@ -131,7 +140,7 @@ func (d *kubeCluster) Job(ctx context.Context, namespace, name string) (*JobPage
 	if err != nil {
 		return nil, err
 	}
-	page := &JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(pods), GPUsRequested: tfjob.GPUsRequested(job)}
+	page := &JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(pods), GPUsRequested: tfjob.GPUsRequested(job), Kubeflow: kubeflow.IsKubeflow(job)}
 	for i := range pods {
 		p := &pods[i]
 		phase := jobs.PodPhase(p)
@@ -171,13 +180,15 @@ func (d *kubeCluster) Logs(ctx context.Context, req LogRequest, w io.Writer) err
 }
 
 func (d *kubeCluster) Suspend(ctx context.Context, namespace, name string, suspend bool) error {
-	return jobs.SetSuspend(ctx, d.in(namespace), name, suspend)
+	_, err := jobs.SetSuspend(ctx, d.in(namespace), name, suspend)
+	return err
 }
 
+// Delete deletes the job of that name, of either group, as tfk8s delete does.
 func (d *kubeCluster) Delete(ctx context.Context, namespace, name string) error {
-	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := d.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return fmt.Errorf("deleting tfjob %s: %w", name, err)
+	job, err := jobs.Get(ctx, d.client, namespace, name)
+	if err != nil {
+		return err
 	}
-	return nil
+	return jobs.Delete(ctx, d.client, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }

@@ -48,11 +48,11 @@ func (d *kubeCluster) runsStorage(ctx context.Context, namespace string) (*stora
 // liveJobs lists the TFJobs of namespace, whose runs take their state from them. A
 // user who may not list them gets the runs as S3 has them.
 func (d *kubeCluster) liveJobs(ctx context.Context, namespace string) []tfv1.TFJob {
-	list := &tfv1.TFJobList{}
-	if err := d.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	list, err := jobs.List(ctx, d.client, client.InNamespace(namespace))
+	if err != nil {
 		return nil
 	}
-	return list.Items
+	return list
 }
 
 func (d *kubeCluster) Runs(ctx context.Context, q runs.Query) ([]runs.Run, error) {

@@ -149,6 +149,9 @@ func (d *kubeCluster) RequestTensorBoard(ctx context.Context, namespace, name st
 	if err != nil {
 		return err
 	}
+	if err := jobs.RefuseKubeflowExtras(job, "TensorBoard"); err != nil {
+		return err
+	}
 	if !jobs.TensorBoardEnabled(job) {
 		return fmt.Errorf("job %s/%s has no TensorBoard (spec.tensorboard.enabled is false): submit it with --tensorboard: %w",
 			namespace, name, ErrBadRequest)

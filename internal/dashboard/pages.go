@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -67,7 +68,7 @@ func statusOf(err error) int {
 		return http.StatusUnauthorized
 	case apierrors.IsNotFound(err), errors.Is(err, storage.ErrNotFound), errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrBadRequest), errors.As(err, new(*jobs.KubeflowExtrasError)):
 		return http.StatusBadRequest
 	}
 	return http.StatusBadGateway

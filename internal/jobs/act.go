@@ -7,26 +7,35 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
-// SetSuspend sets spec.runPolicy.suspend with a merge patch of that field alone, so
-// that nothing else a concurrent writer changed is overwritten.
-func SetSuspend(ctx context.Context, cs *Clients, name string, suspend bool) error {
+// SetSuspend sets spec.runPolicy.suspend of the job ref names, of either group, with a
+// merge patch of that field alone, so that nothing else a concurrent writer changed is
+// overwritten. It returns the job as read before the patch.
+func SetSuspend(ctx context.Context, cs *Clients, ref string, suspend bool) (*tfv1.TFJob, error) {
+	job, err := Get(ctx, cs.Client, cs.Namespace, ref)
+	if err != nil {
+		return nil, err
+	}
 	patch := fmt.Appendf(nil, `{"spec":{"runPolicy":{"suspend":%t}}}`, suspend)
-	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: name}}
-	err := cs.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch))
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(kubeflow.GVKOf(job))
+	obj.SetNamespace(job.Namespace)
+	obj.SetName(job.Name)
+	err = cs.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	if apierrors.IsNotFound(err) {
-		return &NotFoundError{Namespace: cs.Namespace, Name: name, Err: err}
+		return nil, &NotFoundError{Namespace: cs.Namespace, Name: job.Name, Err: err}
 	}
 	if err != nil {
-		return fmt.Errorf("patching tfjob %s: %w", name, err)
+		return nil, fmt.Errorf("patching %s %s: %w", ResourceOf(job), job.Name, err)
 	}
-	return nil
+	return job, nil
 }
 
 // TensorBoardEnabled reports whether the job asked for a TensorBoard.

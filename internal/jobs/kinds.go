@@ -22,7 +22,7 @@ import (
 
 // The front ends show Kubeflow's kubeflow.org/v1 TFJobs beside tfk8s.io's, each as the
 // tfk8s model (kubeflow.ToModel), whose TypeMeta says which it was read as. A job is
-// named by its name alone, or as <group>/<name> where both groups have one so named.
+// named by its name alone (the tfk8s.io job of that name first) or as <group>/<name>.
 
 var (
 	ownGroup      = tfv1.GroupVersion.Group
@@ -55,34 +55,34 @@ func ResourceOf(job *tfv1.TFJob) string {
 	return "tfjob." + kubeflow.GVKOf(job).Group
 }
 
-// Get reads the job ref names. A name both groups have is an error that says how to
-// name either; a missing job is a *NotFoundError, which apierrors.IsNotFound still
-// recognises.
+// Get reads the job ref names. A name without its group names the tfk8s.io job of that
+// name, else the Kubeflow one, as List prints them; a missing job is a *NotFoundError,
+// which apierrors.IsNotFound still recognises.
 func Get(ctx context.Context, c client.Client, namespace, ref string) (*tfv1.TFJob, error) {
 	group, name := SplitRef(ref)
-	var own, kf *tfv1.TFJob
-	var err error
 	if group != kubeflowGroup {
-		if own, err = getOwn(ctx, c, namespace, name); err != nil {
-			return nil, err
+		own, err := getOwn(ctx, c, namespace, name)
+		if own != nil || err != nil {
+			return own, err
 		}
 	}
-	if group != ownGroup {
-		if kf, err = getKubeflow(ctx, c, namespace, name, group == ""); err != nil {
-			return nil, err
+	// The dashboard polls a job every few seconds: Kubeflow's is read only when the
+	// tfk8s.io read found nothing and the API server serves the kind at all.
+	if group != ownGroup && kubeflowServed(c) {
+		kf, err := getKubeflow(ctx, c, namespace, name, group == "")
+		if kf != nil || err != nil {
+			return kf, err
 		}
-	}
-	switch {
-	case own != nil && kf != nil:
-		return nil, fmt.Errorf("tfjob %q is both a tfk8s.io and a kubeflow.org TFJob in namespace %q: name one as %s/%s or %s/%s",
-			name, namespace, ownGroup, name, kubeflowGroup, name)
-	case own != nil:
-		return own, nil
-	case kf != nil:
-		return kf, nil
 	}
 	gr := schema.GroupResource{Group: cmp.Or(group, ownGroup), Resource: "tfjobs"}
 	return nil, &NotFoundError{Namespace: namespace, Name: name, Err: apierrors.NewNotFound(gr, name)}
+}
+
+// kubeflowServed reports whether c's RESTMapper knows Kubeflow's TFJob, so that a cluster
+// without it costs no read of a job that cannot exist.
+func kubeflowServed(c client.Client) bool {
+	_, err := c.RESTMapper().RESTMapping(kubeflow.GVK.GroupKind(), kubeflow.GVK.Version)
+	return err == nil
 }
 
 func getOwn(ctx context.Context, c client.Client, namespace, name string) (*tfv1.TFJob, error) {
@@ -97,9 +97,9 @@ func getOwn(ctx context.Context, c client.Client, namespace, name string) (*tfv1
 	return job, nil
 }
 
-// getKubeflow reads a Kubeflow TFJob as the model, nil when there is none: the CRD not
-// served, or, when optional (the name given without its group), not readable by the
-// user, who may have no rights on kubeflow.org at all.
+// getKubeflow reads a Kubeflow TFJob as the model, nil when there is none or, when
+// optional (the name given without its group), the user may not read it: they may
+// have no rights on kubeflow.org at all.
 func getKubeflow(ctx context.Context, c client.Client, namespace, name string, optional bool) (*tfv1.TFJob, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(kubeflow.GVK)
@@ -165,6 +165,39 @@ func List(ctx context.Context, c client.Client, opts ...client.ListOption) ([]tf
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	return found, nil
+}
+
+// KubeflowExtrasError refuses what only a tfk8s.io TFJob has (code, data, artifacts,
+// runs, TensorBoard) to a kubeflow.org one, and says how to move it over.
+type KubeflowExtrasError struct {
+	// Namespace is the job's, "" when only its reference was read.
+	Namespace, Name string
+	// What is what was asked for: "files in S3", "runs", "TensorBoard".
+	What string
+}
+
+func (e *KubeflowExtrasError) Error() string {
+	return fmt.Sprintf("tfjob.kubeflow.org/%s has no %s: code, data, artifacts, runs and TensorBoard are tfk8s.io TFJobs' alone; "+
+		"move the job to tfk8s.io with tfk8s render --to tfk8s (docs/kubeflow.md)", e.Name, e.What)
+}
+
+// RefuseKubeflowExtras is a *KubeflowExtrasError when job was read as a kubeflow.org
+// TFJob, else nil.
+func RefuseKubeflowExtras(job *tfv1.TFJob, what string) error {
+	if job == nil || !kubeflow.IsKubeflow(job) {
+		return nil
+	}
+	return &KubeflowExtrasError{Namespace: job.Namespace, Name: job.Name, What: what}
+}
+
+// RefuseKubeflowRef is a *KubeflowExtrasError when ref names a kubeflow.org TFJob by
+// its group (kubeflow.org/NAME), which JOB/RUN would otherwise read as a run. It reads
+// nothing, so that a command on runs alone needs no cluster.
+func RefuseKubeflowRef(ref, what string) error {
+	if group, name := SplitRef(ref); group == kubeflowGroup {
+		return &KubeflowExtrasError{Name: name, What: what}
+	}
+	return nil
 }
 
 // Delete deletes the object job was read from, of its own group.

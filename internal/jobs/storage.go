@@ -91,6 +91,9 @@ func RequireBucket(cfg storage.Config) error {
 // under the default destination, s3://<bucket>/runs, or of the run name gives as
 // JOB/RUN.
 func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.TFJob, storage.URI, *storage.Client, error) {
+	if err := RefuseKubeflowRef(name, "files in S3"); err != nil {
+		return nil, storage.URI{}, nil, err
+	}
 	jobName, run, err := SplitRun(name)
 	if err != nil {
 		return nil, storage.URI{}, nil, err
@@ -98,6 +101,9 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 	job, err := Get(ctx, cs.Client, cs.Namespace, jobName)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, storage.URI{}, nil, err
+	}
+	if err := RefuseKubeflowExtras(job, "files in S3"); err != nil {
+		return job, storage.URI{}, nil, err
 	}
 	if job != nil && run != "" && run != tfjob.RunID(string(job.UID)) {
 		job, err = nil, &NotFoundError{Namespace: cs.Namespace, Name: name}

@@ -11,6 +11,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
@@ -45,19 +46,44 @@ func Decode(data []byte) (*tfv1.TFJob, error) {
 		return nil, fmt.Errorf("kind %q: want TFJob", kind)
 	}
 	delete(obj, "status")
+	job := &tfv1.TFJob{}
+	if err := decodeStrict(obj, job, "field tfk8s cannot honour"); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
 
+// decodeStrict decodes obj into out, refusing a field out has no place for with an
+// error that starts with refusal and names the field (each strict error does, e.g.
+// unknown field "spec.cleanPodPolicy").
+func decodeStrict(obj map[string]any, out any, refusal string) error {
 	js, err := json.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("encoding manifest: %w", err)
+		return fmt.Errorf("encoding manifest: %w", err)
 	}
-	job := &tfv1.TFJob{}
-	strict, err := sigsjson.UnmarshalStrict(js, job, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	strict, err := sigsjson.UnmarshalStrict(js, out, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, fmt.Errorf("decoding TFJob: %w", err)
+		return fmt.Errorf("decoding TFJob: %w", err)
 	}
 	if len(strict) > 0 {
-		// Each strict error names the field, e.g. unknown field "spec.cleanPodPolicy".
-		return nil, fmt.Errorf("field tfk8s cannot honour: %w", errors.Join(strict...))
+		return fmt.Errorf("%s: %w", refusal, errors.Join(strict...))
+	}
+	return nil
+}
+
+// DecodeKubeflow decodes a kubeflow.org/v1 TFJob manifest, YAML or JSON, of one
+// document, strictly: a field Kubeflow's TFJob does not have is an error naming it.
+func DecodeKubeflow(data []byte) (*kubeflowv1.TFJob, error) {
+	obj, err := singleDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	if apiVersion, kind := obj["apiVersion"], obj["kind"]; apiVersion != kubeflowAPIVersion || kind != "TFJob" {
+		return nil, fmt.Errorf("apiVersion %v, kind %v: want a TFJob of %s", apiVersion, kind, kubeflowAPIVersion)
+	}
+	job := &kubeflowv1.TFJob{}
+	if err := decodeStrict(obj, job, "field Kubeflow's TFJob does not have"); err != nil {
+		return nil, err
 	}
 	return job, nil
 }

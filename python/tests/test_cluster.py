@@ -193,3 +193,18 @@ def test_missing_s3_settings_create_nothing(
     with pytest.raises(tfk8s.StorageNotConfigured):
         tfk8s.Client(binary=binary).submit(TRAINER, name="sdk-nos3", image=IMAGE, command=["python3", "trainer.py"])
     assert gone(client, "sdk-nos3")
+
+
+def test_kubeflow_job_beside_own(client: tfk8s.Client) -> None:
+    """A kubeflow.org TFJob (TestPythonSDK creates it, suspended) is listed under its
+    ref, read, refused its artifacts with the way to move it over, and deleted."""
+    ref = "kubeflow.org/" + os.environ["TFK8S_E2E_KUBEFLOW_JOB"]
+    listed = {job.ref: job for job in client.list_jobs()}
+    assert ref in listed, f"{ref} not among {sorted(listed)}"
+    assert listed[ref].is_kubeflow and listed[ref].api_version == "kubeflow.org/v1"
+    job = client.get_job(ref)
+    assert (job.ref, job.replicas[0].type) == (ref, "Worker")
+    with pytest.raises(tfk8s.Tfk8sError, match="tfk8s render --to tfk8s"):
+        client.list_artifacts(ref)
+    client.delete_job(ref, wait=True)
+    assert gone(client, ref)

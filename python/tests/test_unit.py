@@ -284,3 +284,13 @@ def test_job_from_manifest() -> None:
     assert job.completion_time is not None and job.completion_time.microsecond == 500000
     assert job.start_time is not None and job.created is not None and job.created.tzinfo is not None
     assert job.tensorboard_url == "http://mnist-tensorboard.team:6006"
+
+
+def test_kubeflow_job_from_manifest() -> None:
+    """A Kubeflow TFJob, as tfk8s get -o json prints it, is named by its group."""
+    manifest = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "kf", "namespace": "team"},
+                "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}}, "status": {"state": "Running"}}
+    job = tfk8s.Job.from_manifest(manifest)
+    assert (job.api_version, job.is_kubeflow, job.ref, job.state) == ("kubeflow.org/v1", True, "kubeflow.org/kf", "Running")
+    own = tfk8s.Job.from_manifest({**manifest, "apiVersion": "tfk8s.io/v1alpha1"})
+    assert (own.is_kubeflow, own.ref) == (False, "kf")

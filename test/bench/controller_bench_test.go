@@ -146,7 +146,13 @@ func (r *rig) createSmallJobs(ns string) error {
 	if err := createJobs(ctx, r.c, jobs); err != nil {
 		return err
 	}
-	services, err := watchCount(ctx, r.cfg, "services", ns, len(jobs))
+	return r.waitServices(ns, len(jobs))
+}
+
+// waitServices waits, at most 15 minutes, until namespace ns holds n Services: those of
+// the n jobs just created.
+func (r *rig) waitServices(ns string, n int) error {
+	services, err := watchCount(context.Background(), r.cfg, "services", ns, n)
 	if err != nil {
 		return err
 	}
@@ -154,7 +160,7 @@ func (r *rig) createSmallJobs(ns string) error {
 	case <-services:
 		return nil
 	case <-time.After(15 * time.Minute):
-		return fmt.Errorf("the Services of %d jobs not created within 15 minutes", len(jobs))
+		return fmt.Errorf("the Services of %d jobs not created within 15 minutes", n)
 	}
 }
 

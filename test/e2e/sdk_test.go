@@ -9,11 +9,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/scheme"
 )
 
 // The Python SDK's cluster has its own network, apart from the other tests'.
@@ -57,6 +63,7 @@ func TestPythonSDK(t *testing.T) {
 		}
 	})
 	denied := deniedKubeconfig(t, st.Kubeconfig)
+	createSuspendedKubeflowJob(ctx, t, st.Kubeconfig, sdkKubeflowJob)
 
 	ctx, stop := context.WithTimeout(ctx, sdkPytestTimeout)
 	defer stop()
@@ -68,6 +75,7 @@ func TestPythonSDK(t *testing.T) {
 		"TFK8S_BIN="+filepath.Join(binDir, "tfk8s"),
 		"TFK8S_E2E_IMAGE="+jobsImage,
 		"TFK8S_E2E_DENIED_KUBECONFIG="+denied,
+		"TFK8S_E2E_KUBEFLOW_JOB="+sdkKubeflowJob,
 	)
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
@@ -78,6 +86,35 @@ func TestPythonSDK(t *testing.T) {
 	}
 	if strings.Contains(string(out), "SKIPPED") {
 		t.Errorf("pytest skipped tests that this cluster should run")
+	}
+}
+
+// sdkKubeflowJob is the kubeflow.org TFJob the SDK's tests find beside their own.
+const sdkKubeflowJob = "kf-sdk"
+
+// createSuspendedKubeflowJob creates a kubeflow.org TFJob of one worker in namespace
+// default, suspended so that it runs nothing: the SDK lists, reads and deletes it.
+func createSuspendedKubeflowJob(ctx context.Context, t *testing.T, kubeconfig, name string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &kubeflowv1.TFJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: kubeflowv1.TFJobSpec{
+			RunPolicy: kubeflowv1.RunPolicy{Suspend: ptr.To(true)},
+			TFReplicaSpecs: map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{"Worker": {Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: jobsImage, Command: []string{"true"}}}},
+			}}},
+		},
+	}
+	if err := c.Create(ctx, job); err != nil {
+		t.Fatalf("creating kubeflow.org TFJob %s: %v", name, err)
 	}
 }
 

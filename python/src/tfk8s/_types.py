@@ -13,6 +13,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # The states in which a job has finished.
 FINISHED_STATES = frozenset({"Succeeded", "Failed"})
 
+# The APIs a TFJob is served under: tfk8s's own, and Kubeflow's, which tfk8s runs too.
+TFK8S_API_VERSION = "tfk8s.io/v1alpha1"
+KUBEFLOW_GROUP = "kubeflow.org"
+
 
 # A fraction of a second: Go writes 1 to 9 digits, Python 3.10's fromisoformat reads 3
 # or 6.
@@ -73,11 +77,26 @@ class Job:
     tensorboard_url: str
     # manifest is the TFJob itself, for what the fields above leave out.
     manifest: dict[str, Any] = field(repr=False, compare=False)
+    # api_version is the API the job is served under: tfk8s.io/v1alpha1, or
+    # kubeflow.org/v1 for a Kubeflow TFJob, which tfk8s runs too.
+    api_version: str = TFK8S_API_VERSION
 
     @property
     def finished(self) -> bool:
         """Whether the job succeeded or failed."""
         return self.state in FINISHED_STATES
+
+    @property
+    def is_kubeflow(self) -> bool:
+        """Whether the job is a Kubeflow TFJob (kubeflow.org/v1): it has no code, data,
+        artifacts, runs or TensorBoard, which are tfk8s.io TFJobs' alone."""
+        return self.api_version.startswith(KUBEFLOW_GROUP + "/")
+
+    @property
+    def ref(self) -> str:
+        """The name every method takes for this job: kubeflow.org/NAME for a Kubeflow
+        TFJob, so that it is never taken for a tfk8s.io job of the same name."""
+        return f"{KUBEFLOW_GROUP}/{self.name}" if self.is_kubeflow else self.name
 
     @classmethod
     def from_manifest(cls, obj: dict[str, Any]) -> Job:
@@ -127,6 +146,7 @@ class Job:
             conditions=conditions,
             tensorboard_url=(status.get("tensorBoard") or {}).get("url", ""),
             manifest=obj,
+            api_version=obj.get("apiVersion") or TFK8S_API_VERSION,
         )
 
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,8 +17,8 @@ import (
 // TestKubeflowJobs: list, describe, wait and delete show and act on Kubeflow's
 // kubeflow.org/v1 TFJobs beside tfk8s.io's. The suite's controller started before the
 // kubeflow.org CRD was served, so it leaves these jobs alone: the test writes their
-// status as a controller would. A name both groups have is refused, saying how to name
-// either; kubeflow.org/NAME and tfk8s.io/NAME name one.
+// status as a controller would. A name both groups have names the tfk8s.io job;
+// kubeflow.org/NAME names the other.
 func TestKubeflowJobs(t *testing.T) {
 	f := newFixture(t)
 	serveKubeflow(t)
@@ -36,6 +38,45 @@ func TestKubeflowJobs(t *testing.T) {
 		}
 	}
 
+	if r := f.mustSucceed("get", "kf", "-o", "json"); !strings.Contains(r.stdout, `"apiVersion": "kubeflow.org/v1"`) {
+		t.Errorf("get kf -o json does not say its apiVersion kubeflow.org/v1:\n%s", r.stdout)
+	}
+	if r := f.mustSucceed("suspend", "kf"); strings.TrimSpace(r.stdout) != "tfjob.kubeflow.org/kf suspended" {
+		t.Errorf("suspend kf said %s", r)
+	}
+	if suspend, _, _ := unstructured.NestedBool(getKubeflowJob(t, f.ns, "kf").Object, "spec", "runPolicy", "suspend"); !suspend {
+		t.Error("suspend kf left the kubeflow.org job's runPolicy.suspend unset")
+	}
+	f.mustSucceed("resume", "kubeflow.org/kf")
+	// The extras of tfk8s.io jobs are refused, saying how to move the job over.
+	for _, args := range [][]string{{"artifacts", "ls", "kubeflow.org/kf"}, {"tensorboard", "kf"}, {"runs", "show", "kubeflow.org/kf"}} {
+		if r := f.tfk8s(args...); r.code == 0 || !strings.Contains(r.stderr, "tfjob.kubeflow.org/kf") || !strings.Contains(r.stderr, "tfk8s render --to tfk8s") {
+			t.Errorf("%v: want a refusal naming tfjob.kubeflow.org/kf and tfk8s render --to tfk8s, got %s", args, r)
+		}
+	}
+
+	// render --to tfk8s moves the live job to a tfk8s.io manifest that submit -f takes.
+	r = f.mustSucceed("render", "--to", "tfk8s", "kf")
+	for _, want := range []string{`(?m)^apiVersion: tfk8s.io/v1alpha1$`, `(?m)^  name: kf$`, `(?m)^    cleanPodPolicy: None$`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("render --to tfk8s kf: no line matching %s:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "uid:") || strings.Contains(r.stdout, "resourceVersion:") {
+		t.Errorf("render --to tfk8s kf copied the live object's identity:\n%s", r.stdout)
+	}
+	if r := f.tfk8s("render", "--to", "tfk8s", "kf", "--workers", "3"); r.code == 0 || !strings.Contains(r.stderr, "--workers") {
+		t.Errorf("render --to with a flag of submit: want a refusal naming --workers, got %s", r)
+	}
+	moved := filepath.Join(t.TempDir(), "moved.yaml")
+	if err := os.WriteFile(moved, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustSucceed("submit", "-f", moved, "--name", "kf-moved")
+	if r := f.mustSucceed("describe", "kf-moved"); strings.Contains(r.stdout, "kubeflow.org") {
+		t.Errorf("the moved job is not a tfk8s.io one:\n%s", r.stdout)
+	}
+
 	done := make(chan result, 1)
 	go func() { done <- f.tfk8s("wait", "kf", "--for=condition=Succeeded", "--timeout=30s") }()
 	setKubeflowConditions(t, f.ns, "kf", "Created", "Running", "Succeeded")
@@ -43,11 +84,13 @@ func TestKubeflowJobs(t *testing.T) {
 		t.Errorf("wait for a kubeflow.org job: %s", r)
 	}
 
-	// A name both groups have.
+	// A name both groups have names the tfk8s.io job alone, as list prints it.
 	createKubeflowJob(t, f.ns, "own")
-	want := `tfjob "own" is both a tfk8s.io and a kubeflow.org TFJob in namespace "` + f.ns + `": name one as tfk8s.io/own or kubeflow.org/own`
-	if r := f.tfk8s("describe", "own"); r.code == 0 || !strings.Contains(r.stderr, want) {
-		t.Errorf("describe of a name both groups have: want %q, got %s", want, r)
+	if r := f.mustSucceed("describe", "own"); strings.Contains(r.stdout, "kubeflow.org") {
+		t.Errorf("describe own described the kubeflow.org job, not the tfk8s.io one:\n%s", r.stdout)
+	}
+	if r := f.mustSucceed("describe", "kubeflow.org/own"); !strings.Contains(r.stdout, "TFJob (kubeflow.org/v1)") {
+		t.Errorf("describe kubeflow.org/own did not describe the kubeflow.org job:\n%s", r.stdout)
 	}
 	r = f.mustSucceed("delete", "kubeflow.org/own", "kf", "--wait")
 	if got := strings.TrimSpace(r.stdout); got != "tfjob.kubeflow.org/own deleted\ntfjob.kubeflow.org/kf deleted" {
@@ -69,6 +112,16 @@ func serveKubeflow(t *testing.T) {
 	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// getKubeflowJob reads the kubeflow.org job.
+func getKubeflowJob(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := kubeflowJob()
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func kubeflowJob() *unstructured.Unstructured {

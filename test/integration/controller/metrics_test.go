@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -108,8 +109,8 @@ func (s scrape) names() map[string]bool {
 
 // startControllerServingMetrics runs the controller, its jobs gauge by namespace, with
 // its metrics served over HTTP and its logs to logger (the suite's log when zero), and
-// returns the endpoint's URL.
-func startControllerServingMetrics(t *testing.T, logger logr.Logger) string {
+// returns the endpoint's URL. With kubeflow it reconciles kubeflow.org TFJobs too.
+func startControllerServingMetrics(t *testing.T, logger logr.Logger, kubeflow bool) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -118,7 +119,7 @@ func startControllerServingMetrics(t *testing.T, logger logr.Logger) string {
 	addr := l.Addr().String()
 	l.Close()
 	mgr, err := controller.NewManager(cp.Config, controller.ManagerOptions{
-		Options:                controller.Options{RetryBackoff: 200 * time.Millisecond},
+		Options:                controller.Options{RetryBackoff: 200 * time.Millisecond, Kubeflow: kubeflow},
 		MetricsBindAddress:     addr,
 		HealthProbeBindAddress: "0",
 		SkipNameValidation:     true,
@@ -140,7 +141,7 @@ func startControllerServingMetrics(t *testing.T, logger logr.Logger) string {
 // Grafana dashboard queries only series that scrape served.
 func TestMetricsFollowAJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
-	url := startControllerServingMetrics(t, logr.Logger{})
+	url := startControllerServingMetrics(t, logr.Logger{}, false)
 	var before scrape
 	testutil.Eventually(t, "the metrics endpoint to serve", func(context.Context) (bool, error) {
 		var err error
@@ -225,17 +226,31 @@ func runPods(t *testing.T, ns string, names ...string) {
 // want does, and no others.
 func waitJobsGauge(t *testing.T, url, ns string, want map[string]float64) {
 	t.Helper()
-	testutil.Eventually(t, fmt.Sprintf("tfk8s_jobs to count %v", want), func(context.Context) (bool, error) {
+	waitJobsGaugeOf(t, url, map[string]string{"namespace": ns}, want)
+}
+
+// waitJobsGaugeOf waits until tfk8s_jobs counts the jobs of the series labelled with
+// labels by state as want does, and no others.
+func waitJobsGaugeOf(t *testing.T, url string, labels map[string]string, want map[string]float64) {
+	t.Helper()
+	testutil.Eventually(t, fmt.Sprintf("tfk8s_jobs%v to count %v", labels, want), func(context.Context) (bool, error) {
 		s := getScrape(t, url)
 		var total float64
 		for state, n := range want {
-			if s.sum("tfk8s_jobs", map[string]string{"namespace": ns, "state": state}) != n {
+			if s.sum("tfk8s_jobs", withLabel(labels, "state", state)) != n {
 				return false, nil
 			}
 			total += n
 		}
-		return s.sum("tfk8s_jobs", map[string]string{"namespace": ns}) == total, nil
+		return s.sum("tfk8s_jobs", labels) == total, nil
 	})
+}
+
+// withLabel is labels and name=value.
+func withLabel(labels map[string]string, name, value string) map[string]string {
+	out := maps.Clone(labels)
+	out[name] = value
+	return out
 }
 
 // dashboardFile is the Grafana dashboard the chart ships.
@@ -355,7 +370,7 @@ func TestPromQLMetricNames(t *testing.T) {
 func TestLogLinesNameTheirJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	var logs testutil.SyncBuffer
-	startControllerServingMetrics(t, zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2))))
+	startControllerServingMetrics(t, zap.New(zap.WriteTo(&logs), zap.Level(zapcore.Level(-2))), false)
 	ctx := context.Background()
 	job := testutil.MakeTFJob("logged", ns).Workers(1).RestartPolicy(tfv1.ReplicaTypeWorker, tfv1.RestartPolicyExitCode).Obj()
 	if err := k8sClient.Create(ctx, job); err != nil {
@@ -399,4 +414,33 @@ func TestLogLinesNameTheirJob(t *testing.T) {
 		t.Fatal("no log line speaks of the job's namespace")
 	}
 	t.Logf("%d log lines speak of the job, each with its key", about)
+}
+
+// TestMetricsCountKubeflowJobs: with --kubeflow, the jobs gauge and the per-job
+// counters count kubeflow.org TFJobs beside tfk8s.io ones, each under its group label.
+func TestMetricsCountKubeflowJobs(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	url := startControllerServingMetrics(t, logr.Logger{}, true)
+	ctx := context.Background()
+	if err := k8sClient.Create(ctx, testutil.MakeTFJob("own", ns).Workers(1).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Create(ctx, makeKubeflowJob(ns, "kf", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	kfPods := []string{"kf-chief-0", "kf-ps-0", "kf-worker-0"}
+	waitPods(t, ns, "own", "own-worker-0")
+	waitPods(t, ns, "kf", kfPods...)
+	runPods(t, ns, append(kfPods, "own-worker-0")...)
+	waitJobsGaugeOf(t, url, map[string]string{"namespace": ns, "group": "tfk8s.io"}, map[string]float64{"Running": 1})
+	waitJobsGaugeOf(t, url, map[string]string{"namespace": ns, "group": "kubeflow.org"}, map[string]float64{"Running": 1})
+	s := getScrape(t, url)
+	for _, group := range []string{"tfk8s.io", "kubeflow.org"} {
+		if got := s.sum("tfk8s_jobs_created_total", map[string]string{"namespace": ns, "group": group}); got != 1 {
+			t.Errorf("tfk8s_jobs_created_total{group=%q} = %v, want 1", group, got)
+		}
+	}
 }
