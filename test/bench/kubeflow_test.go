@@ -37,14 +37,14 @@ func BenchmarkKubeflowJobs(b *testing.B) {
 	}
 	r.ctl = ctl
 	defer r.ctl.stop()
-	r.measure("kubeflow-warm-up", nil, r.createJobsOf("warm", 300, false), 900)
+	r.measure("kubeflow-warm-up", nil, r.createJobsOf("warm", sized(300, 3), false), 3*sized(300, 3))
 
 	for range b.N {
 		var rounds []pair // raw: tfk8s.io jobs; tfk8s: kubeflow.org jobs
 		for i := range kubeflowRounds {
 			var p pair
-			p.raw = r.measure(fmt.Sprintf("tfk8s-io-%d", i), nil, r.createJobsOf("own", 1000, false), 3000)
-			p.tfk8s = r.measure(fmt.Sprintf("kubeflow-org-%d", i), nil, r.createJobsOf("kf", 1000, true), 3000)
+			p.raw = r.measure(fmt.Sprintf("tfk8s-io-%d", i), nil, r.createJobsOf("own", kubeflowJobs, false), 3*kubeflowJobs)
+			p.tfk8s = r.measure(fmt.Sprintf("kubeflow-org-%d", i), nil, r.createJobsOf("kf", kubeflowJobs, true), 3*kubeflowJobs)
 			rounds = append(rounds, p)
 		}
 		m := median(rounds)
@@ -54,8 +54,8 @@ func BenchmarkKubeflowJobs(b *testing.B) {
 		}
 		var table strings.Builder
 		fmt.Fprintf(&table, "%-56s %8s %8s   %s\n", "scenario (the round with the median ratio)", "seconds", "ratio", "every round's ratio")
-		fmt.Fprintf(&table, "%-56s %8.2f %8s\n", "1000 tfk8s.io TFJobs of 1 PS + 2 workers: 3000 pods", m.raw.Seconds(), "1.00")
-		fmt.Fprintf(&table, "%-56s %8.2f %8.2f   %s\n", "the same 1000 jobs as kubeflow.org TFJobs", m.tfk8s.Seconds(), m.ratio(), strings.Join(ratios, " "))
+		fmt.Fprintf(&table, "%-56s %8.2f %8s\n", fmt.Sprintf("%d tfk8s.io TFJobs of 1 PS + 2 workers: %d pods", kubeflowJobs, 3*kubeflowJobs), m.raw.Seconds(), "1.00")
+		fmt.Fprintf(&table, "%-56s %8.2f %8.2f   %s\n", "the same jobs as kubeflow.org TFJobs", m.tfk8s.Seconds(), m.ratio(), strings.Join(ratios, " "))
 		fmt.Fprintf(&table, "%-56s %8s %8s   goal ≤ 1.1\n", "", "", "")
 		fmt.Printf("\n%s\n", table.String())
 		writeReport(b, "Kubeflow's TFJob", "`BenchmarkKubeflowJobs`, "+time.Now().UTC().Format("2006-01-02")+
@@ -65,8 +65,12 @@ func BenchmarkKubeflowJobs(b *testing.B) {
 	}
 }
 
-// kubeflowRounds is how many times each side of BenchmarkKubeflowJobs is measured.
-const kubeflowRounds = 3
+// kubeflowRounds is how many times each side of BenchmarkKubeflowJobs is measured, and
+// kubeflowJobs how many jobs each side creates.
+var (
+	kubeflowRounds = sized(3, 1)
+	kubeflowJobs   = sized(1000, 10)
+)
 
 // createJobsOf creates n TFJobs of 1 PS + 2 workers, kubeflow.org ones or tfk8s.io
 // ones of the same spec, 32 at a time, and waits for their Services.
