@@ -235,7 +235,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 			s.p.SecretName = s.userSecret
 		}
 		if base == nil || base.Spec.Artifacts == nil {
-			s.p.ArtifactsDestination = storage.URI{Bucket: s.cfg.Bucket, Key: jobs.DefaultArtifactsPrefix}.String()
+			s.p.ArtifactsDestination = s.cfg.Root().Join(jobs.DefaultArtifactsPrefix).String()
 		}
 	}
 	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
@@ -265,7 +265,7 @@ func (s *submission) scanTrees(dataDir string) error {
 			return invalidJob(err, "DIR")
 		}
 		s.p.Code = &tfv1.Code{
-			Source: storage.URI{Bucket: s.cfg.Bucket, Key: s.archive.Key(storage.CodePrefix)}.String(),
+			Source: s.cfg.Root().Join(s.archive.Key(storage.CodePrefix)).String(),
 			SHA256: s.archive.SHA256,
 			Path:   tfjob.DefaultCodePath,
 		}
@@ -275,7 +275,7 @@ func (s *submission) scanTrees(dataDir string) error {
 			s.archive.Remove()
 			return invalidJob(err, "--data")
 		}
-		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Bucket).String(), Path: jobspec.DefaultDataPath}}
+		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Root()).String(), Path: jobspec.DefaultDataPath}}
 	}
 	return nil
 }
@@ -328,7 +328,7 @@ func (o *rootOptions) upload(ctx context.Context, s *submission) error {
 		s.archive.Remember()
 	}
 	if s.localData {
-		if _, err := storage.UploadData(ctx, s.s3, s.data, s.cfg.Bucket, o.env.ErrOut); err != nil {
+		if _, err := storage.UploadData(ctx, s.s3, s.data, s.cfg.Root(), o.env.ErrOut); err != nil {
 			return err
 		}
 		s.data.Remember(s.cache)

@@ -134,9 +134,10 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 	return nil, stored.Prefix, c, nil
 }
 
-// DefaultDestination is where submit backs up artifacts and logs: s3://<bucket>/runs/.
+// DefaultDestination is where submit backs up artifacts and logs:
+// s3://<bucket>/<prefix>runs/.
 func DefaultDestination(cfg storage.Config) storage.URI {
-	return storage.URI{Bucket: cfg.Bucket, Key: DefaultArtifactsPrefix + "/"}
+	return cfg.Root().Join(DefaultArtifactsPrefix + "/")
 }
 
 // Labels of the objects the front ends make (storage Secrets, notebooks), so that

@@ -17,7 +17,7 @@ import (
 )
 
 // The environment variables LoadConfig reads are tfjob.EnvS3Endpoint, EnvS3Bucket,
-// EnvAccessKeyID, EnvSecretAccessKey, EnvRegion and EnvS3Insecure: the tfk8s agent
+// EnvAccessKeyID, EnvSecretAccessKey, EnvRegion, EnvS3Insecure and EnvS3Prefix: the tfk8s agent
 // receives the same names from the controller, so a job and a user's shell share one
 // contract.
 
@@ -38,6 +38,14 @@ type Config struct {
 	Bucket string `json:"bucket,omitempty" yaml:"bucket,omitempty"`
 	// Insecure selects plain HTTP instead of HTTPS.
 	Insecure bool `json:"insecure,omitempty" yaml:"insecure,omitempty"`
+	// Prefix is the key prefix, ending in "/", under which the CLI stores code, data
+	// and runs; empty is the bucket's root. A notebook's key reaches its prefix alone.
+	Prefix string `json:"prefix,omitempty" yaml:"prefix,omitempty"`
+}
+
+// Root is where the CLI stores: the bucket, under Prefix.
+func (c Config) Root() URI {
+	return URI{Bucket: c.Bucket, Key: c.Prefix}
 }
 
 // DefaultConfigFile returns ~/.tfk8s/config, or "" when the home directory is unknown.
@@ -61,6 +69,7 @@ func LoadConfig(explicit Config, getenv func(string) string, configFile string) 
 		AccessKeyID:     getenv(tfjob.EnvAccessKeyID),
 		SecretAccessKey: getenv(tfjob.EnvSecretAccessKey),
 		Region:          getenv(tfjob.EnvRegion),
+		Prefix:          getenv(tfjob.EnvS3Prefix),
 	}
 	envInsecure, envInsecureSet := false, false
 	if v := getenv(tfjob.EnvS3Insecure); v != "" {
@@ -81,6 +90,7 @@ func LoadConfig(explicit Config, getenv func(string) string, configFile string) 
 		AccessKeyID:     cmp.Or(explicit.AccessKeyID, env.AccessKeyID, file.AccessKeyID),
 		SecretAccessKey: cmp.Or(explicit.SecretAccessKey, env.SecretAccessKey, file.SecretAccessKey),
 		Region:          cmp.Or(explicit.Region, env.Region, file.Region, DefaultRegion),
+		Prefix:          cmp.Or(explicit.Prefix, env.Prefix, file.Prefix),
 	}
 	switch {
 	case explicit.Insecure:
@@ -135,7 +145,27 @@ func (c Config) normalize() (Config, error) {
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		return Config{}, &NotConfiguredError{Msg: fmt.Sprintf("S3 credentials incomplete: set both %s and %s, or neither", tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey)}
 	}
+	var err error
+	if c.Prefix, err = CleanPrefix(c.Prefix); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// CleanPrefix checks a storage prefix and gives it its trailing "/" ("" stays ""). A
+// prefix is a path of keys: no leading "/", no empty, "." or ".." part, which S3 would
+// keep as they are and a reader of the layout would not expect.
+func CleanPrefix(p string) (string, error) {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	for part := range strings.SplitSeq(p, "/") {
+		if part == "" || part == "." || part == ".." {
+			return "", fmt.Errorf("S3 prefix %q (%s, prefix in ~/.tfk8s/config): want a path like notebooks/team/nb/, without a leading /, // or . and .. parts", p, tfjob.EnvS3Prefix)
+		}
+	}
+	return p + "/", nil
 }
 
 // NotConfiguredError says that an S3 setting a command needs is set nowhere (or only

@@ -66,6 +66,16 @@ insecure: true
 		{name: "endpoint with path", explicit: Config{Endpoint: "http://h:1/bucket"}, wantErr: `"h:1/bucket": want host:port`},
 		{name: "half credentials", explicit: Config{Endpoint: "h:1", AccessKeyID: "k"}, wantErr: "credentials incomplete"},
 		{name: "unknown field in file", file: "endpoint: h:1\nsecretKey: x\n", wantErr: "field secretKey not found"},
+		{
+			name: "prefix from the environment over file, given its slash",
+			env:  map[string]string{tfjob.EnvS3Endpoint: "h:1", tfjob.EnvS3Prefix: "notebooks/team/nb"},
+			file: "prefix: elsewhere/\n",
+			want: Config{Endpoint: "h:1", Region: DefaultRegion, Prefix: "notebooks/team/nb/"},
+		},
+		{name: "prefix from file", file: "endpoint: h:1\nprefix: team/\n", want: Config{Endpoint: "h:1", Region: DefaultRegion, Prefix: "team/"}},
+		{name: "prefix with leading slash", explicit: Config{Endpoint: "h:1", Prefix: "/team"}, wantErr: `S3 prefix "/team" (TFK8S_S3_PREFIX`},
+		{name: "prefix with dot dot", env: map[string]string{tfjob.EnvS3Endpoint: "h:1", tfjob.EnvS3Prefix: "team/../other/"}, wantErr: `S3 prefix "team/../other"`},
+		{name: "prefix with empty part", explicit: Config{Endpoint: "h:1", Prefix: "team//nb/"}, wantErr: `S3 prefix "team//nb"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

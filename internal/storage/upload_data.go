@@ -111,14 +111,14 @@ func listData(dir string) ([]dataFile, error) {
 	return files, nil
 }
 
-// Prefix is where the files go.
-func (d DataSet) Prefix(bucket string) URI {
-	return URI{Bucket: bucket, Key: DataPrefix + "/sha256-" + d.digest + "/"}
+// Prefix is where the files go, under root (Config.Root).
+func (d DataSet) Prefix(root URI) URI {
+	return root.Join(DataPrefix, "sha256-"+d.digest+"/")
 }
 
 // marker is written once every file is stored.
-func (d DataSet) marker(bucket string) URI {
-	return URI{Bucket: bucket, Key: DataPrefix + "/sha256-" + d.digest + ".json"}
+func (d DataSet) marker(root URI) URI {
+	return root.Join(DataPrefix, "sha256-"+d.digest+".json")
 }
 
 // scanData computes the digest of a data directory: of every regular file's path,
@@ -150,15 +150,15 @@ func digestData(dir string, files []dataFile) (DataSet, error) {
 // UploadData uploads the data directory unless its marker says it is stored, and
 // returns the bytes uploaded. The marker, a DataManifest, lists every file's
 // size and SHA-256 as they were uploaded, so that the replicas verify what they fetch.
-func UploadData(ctx context.Context, c *Client, d DataSet, bucket string, errOut io.Writer) (int64, error) {
-	marker := d.marker(bucket)
+func UploadData(ctx context.Context, c *Client, d DataSet, root URI, errOut io.Writer) (int64, error) {
+	marker := d.marker(root)
 	stored, err := c.Stat(ctx, marker)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return 0, fmt.Errorf("checking for the data set: %w", err)
 	}
 	// A marker stored with its digest is a DataManifest; older tfk8s wrote a count.
 	if err == nil && stored.SHA256 != "" {
-		fmt.Fprintf(errOut, "data unchanged, 0 bytes uploaded (%s)\n", d.Prefix(bucket))
+		fmt.Fprintf(errOut, "data unchanged, 0 bytes uploaded (%s)\n", d.Prefix(root))
 		return 0, nil
 	}
 	if d.list == nil {
@@ -174,7 +174,7 @@ func UploadData(ctx context.Context, c *Client, d DataSet, bucket string, errOut
 	}
 	fmt.Fprintf(errOut, "uploading data: %d files, %s\n", d.files, FormatBytes(d.bytes))
 	state := NewSyncState()
-	stats, err := c.SyncDir(ctx, d.dir, d.Prefix(bucket), state)
+	stats, err := c.SyncDir(ctx, d.dir, d.Prefix(root), state)
 	if err != nil {
 		return stats.Bytes, fmt.Errorf("uploading data: %w", err)
 	}
@@ -184,7 +184,7 @@ func UploadData(ctx context.Context, c *Client, d DataSet, bucket string, errOut
 	if err := putDataManifest(ctx, c, d, marker); err != nil {
 		return stats.Bytes, err
 	}
-	fmt.Fprintf(errOut, "data uploaded: %s to %s\n", FormatBytes(stats.Bytes), d.Prefix(bucket))
+	fmt.Fprintf(errOut, "data uploaded: %s to %s\n", FormatBytes(stats.Bytes), d.Prefix(root))
 	return stats.Bytes, nil
 }
 

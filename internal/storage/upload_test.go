@@ -69,11 +69,19 @@ func TestScanDataIsContentAddressed(t *testing.T) {
 	if changed.digest == first.digest {
 		t.Error("the digest did not change with a file's content")
 	}
-	if got, want := changed.Prefix("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+"/"; got != want {
+	if got, want := changed.Prefix(URI{Bucket: "bkt"}).String(), "s3://bkt/datasets/sha256-"+changed.digest+"/"; got != want {
 		t.Errorf("prefix = %s, want %s", got, want)
 	}
-	if got, want := changed.marker("bkt").String(), "s3://bkt/datasets/sha256-"+changed.digest+".json"; got != want {
+	if got, want := changed.marker(URI{Bucket: "bkt"}).String(), "s3://bkt/datasets/sha256-"+changed.digest+".json"; got != want {
 		t.Errorf("marker = %s, want %s", got, want)
+	}
+	// Under a storage prefix (a notebook's), the set and its marker are there too.
+	nb := URI{Bucket: "bkt", Key: "notebooks/team/nb/"}
+	if got, want := changed.Prefix(nb).String(), "s3://bkt/notebooks/team/nb/datasets/sha256-"+changed.digest+"/"; got != want {
+		t.Errorf("prefix under %s = %s, want %s", nb, got, want)
+	}
+	if got, want := changed.marker(nb).String(), "s3://bkt/notebooks/team/nb/datasets/sha256-"+changed.digest+".json"; got != want {
+		t.Errorf("marker under %s = %s, want %s", nb, got, want)
 	}
 }
 

@@ -62,6 +62,9 @@ const (
 	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
 	EnvRegion          = "AWS_REGION"
 	EnvS3Insecure      = "TFK8S_S3_INSECURE"
+	// EnvS3Prefix is the key prefix under which the CLI stores and reads everything
+	// (code, data, runs): a notebook's key reaches its prefix alone.
+	EnvS3Prefix = "TFK8S_S3_PREFIX"
 )
 
 // The agent's settings, as the environment variables the controller sets in each pod.
