@@ -290,7 +290,7 @@ func (o *rootOptions) checkSubmission(ctx context.Context, cs *clients, s *submi
 			return err
 		}
 		s.s3 = s.s3.WithKeysFrom(storage.KeysSource(o.env.Getenv, o.env.ConfigFile))
-		if err := s.s3.CheckBucket(ctx, s.cfg.Bucket); err != nil {
+		if err := s.s3.CheckRoot(ctx, s.cfg.Root()); err != nil {
 			return err
 		}
 	}

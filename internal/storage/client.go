@@ -96,6 +96,26 @@ func (c *Client) CheckBucket(ctx context.Context, bucket string) error {
 	return nil
 }
 
+// CheckRoot is CheckBucket for where the CLI stores, Config.Root: under a prefix it
+// lists the prefix instead, since a key confined to it may not ask of the bucket.
+func (c *Client) CheckRoot(ctx context.Context, root URI) error {
+	if root.Key == "" {
+		return c.CheckBucket(ctx, root.Bucket)
+	}
+	err := Retry(ctx, checkBackoff, func(ctx context.Context) error { return c.listOne(ctx, root) })
+	switch {
+	case err == nil:
+		return nil
+	case unreachable(err):
+		return fmt.Errorf("S3 endpoint %s unreachable: %w", c.endpoint, err)
+	case Denied(err):
+		return c.refusedKeys(root.Bucket, err)
+	case minio.ToErrorResponse(err).Code == minio.NoSuchBucket:
+		return fmt.Errorf("bucket %s does not exist at endpoint %s", root.Bucket, c.endpoint)
+	}
+	return fmt.Errorf("checking %s at endpoint %s: %w", root, c.endpoint, err)
+}
+
 // unreachable reports whether err is a failure to talk to the endpoint at all, rather
 // than an answer from it.
 func unreachable(err error) bool {

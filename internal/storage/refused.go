@@ -31,8 +31,13 @@ func (c *Client) WithKeysFrom(source string) *Client {
 // or as a missing bucket from servers (versitygw) that answer an unknown key with a
 // 404. A listing's answer names the code.
 func (c *Client) probeBucket(ctx context.Context, bucket string) error {
+	return c.listOne(ctx, URI{Bucket: bucket})
+}
+
+// listOne asks for the first object under the prefix u, for its error alone.
+func (c *Client) listOne(ctx context.Context, u URI) error {
 	ctx, cancel := context.WithCancel(ctx)
-	answers := c.mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{MaxKeys: 1})
+	answers := c.mc.ListObjects(ctx, u.Bucket, minio.ListObjectsOptions{Prefix: u.Key, MaxKeys: 1})
 	first := <-answers
 	cancel()
 	for range answers { // the lister ends once canceled; drained, it never blocks
