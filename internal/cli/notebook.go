@@ -8,9 +8,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/notebook"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/storage/s3keys"
 )
 
 // newNotebookCommand returns tfk8s notebook and its subcommands.
@@ -54,6 +57,18 @@ func newNotebookStartCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
+// scopeNotebookKeys gives the notebook a key confined to its prefix, made with the
+// bucket's keys in cfg (the endpoint as the CLI reaches it); on a server that makes no
+// accounts the notebook keeps cfg's keys, and the user is told what that shares.
+func (o *rootOptions) scopeNotebookKeys(ctx context.Context, c client.Client, cfg storage.Config, s *notebook.Spec) error {
+	err := notebook.ScopeKeys(ctx, c, notebook.AdminKeys(cfg, nil), s)
+	if errors.Is(err, s3keys.ErrNoAccounts) {
+		fmt.Fprintf(o.env.ErrOut, "the S3 server at %s makes no per-notebook keys: the notebook shares all of bucket %s's data, with every holder of its keys\n", cfg.Endpoint, cfg.Bucket)
+		return nil
+	}
+	return err
+}
+
 // notebookName is the NAME argument, else the default.
 func notebookName(args []string) string {
 	if len(args) == 1 {
@@ -95,10 +110,13 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 	if err != nil {
 		return err
 	}
-	if f.clusterEndpoint != "" {
-		cfg.Endpoint, cfg.Insecure = jobs.EndpointScheme(f.clusterEndpoint, cfg.Insecure)
-	}
 	s.S3 = cfg
+	if f.clusterEndpoint != "" {
+		s.S3.Endpoint, s.S3.Insecure = jobs.EndpointScheme(f.clusterEndpoint, cfg.Insecure)
+	}
+	if err := o.scopeNotebookKeys(ctx, cs.Client, cfg, &s); err != nil {
+		return err
+	}
 	if s.Token, err = notebook.NewToken(); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func newNotebookStopCommand(o *rootOptions) *cobra.Command {
 				return err
 			}
 			name := notebookName(args)
-			deleted, readers, err := notebook.Stop(cmd.Context(), cs.Client, cs.Namespace, name, deleteHome)
+			deleted, readers, err := notebook.Stop(cmd.Context(), cs.Client, cs.Namespace, name, deleteHome, notebook.AdminKeys(o.storageConfig()))
 			if err != nil {
 				return err
 			}

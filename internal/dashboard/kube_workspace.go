@@ -15,6 +15,8 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/notebook"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/storage/s3keys"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -122,6 +124,11 @@ func (d *kubeCluster) StartNotebook(ctx context.Context, req NotebookRequest) er
 			return err
 		}
 		s.S3 = cfg
+		// As from the command: a key confined to the notebook's prefix where the
+		// server makes accounts, the user's own keys where it does not.
+		if err := scopeKeys(ctx, d.client, cfg, &s); err != nil {
+			return err
+		}
 	}
 	if s.Token, err = notebook.NewToken(); err != nil {
 		return err
@@ -129,9 +136,15 @@ func (d *kubeCluster) StartNotebook(ctx context.Context, req NotebookRequest) er
 	return notebook.Create(ctx, d.client, s)
 }
 
-// StopNotebook stops a notebook as tfk8s notebook stop does.
+// StopNotebook stops a notebook as tfk8s notebook stop does. Locally the user's S3
+// settings delete its key's account; in-cluster there are none, and Stop keeps a
+// Secret whose account it cannot delete.
 func (d *kubeCluster) StopNotebook(ctx context.Context, namespace, name string, deleteHome bool) error {
-	deleted, _, err := notebook.Stop(ctx, d.client, namespace, name, deleteHome)
+	var keys notebook.Keys
+	if !d.noS3 {
+		keys = notebook.AdminKeys(d.storage.Local())
+	}
+	deleted, _, err := notebook.Stop(ctx, d.client, namespace, name, deleteHome, keys)
 	if err != nil {
 		return err
 	}
@@ -157,4 +170,13 @@ func (d *kubeCluster) RequestTensorBoard(ctx context.Context, namespace, name st
 			namespace, name, ErrBadRequest)
 	}
 	return jobs.RequestTensorBoard(ctx, d.client, job, time.Now())
+}
+
+// scopeKeys gives the notebook a key confined to its prefix, as tfk8s notebook start
+// does; a server that makes no accounts leaves it the bucket's keys of cfg.
+func scopeKeys(ctx context.Context, c client.Client, cfg storage.Config, s *notebook.Spec) error {
+	if err := notebook.ScopeKeys(ctx, c, notebook.AdminKeys(cfg, nil), s); !errors.Is(err, s3keys.ErrNoAccounts) {
+		return err
+	}
+	return nil
 }

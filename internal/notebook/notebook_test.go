@@ -57,7 +57,7 @@ func testNotebookSpec() Spec {
 	return Spec{
 		namespace: "team", name: "nb", image: images.Jupyter, size: resource.MustParse("10Gi"), storageClass: "fast",
 		cpu: &cpu, memory: &mem, Token: "t0ken",
-		S3: storage.Config{Endpoint: "10.0.0.1:9000", Bucket: "b", AccessKeyID: "AK", SecretAccessKey: "SK", Region: "r", Insecure: true},
+		S3: storage.Config{Endpoint: "10.0.0.1:9000", Bucket: "b", AccessKeyID: "AK", SecretAccessKey: "SK", Region: "r", Insecure: true, Prefix: "notebooks/team/nb/"},
 	}
 }
 
@@ -90,7 +90,7 @@ func TestNotebookDeployment(t *testing.T) {
 	}
 	want := []string{"JUPYTER_TOKEN=nb-token/token", "TFK8S_S3_ENDPOINT=nb-s3/TFK8S_S3_ENDPOINT", "TFK8S_S3_BUCKET=nb-s3/TFK8S_S3_BUCKET",
 		"AWS_ACCESS_KEY_ID=nb-s3/AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY=nb-s3/AWS_SECRET_ACCESS_KEY", "AWS_REGION=nb-s3/AWS_REGION",
-		"TFK8S_S3_INSECURE=nb-s3/TFK8S_S3_INSECURE"}
+		"TFK8S_S3_INSECURE=nb-s3/TFK8S_S3_INSECURE", "TFK8S_S3_PREFIX=nb-s3/TFK8S_S3_PREFIX"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
@@ -117,7 +117,7 @@ func TestNotebookSecretsAndClaim(t *testing.T) {
 		gotS3[k] = string(v)
 	}
 	wantS3 := map[string]string{"TFK8S_S3_ENDPOINT": "10.0.0.1:9000", "TFK8S_S3_BUCKET": "b", "AWS_ACCESS_KEY_ID": "AK",
-		"AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "r", "TFK8S_S3_INSECURE": "true",
+		"AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "r", "TFK8S_S3_INSECURE": "true", "TFK8S_S3_PREFIX": "notebooks/team/nb/",
 		"endpoint": "10.0.0.1:9000", "accessKeyID": "AK", "secretAccessKey": "SK", "region": "r", "insecure": "true"}
 	if diff := cmp.Diff(wantS3, gotS3); diff != "" {
 		t.Errorf("S3 secret (-want +got):\n%s", diff)

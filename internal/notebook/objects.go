@@ -134,6 +134,7 @@ func constructNotebookSecrets(s Spec) (token, s3 *corev1.Secret) {
 		tfjob.EnvSecretAccessKey: []byte(s.S3.SecretAccessKey),
 		tfjob.EnvRegion:          []byte(s.S3.Region),
 		tfjob.EnvS3Insecure:      []byte(strconv.FormatBool(s.S3.Insecure)),
+		tfjob.EnvS3Prefix:        []byte(s.S3.Prefix),
 	})
 	s3 = &corev1.Secret{ObjectMeta: notebookMeta(s, S3Secret(s.name)), Type: corev1.SecretTypeOpaque, Data: data}
 	return token, s3
@@ -149,7 +150,7 @@ func notebookEnv(s Spec) []corev1.EnvVar {
 		}}}
 	}
 	env := []corev1.EnvVar{ref(envJupyterToken, tokenSecret(s.name), notebookTokenKey)}
-	for _, k := range []string{tfjob.EnvS3Endpoint, tfjob.EnvS3Bucket, tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, tfjob.EnvRegion, tfjob.EnvS3Insecure} {
+	for _, k := range []string{tfjob.EnvS3Endpoint, tfjob.EnvS3Bucket, tfjob.EnvAccessKeyID, tfjob.EnvSecretAccessKey, tfjob.EnvRegion, tfjob.EnvS3Insecure, tfjob.EnvS3Prefix} {
 		env = append(env, ref(k, S3Secret(s.name), k))
 	}
 	return append(env, corev1.EnvVar{Name: jobs.EnvStorageSecret, Value: S3Secret(s.name)})

@@ -119,8 +119,10 @@ func List(ctx context.Context, c client.Client, namespace string) ([]State, erro
 // Stop deletes the notebook's objects (those labelled as its, no other of the
 // same name) and returns how many it deleted. Its S3 Secret is kept while jobs
 // submitted from it exist, since their pods read it (a replica restarted, a TensorBoard
-// opened again); readers names them.
-func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHome bool) (deleted int, readers []string, err error) {
+// opened again); readers names them. With the Secret goes the S3 account of the key
+// ScopeKeys made for it, through keys; without keys (nil) such a Secret is kept, and
+// the error says so, since nothing else records the account.
+func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHome bool, keys Keys) (deleted int, readers []string, err error) {
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: n} }
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: meta(name)}, &corev1.Service{ObjectMeta: meta(name)},
@@ -130,7 +132,15 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 	if readers, err = jobsReadingSecret(ctx, c, namespace, S3Secret(name)); err != nil {
 		return 0, nil, err
 	}
-	if len(readers) == 0 {
+	var errs []error
+	account, _, scoped, err := heldKey(ctx, c, namespace, name)
+	switch {
+	case err != nil:
+		return 0, readers, err
+	case len(readers) > 0:
+	case scoped && keys == nil:
+		errs = append(errs, fmt.Errorf("secret %s of notebook %s kept: its key's S3 account %s is deleted with it, which needs the bucket's S3 settings", S3Secret(name), name, account))
+	default:
 		objs = append(objs, &corev1.Secret{ObjectMeta: meta(S3Secret(name))})
 	}
 	if deleteHome {
@@ -138,7 +148,6 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 	} else if err := disownHome(ctx, c, namespace, name); err != nil {
 		return 0, readers, err
 	}
-	var errs []error
 	for _, obj := range objs {
 		kind := kindOf(c, obj)
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -153,6 +162,9 @@ func Stop(ctx context.Context, c client.Client, namespace, name string, deleteHo
 			continue
 		}
 		deleted++
+		if _, secret := obj.(*corev1.Secret); secret && obj.GetName() == S3Secret(name) && scoped {
+			errs = append(errs, deleteKey(ctx, keys, name, account))
+		}
 	}
 	return deleted, readers, errors.Join(errs...)
 }

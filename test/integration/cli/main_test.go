@@ -87,7 +87,13 @@ type fixture struct {
 // CLI finds the server through the environment, as a user's shell would give it.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ns: testutil.Namespace(t, k8sClient), srv: s3server.Start(t), env: map[string]string{}}
+	return newFixtureOn(t, s3server.Start(t))
+}
+
+// newFixtureOn is newFixture with the S3 server srv.
+func newFixtureOn(t *testing.T, srv *s3server.Server) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ns: testutil.Namespace(t, k8sClient), srv: srv, env: map[string]string{}}
 	for _, kv := range f.srv.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		f.env[k] = v

@@ -49,6 +49,10 @@ func TestNotebookStartStop(t *testing.T) {
 	if !strings.Contains(r.stdout, "notebook "+f.ns+"/nb started") {
 		t.Errorf("start said: %s", r)
 	}
+	// This server makes no accounts: the notebook has the bucket's keys, and is told.
+	if !strings.Contains(r.stderr, "makes no per-notebook keys: the notebook shares all of bucket "+f.env["TFK8S_S3_BUCKET"]+"'s data") {
+		t.Errorf("start on a server without accounts said: %s", r)
+	}
 	for _, obj := range append(notebookObjects(f.ns), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "nb-home"}}) {
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatalf("reading %T %s: %v", obj, obj.GetName(), err)
@@ -60,6 +64,7 @@ func TestNotebookStartStop(t *testing.T) {
 	s3 := secretData(t, f.ns, "nb-s3")
 	want := map[string]string{"TFK8S_S3_ENDPOINT": "10.1.2.3:9000", "TFK8S_S3_INSECURE": "true", "TFK8S_S3_BUCKET": f.env["TFK8S_S3_BUCKET"],
 		"AWS_ACCESS_KEY_ID": f.env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": f.env["AWS_SECRET_ACCESS_KEY"], "AWS_REGION": s3["AWS_REGION"],
+		"TFK8S_S3_PREFIX": "",
 		// As a job's storage Secret has them, for the jobs submitted from the notebook.
 		"endpoint": "10.1.2.3:9000", "insecure": "true", "accessKeyID": f.env["AWS_ACCESS_KEY_ID"],
 		"secretAccessKey": f.env["AWS_SECRET_ACCESS_KEY"], "region": s3["AWS_REGION"]}
