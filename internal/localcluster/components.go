@@ -107,10 +107,11 @@ func apiServerArgs(pki controlplane.KubeletClientPKI) []string {
 }
 
 // s3Args are versitygw's flags; its root credentials go in its environment, where
-// other users cannot read them in ps.
+// other users cannot read them in ps. Its IAM (--iam-dir) makes the accounts of
+// notebooks' keys, each confined to its notebook's prefix.
 func s3Args(opts Options, p paths) []string {
 	br, _ := bridgeIP(opts.PodCIDR)
-	return []string{"--port", netip.AddrPortFrom(br, uint16(opts.Ports.S3)).String(), "--quiet", "posix", p.s3Data}
+	return []string{"--port", netip.AddrPortFrom(br, uint16(opts.Ports.S3)).String(), "--quiet", "--iam-dir", p.s3IAM, "posix", p.s3Data}
 }
 
 // gangScheduler is the gang scheduler of local mode's controller for the jobs that name

@@ -135,7 +135,7 @@ func TestArgs(t *testing.T) {
 		{
 			name: "versitygw",
 			got:  s3Args(opts, p),
-			want: []string{"--port", "10.244.0.1:7070", "--quiet", "posix", "/state/s3"},
+			want: []string{"--port", "10.244.0.1:7070", "--quiet", "--iam-dir", "/state/s3-iam", "posix", "/state/s3"},
 		},
 		{
 			name: "tfk8s-controller",

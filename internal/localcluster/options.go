@@ -19,6 +19,7 @@
 //	                the kubelet's directory, container logs, volumes
 //	node-2/, ...    the state of the other nodes of a cluster of several (--nodes)
 //	s3/             versitygw's buckets
+//	s3-iam/         versitygw's accounts: the notebooks' keys
 //	registry/       the registry's storage: the images pushed by up and load
 package localcluster
 
@@ -316,6 +317,7 @@ var errBinDirNotFound = errors.New("cannot find the binaries: run tfk8s from bin
 // paths are the files and directories of a state directory.
 type paths struct {
 	dir, run, nodeState, s3Data  string
+	s3IAM                        string
 	kubeconfig, s3Config         string
 	clusterState, corefile       string
 	registryData, registryConfig string
@@ -329,6 +331,7 @@ func pathsIn(dir string) paths {
 		run:            run,
 		nodeState:      filepath.Join(dir, "node"),
 		s3Data:         filepath.Join(dir, "s3"),
+		s3IAM:          filepath.Join(dir, "s3-iam"),
 		kubeconfig:     filepath.Join(dir, "kubeconfig"),
 		s3Config:       filepath.Join(dir, "s3.yaml"),
 		clusterState:   filepath.Join(dir, "cluster.yaml"),

@@ -56,7 +56,7 @@ func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 		return nil, err
 	}
 	p := pathsIn(opts.Dir)
-	for _, d := range []string{p.dir, p.run, p.s3Data} {
+	for _, d := range []string{p.dir, p.run, p.s3Data, p.s3IAM} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("creating the state directory: %w", err)
 		}
