@@ -8,12 +8,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/notebook"
-	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/storage/s3keys"
 )
 
 // newNotebookCommand returns tfk8s notebook and its subcommands.
@@ -55,18 +52,6 @@ func newNotebookStartCommand(o *rootOptions) *cobra.Command {
 	fs.StringVar(&f.Memory, "memory", "", "memory the notebook requests and is limited to, e.g. 4Gi")
 	fs.StringVar(&f.clusterEndpoint, "s3-cluster-endpoint", "", "S3 endpoint as pods reach it, when not at --s3-endpoint")
 	return cmd
-}
-
-// scopeNotebookKeys gives the notebook a key confined to its prefix, made with the
-// bucket's keys in cfg (the endpoint as the CLI reaches it); on a server that makes no
-// accounts the notebook keeps cfg's keys, and the user is told what that shares.
-func (o *rootOptions) scopeNotebookKeys(ctx context.Context, c client.Client, cfg storage.Config, s *notebook.Spec) error {
-	err := notebook.ScopeKeys(ctx, c, notebook.AdminKeys(cfg, nil), s)
-	if errors.Is(err, s3keys.ErrNoAccounts) {
-		fmt.Fprintf(o.env.ErrOut, "the S3 server at %s makes no per-notebook keys: the notebook shares all of bucket %s's data, with every holder of its keys\n", cfg.Endpoint, cfg.Bucket)
-		return nil
-	}
-	return err
 }
 
 // notebookName is the NAME argument, else the default.
@@ -114,13 +99,15 @@ func (o *rootOptions) startNotebook(ctx context.Context, name string, f notebook
 	if f.clusterEndpoint != "" {
 		s.S3.Endpoint, s.S3.Insecure = jobs.EndpointScheme(f.clusterEndpoint, cfg.Insecure)
 	}
-	if err := o.scopeNotebookKeys(ctx, cs.Client, cfg, &s); err != nil {
-		return err
-	}
 	if s.Token, err = notebook.NewToken(); err != nil {
 		return err
 	}
-	if err := notebook.Create(ctx, cs.Client, s); err != nil {
+	// The key is made with cfg, the endpoint as the CLI reaches it.
+	shared, err := notebook.Start(ctx, cs.Client, notebook.AdminKeys(cfg, nil), s)
+	if shared {
+		fmt.Fprintf(o.env.ErrOut, "the S3 server at %s makes no per-notebook keys: the notebook shares all of bucket %s's data, with every holder of its keys\n", cfg.Endpoint, cfg.Bucket)
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(o.env.Out, "notebook %s/%s started (image %s, home claim %s); open it with: tfk8s notebook open %s -n %s\n",

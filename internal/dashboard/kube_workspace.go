@@ -15,8 +15,6 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/notebook"
-	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/storage/s3keys"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -115,6 +113,7 @@ func (d *kubeCluster) StartNotebook(ctx context.Context, req NotebookRequest) er
 	case st.Running:
 		return nil
 	}
+	var keys notebook.Keys
 	if !d.noS3 {
 		cfg, err := d.storage.Local()
 		if err == nil {
@@ -126,14 +125,13 @@ func (d *kubeCluster) StartNotebook(ctx context.Context, req NotebookRequest) er
 		s.S3 = cfg
 		// As from the command: a key confined to the notebook's prefix where the
 		// server makes accounts, the user's own keys where it does not.
-		if err := scopeKeys(ctx, d.client, cfg, &s); err != nil {
-			return err
-		}
+		keys = notebook.AdminKeys(cfg, nil)
 	}
 	if s.Token, err = notebook.NewToken(); err != nil {
 		return err
 	}
-	return notebook.Create(ctx, d.client, s)
+	_, err = notebook.Start(ctx, d.client, keys, s)
+	return err
 }
 
 // StopNotebook stops a notebook as tfk8s notebook stop does. Locally the user's S3
@@ -170,13 +168,4 @@ func (d *kubeCluster) RequestTensorBoard(ctx context.Context, namespace, name st
 			namespace, name, ErrBadRequest)
 	}
 	return jobs.RequestTensorBoard(ctx, d.client, job, time.Now())
-}
-
-// scopeKeys gives the notebook a key confined to its prefix, as tfk8s notebook start
-// does; a server that makes no accounts leaves it the bucket's keys of cfg.
-func scopeKeys(ctx context.Context, c client.Client, cfg storage.Config, s *notebook.Spec) error {
-	if err := notebook.ScopeKeys(ctx, c, notebook.AdminKeys(cfg, nil), s); !errors.Is(err, s3keys.ErrNoAccounts) {
-		return err
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,28 +43,48 @@ func StoragePrefix(namespace, name string) string {
 	return "notebooks/" + namespace + "/" + name + "/"
 }
 
+// Start gives the notebook a key of its own (ScopeKeys) through keys, unless keys is
+// nil, and creates its objects (Create). shared reports a server that makes no
+// accounts: the notebook then holds the bucket's keys s.S3 has. A key made for a start
+// that failed before the notebook's Secret held it is deleted again, since nothing
+// else records its account.
+func Start(ctx context.Context, c client.Client, keys Keys, s Spec) (shared bool, err error) {
+	made := false
+	if keys != nil {
+		made, err = ScopeKeys(ctx, c, keys, &s)
+		if shared = errors.Is(err, s3keys.ErrNoAccounts); err != nil && !shared {
+			return false, err
+		}
+	}
+	err = Create(ctx, c, s)
+	if err != nil && made {
+		if id, _, ok, herr := heldKey(ctx, c, s.namespace, s.name); herr != nil || !ok || id != s.S3.AccessKeyID {
+			err = errors.Join(err, deleteKey(ctx, keys, s.name, s.S3.AccessKeyID))
+		}
+	}
+	return shared, err
+}
+
 // ScopeKeys gives the notebook a key of its own, confined to its StoragePrefix, in
 // place of the bucket's keys s.S3 holds, and sets that prefix: the key its S3 Secret
-// holds from an earlier start, else a new one. Reusing it keeps the jobs still running
-// from that start, whose pods read the Secret, working. On a server that makes no
-// accounts it returns an error wrapping s3keys.ErrNoAccounts and leaves s as it was.
-func ScopeKeys(ctx context.Context, c client.Client, keys Keys, s *Spec) error {
+// holds from an earlier start, else a new one (made). Reusing it keeps the jobs still
+// running from that start, whose pods read the Secret, working. On a server that
+// makes no accounts it returns an error wrapping s3keys.ErrNoAccounts and leaves s as
+// it was.
+func ScopeKeys(ctx context.Context, c client.Client, keys Keys, s *Spec) (made bool, err error) {
 	prefix := StoragePrefix(s.namespace, s.name)
 	if id, secret, ok, err := heldKey(ctx, c, s.namespace, s.name); err != nil {
-		return err
+		return false, err
 	} else if ok {
 		s.S3.AccessKeyID, s.S3.SecretAccessKey, s.S3.Prefix = id, secret, prefix
-		return nil
-	}
-	if keys == nil {
-		return fmt.Errorf("making the S3 key of notebook %s: no S3 endpoint to make it at", s.name)
+		return false, nil
 	}
 	k, err := keys.Create(ctx, prefix)
 	if err != nil {
-		return fmt.Errorf("making the S3 key of notebook %s: %w", s.name, err)
+		return false, fmt.Errorf("making the S3 key of notebook %s: %w", s.name, err)
 	}
 	s.S3.AccessKeyID, s.S3.SecretAccessKey, s.S3.Prefix = k.AccessKeyID, k.SecretAccessKey, prefix
-	return nil
+	return true, nil
 }
 
 // heldKey reads the notebook's S3 Secret and returns the key it holds, if it is one

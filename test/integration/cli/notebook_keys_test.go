@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
 )
@@ -94,6 +97,33 @@ func TestNotebookKeys(t *testing.T) {
 
 	checkSubmitUnderPrefix(t, f, "nb-a", cfgs["nb-a"].Prefix)
 	checkStopDeletesKey(t, f, cfgs)
+	checkFailedStartLeavesNoKey(t, f)
+}
+
+// checkFailedStartLeavesNoKey: a start refused before the notebook's Secret is
+// written (its ServiceAccount's name is taken) leaves the bucket policy as it was, so
+// no account is left that nothing records.
+func checkFailedStartLeavesNoKey(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx := context.Background()
+	policy := func() string {
+		p, err := f.srv.MinioClient().GetBucketPolicy(ctx, f.env["TFK8S_S3_BUCKET"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := policy()
+	taken := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "nb-c"}}
+	if err := k8sClient.Create(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.tfk8s("notebook", "start", "nb-c"); r.code == 0 || !strings.Contains(r.stderr, "serviceaccount "+f.ns+"/nb-c exists and is not notebook nb-c's") {
+		t.Errorf("start with its ServiceAccount's name taken: %s", r)
+	}
+	if after := policy(); after != before || !strings.Contains(before, "tfk8s-key-") {
+		t.Errorf("bucket policy after a failed start:\n%s\nwant it as before, with nb-a's statements:\n%s", after, before)
+	}
 }
 
 // checkSubmitUnderPrefix submits a job with notebook nb's settings, as a cell in it
