@@ -46,6 +46,9 @@ func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []
 		return out, minPositive(requeue, wait), errors.Join(errs...)
 	}
 	takenBy, err := r.ensureService(ctx, job)
+	if takenBy == "" && err == nil && servicePerReplica(job) {
+		takenBy, err = r.ensureReplicaServices(ctx, job)
+	}
 	if takenBy != "" {
 		out.failReason, out.failMessage = tfv1.ReasonServiceNameTaken, takenBy
 	}

@@ -26,7 +26,7 @@ import (
 // and whose its pods and Services are. A model read as a Kubeflow job carries
 // kubeflow.org/v1 in its TypeMeta (kubeflow.GVKOf), so a builder needs nothing more.
 
-// +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/status,verbs=patch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/finalizers,verbs=update
 
@@ -71,7 +71,8 @@ func (r *TFJobReconciler) patchStatus(ctx context.Context, job *tfv1.TFJob, stor
 // created it for this kubeflow.org job (controlled by the job, without tfk8s's labels),
 // so that a cluster moving from training-operator to tfk8s keeps its running pods: the
 // pod gets tfk8s's labels, which bring it into the controller's cache, and the tracking
-// finalizer. It returns exists, the creation's AlreadyExists error, when there is no
+// finalizer, and the job keeps training-operator's Services and host names
+// (keepTrainingOperatorNames). It returns exists, the creation's AlreadyExists error, when there is no
 // such pod to adopt or once it is adopted: the pod's arrival in the cache calls the next
 // reconcile, which counts it.
 func (r *TFJobReconciler) adoptTrainingOperatorPod(ctx context.Context, job *tfv1.TFJob, key ReplicaKey, name string, exists error) error {
@@ -86,6 +87,11 @@ func (r *TFJobReconciler) adoptTrainingOperatorPod(ctx context.Context, job *tfv
 	}
 	if !metav1.IsControlledBy(pod, job) || pod.Labels[tfv1.LabelJobName] != "" {
 		return exists
+	}
+	// The job first: were the pod adopted and the job not annotated, a pod re-created
+	// after would name its peers by names they do not answer to.
+	if err := r.keepTrainingOperatorNames(ctx, job); err != nil {
+		return err
 	}
 	before := pod.DeepCopy()
 	if pod.Labels == nil {

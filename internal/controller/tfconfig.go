@@ -137,6 +137,8 @@ func jobCluster(job *tfv1.TFJob, opts AddressOptions) *tfconfig.Cluster {
 		Namespace:     job.Namespace,
 		Domain:        opts.ClusterDomain,
 		DynamicWorker: job.Spec.EnableDynamicWorker,
+		// A program may dial training-operator's names itself; the job asked for them.
+		ServicePerReplica: servicePerReplica(job),
 	}
 	for _, rt := range tfv1.ReplicaTypes {
 		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])

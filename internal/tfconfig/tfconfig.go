@@ -39,6 +39,9 @@ type Cluster struct {
 	Domain string `json:"domain,omitempty"`
 	// DynamicWorker: a worker's cluster lists itself alone among the workers.
 	DynamicWorker bool `json:"dynamicWorker,omitempty"`
+	// ServicePerReplica names each replica by a Service of its own, as training-operator
+	// did: <pod>.<namespace>.svc, without the job's headless Service in between.
+	ServicePerReplica bool `json:"servicePerReplica,omitempty"`
 	// Replicas are the replica types of the job, in tfv1.ReplicaTypes order, those with
 	// no replica left out.
 	Replicas []Replicas `json:"replicas"`
@@ -144,13 +147,16 @@ func (c *Cluster) has(rt tfv1.ReplicaType, index int32) bool {
 }
 
 // address is host:port of a replica: its stable DNS name under the job's headless
-// Service, and its port.
+// Service (or its own Service, with ServicePerReplica), and its port.
 func (c *Cluster) address(r Replicas, index int32) (string, error) {
 	port, err := r.port(index)
 	if err != nil {
 		return "", err
 	}
 	addr := tfjob.PodName(c.Job, r.Type, index) + "." + c.Job + "." + c.Namespace + ".svc"
+	if c.ServicePerReplica {
+		addr = tfjob.PodName(c.Job, r.Type, index) + "." + c.Namespace + ".svc"
+	}
 	if c.Domain != "" {
 		addr += "." + c.Domain
 	}

@@ -16,6 +16,13 @@ const (
 	LabelJobRole = "training.kubeflow.org/job-role"
 )
 
+// AnnotationTrainingOperatorServices, "true" on a kubeflow.org job, gives it
+// training-operator's Services and host names: a Service per replica,
+// <job>-<type>-<index>, and TF_CONFIG naming <job>-<type>-<index>.<namespace>.svc, for a
+// program that dials those names itself. tfk8s sets it on a job whose pods it adopted
+// from training-operator, so that a pod it re-creates names its peers as they do.
+const AnnotationTrainingOperatorServices = "tfk8s.io/training-operator-services"
+
 const (
 	// OperatorName is the value of LabelOperatorName, as v1.9 sets it for a TFJob.
 	OperatorName = "tfjob-controller"

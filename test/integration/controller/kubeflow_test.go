@@ -338,15 +338,9 @@ func TestKubeflowJobAdoptsTrainingOperatorsPods(t *testing.T) {
 	}
 	uids := map[string]types.UID{}
 	for _, r := range []struct{ name, rt, role string }{{"moved-ps-0", "ps", ""}, {"moved-worker-0", "worker", "master"}} {
-		labels := map[string]string{"training.kubeflow.org/job-name": "moved", "training.kubeflow.org/replica-type": r.rt,
-			"training.kubeflow.org/replica-index": "0", "training.kubeflow.org/operator-name": "tfjob-controller"}
-		if r.role != "" {
-			labels["training.kubeflow.org/job-role"] = r.role
-		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: ns, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "moved", UID: job.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "tf"}}},
+			ObjectMeta: trainingOperatorMeta(ns, job, r.name, r.rt, r.role),
+			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "tf"}}},
 		}
 		if err := k8sClient.Create(ctx, pod); err != nil {
 			t.Fatal(err)
