@@ -70,7 +70,9 @@ func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOpt
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = job.Name
 	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
-	bindToGang(pod, job, gangProvider(job, opts.Gang.DefaultProvider), opts.Gang)
+	if !adopted(job) {
+		bindToGang(pod, job, gangProvider(job, opts.Gang.DefaultProvider), opts.Gang)
+	}
 	packGPUReplicas(job, &pod.Spec)
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" && pod.Spec.PriorityClassName == "" {
 		pod.Spec.PriorityClassName = sp.PriorityClass

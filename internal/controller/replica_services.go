@@ -130,13 +130,19 @@ func (r *TFJobReconciler) adoptReplicaService(ctx context.Context, job *tfv1.TFJ
 // re-creates then names its peers as the adopted pods do, and answers to the name they
 // know it by. The annotation shows on the job why it is addressed so.
 func (r *TFJobReconciler) keepTrainingOperatorNames(ctx context.Context, job *tfv1.TFJob) error {
-	if servicePerReplica(job) {
+	if servicePerReplica(job) && adopted(job) {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"true"}}}`, job.UID, kubeflowv1.AnnotationTrainingOperatorServices)
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"true",%q:"true"}}}`,
+		job.UID, kubeflowv1.AnnotationTrainingOperatorServices, kubeflowv1.AnnotationAdopted)
 	if err := r.Patch(ctx, apiObject(job), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("annotating the job %s: %w", kubeflowv1.AnnotationTrainingOperatorServices, err)
+		return fmt.Errorf("annotating the job %s and %s: %w", kubeflowv1.AnnotationTrainingOperatorServices, kubeflowv1.AnnotationAdopted, err)
 	}
 	log.FromContext(ctx).V(2).Info("Keeping training-operator's Services and host names for an adopted job")
 	return nil
+}
+
+// adopted is whether tfk8s adopted the job's pods from training-operator.
+func adopted(job *tfv1.TFJob) bool {
+	return kubeflow.IsKubeflow(job) && job.Annotations[kubeflowv1.AnnotationAdopted] == "true"
 }

@@ -117,3 +117,32 @@ func TestTFConfigWithTrainingOperatorServices(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptedJobsPodsJoinNoGang: a pod tfk8s re-creates for a job adopted from
+// training-operator joins no gang group (the adopted pods are in none, so the group would
+// never reach its quorum); the same job not adopted, and a tfk8s.io job carrying the
+// annotation, still join theirs.
+func TestAdoptedJobsPodsJoinNoGang(t *testing.T) {
+	native := PodOptions{Gang: GangOptions{DefaultProvider: tfv1.GangProviderNative}}
+	adoptedJob := kubeflowModel()
+	adoptedJob.Annotations = map[string]string{kubeflowv1.AnnotationAdopted: "true"}
+	ownJob := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
+	ownJob.Annotations = map[string]string{kubeflowv1.AnnotationAdopted: "true"}
+	group := &corev1.PodSchedulingGroup{PodGroupName: ptr.To("mnist")}
+	for _, tc := range []struct {
+		name string
+		job  *tfv1.TFJob
+		want *corev1.PodSchedulingGroup
+	}{
+		{"adopted from training-operator", adoptedJob, nil},
+		{"kubeflow.org, not adopted", kubeflowModel(), group},
+		{"tfk8s.io with the annotation", ownJob, group},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := buildPod(t, tc.job, tfv1.ReplicaTypeWorker, 1, native)
+			if diff := cmp.Diff(tc.want, pod.Spec.SchedulingGroup); diff != "" {
+				t.Errorf("schedulingGroup (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -23,6 +23,11 @@ const (
 // from training-operator, so that a pod it re-creates names its peers as they do.
 const AnnotationTrainingOperatorServices = "tfk8s.io/training-operator-services"
 
+// AnnotationAdopted, "true" on a kubeflow.org job, says tfk8s adopted its pods from
+// training-operator. A pod tfk8s re-creates for such a job joins no gang group: the
+// adopted pods never joined one, so a group would wait for a quorum it cannot reach.
+const AnnotationAdopted = "tfk8s.io/adopted-from-training-operator"
+
 const (
 	// OperatorName is the value of LabelOperatorName, as v1.9 sets it for a TFJob.
 	OperatorName = "tfjob-controller"

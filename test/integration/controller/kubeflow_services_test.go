@@ -91,9 +91,10 @@ func TestKubeflowJobAdoptedKeepsTrainingOperatorNames(t *testing.T) {
 
 	startKubeflowReconciler(t)
 	pods := waitPods(t, ns, "handed", "handed-ps-0", "handed-worker-0") // by tfk8s's label: adopted
-	testutil.Eventually(t, "the job annotated "+kubeflowv1.AnnotationTrainingOperatorServices, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the job annotated "+kubeflowv1.AnnotationTrainingOperatorServices+" and "+kubeflowv1.AnnotationAdopted, func(ctx context.Context) (bool, error) {
 		kf, err := getKubeflowJob(ctx, ns, "handed")
-		return err == nil && kf.Annotations[kubeflowv1.AnnotationTrainingOperatorServices] == "true", err
+		return err == nil && kf.Annotations[kubeflowv1.AnnotationTrainingOperatorServices] == "true" &&
+			kf.Annotations[kubeflowv1.AnnotationAdopted] == "true", err
 	})
 	for name, uid := range svcUIDs {
 		testutil.Eventually(t, "Service "+name+" adopted", func(ctx context.Context) (bool, error) {
