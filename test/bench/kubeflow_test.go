@@ -54,22 +54,15 @@ func BenchmarkKubeflowJobs(b *testing.B) {
 // with --kubeflow, and warms them up in namespace warm: 300 small jobs. stop stops the
 // controller, unless the caller has, and the control plane.
 func newKubeflowRig(b *testing.B, warm string) (r *rig, stop func()) {
-	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cp, stopCP := startControlPlane(b, controlplane.Options{}, true)
 	stop = func() {
 		if r != nil && r.ctl != nil {
 			r.ctl.stop()
 		}
-		cp.Stop()
-	}
-	if err := cp.InstallKubeflowCRD(ctx); err != nil {
-		stop()
-		b.Fatal(err)
+		stopCP()
 	}
 	r = newRig(b, cp)
+	var err error
 	if r.ctl, err = startControllerProcess(cp, nil, "--kubeflow"); err != nil {
 		stop()
 		b.Fatal(err)
