@@ -81,5 +81,11 @@ func TestMain(m *testing.M) {
 	if shared.cp != nil {
 		shared.cp.Stop()
 	}
+	if sharedCluster.opts.Dir != "" {
+		if err := downBenchCluster(sharedCluster.opts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
