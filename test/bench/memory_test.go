@@ -34,11 +34,8 @@ const memoryReplicas = 4
 // then keeps 70 MB). The goal is 100 MB.
 func BenchmarkControllerMemory(b *testing.B) {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cp.Stop()
+	cp, stop := startControlPlane(b, controlplane.Options{}, false)
+	defer stop()
 	r := newRig(b, cp)
 	for i := range b.N {
 		ns := namespace(fmt.Sprintf("memory-%d", i))

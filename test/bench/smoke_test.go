@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"sync"
+	"testing"
 
+	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 )
 
@@ -28,4 +33,59 @@ func benchImage() string {
 		return images.Python
 	}
 	return images.TensorFlow
+}
+
+// shared is, in a smoke run, the one control plane the controller rig's benchmarks
+// share: its start and the CRDs' (some 13 s on two loaded CPUs) were most of each one's
+// smoke run. Each benchmark keeps to namespaces of its own and stops its controllers.
+var shared struct {
+	once sync.Once
+	cp   *controlplane.ControlPlane
+	err  error
+}
+
+// startControlPlane starts a control plane with opts for a controller rig's benchmark,
+// serving kubeflow.org TFJobs too if kubeflow; stop stops it. In a smoke run it returns
+// the shared one, which serves kubeflow.org TFJobs whatever is asked, and TestMain stops.
+func startControlPlane(b *testing.B, opts controlplane.Options, kubeflow bool) (cp *controlplane.ControlPlane, stop func()) {
+	b.Helper()
+	start := func() (*controlplane.ControlPlane, error) {
+		cp, err := controlplane.Start(context.Background(), opts)
+		if err != nil {
+			return nil, err
+		}
+		if kubeflow || smoke {
+			if err := cp.InstallKubeflowCRD(context.Background()); err != nil {
+				cp.Stop()
+				return nil, fmt.Errorf("serving kubeflow.org TFJobs: %w", err)
+			}
+		}
+		return cp, nil
+	}
+	if !smoke {
+		cp, err := start()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cp, cp.Stop
+	}
+	shared.once.Do(func() { shared.cp, shared.err = start() })
+	if shared.err != nil {
+		b.Fatal(shared.err)
+	}
+	return shared.cp, func() {}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cp != nil {
+		shared.cp.Stop()
+	}
+	if sharedCluster.opts.Dir != "" {
+		if err := downBenchCluster(sharedCluster.opts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -49,8 +49,9 @@ type startRound struct {
 // BenchmarkUpstreamNode measures, on a local cluster of one upstream node (kubelet,
 // containerd), (A) tfk8s submit → every command started of a job of 2 PS, 3 workers and
 // a chief in the TensorFlow image, against (B) the same six containers created as raw
-// pods, in alternate rounds, three each, once the image is cached. Goals: A ≤ 1.3 × B,
-// and submit → 6 pods Running ≤ 1.5 s.
+// pods, in alternate rounds, three each, once the image is cached; then the same job as
+// a kubeflow.org TFJob, (C) under tfk8s and (D) under training-operator, three rounds
+// each. Goals: A ≤ 1.3 × B, submit → 6 pods Running ≤ 1.5 s, and C no slower than D.
 func BenchmarkUpstreamNode(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -59,11 +60,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 	}
 	// A network no test uses (the node's and its pods', 10.237.0-1.x), so that it runs
 	// beside the e2e tests' clusters.
-	opts := benchCluster(b, localcluster.Options{PodCIDR: "10.237.0.0/24", Bridge: "tfk8sbenchu0"})
-	st, err := localcluster.Up(ctx, opts)
-	if err != nil {
-		b.Fatalf("up: %v", err)
-	}
+	opts, st := upBenchCluster(ctx, b, localcluster.Options{PodCIDR: "10.237.0.0/24", Bridge: "tfk8sbenchu0"})
 	// The polls for Running take a request each: at client-go's default 5 a second
 	// they would see Running 200 ms late at worst, at 20, 50 ms.
 	cs := newClientset(b, st.Kubeconfig, 20)
@@ -77,6 +74,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 		job = append(job, submitToStarted(ctx, b, cs, opts, fmt.Sprintf("job-%d", i)))
 		raw = append(raw, podsToStarted(ctx, b, cs, creator, fmt.Sprintf("raw-%d", i)))
 	}
+	kfTFK8s, kfOperator := operatorRounds6(ctx, b, cs, opts, st)
 
 	jobStarted, rawStarted := medianOf(job, startedTime), medianOf(raw, startedTime)
 	jobRunning, rawRunning := medianOf(job, runningTime), medianOf(raw, runningTime)
@@ -90,6 +88,7 @@ func BenchmarkUpstreamNode(b *testing.B) {
 		{"(B) 6 raw pods created → 6 pods Running", fmt.Sprintf("%.2f s", rawRunning.Seconds()), seconds(raw, runningTime), ""},
 		{"A / B, commands started", fmt.Sprintf("%.2f ×", ratio), ratios(job, raw), "≤ 1.3 ×"},
 	}
+	rows = append(rows, operatorRows(kfTFK8s, kfOperator)...)
 	table := fmt.Sprintf("| %s | median | rounds, in run order | goal |\n|---|---:|---|---|\n", benchImage())
 	fmt.Printf("\nupstream node, %s; medians of 3 rounds, then each round:\n", benchImage())
 	for _, r := range rows {
