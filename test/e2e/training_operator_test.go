@@ -255,13 +255,17 @@ func execIn(ctx context.Context, kubeconfig string, cs *kubernetes.Clientset, po
 }
 
 // checkOperatorServicesKept wants training-operator's per-replica Services still there
-// after the job succeeded, beside tfk8s's headless one: the adopted pods' TF_CONFIG
-// names them, so tfk8s leaves them to the job's garbage collection (docs/kubeflow.md).
+// after the job succeeded, adopted (tfk8s's job-name label on them), beside tfk8s's
+// headless one: the pods' TF_CONFIG names them, so tfk8s keeps them and leaves them to
+// the job's garbage collection (docs/kubeflow.md).
 func checkOperatorServicesKept(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	for _, name := range []string{"-chief-0", "-ps-0", "-worker-0", "-worker-1", ""} {
-		if _, err := cs.CoreV1().Services("default").Get(ctx, migrateJob+name, metav1.GetOptions{}); err != nil {
+		svc, err := cs.CoreV1().Services("default").Get(ctx, migrateJob+name, metav1.GetOptions{})
+		if err != nil {
 			t.Errorf("Service %s%s: %v", migrateJob, name, err)
+		} else if svc.Labels["tfk8s.io/job-name"] != migrateJob {
+			t.Errorf("Service %s%s has labels %v, want tfk8s.io/job-name: %s (adopted)", migrateJob, name, svc.Labels, migrateJob)
 		}
 	}
 }
