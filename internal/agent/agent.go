@@ -234,7 +234,7 @@ func (s *session) runCommand() int {
 	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
 	<-periodicDone
 	if s.up != nil {
-		s.up.usage.logOOM(s.log)
+		s.up.usage.logOOM(s.cfg.Replica, s.log)
 		reason, message := commandEnd(c.status)
 		s.up.finish(code, reason, message)
 		finalUpload(s.up, deadline, code, s.log)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -177,17 +178,31 @@ func (r *usageRecorder) store(ctx context.Context, c *storage.Client, attempt in
 	return nil
 }
 
+// terminationLog is where the kubelet reads a container's termination message, which
+// the controller puts in the job's failure (the pod's default path).
+var terminationLog = "/dev/termination-log"
+
 // logOOM says, once the command has ended, that the kernel killed processes of the
-// container for its memory limit, with the figures a user needs to raise it.
-func (r *usageRecorder) logOOM(log *logger) {
+// container for its memory limit, with the figures a user needs to raise it: in the
+// log, and as the container's termination message, so that the job's Failed
+// condition and describe name the replica, its peak and its limit.
+func (r *usageRecorder) logOOM(replica string, log *logger) {
 	if r == nil {
 		return
 	}
 	r.sample(log)
-	u := r.record(0)
-	if u == nil || u.OOMKills == 0 {
+	msg := r.record(0).OOMMessage(replica)
+	if msg == "" {
 		return
 	}
-	log.Printf("the kernel killed %d process(es) of the container for its memory limit %s: working set peak %s, high-water %s",
-		u.OOMKills, storage.FormatBytes(u.MemoryLimitBytes), storage.FormatBytes(u.MemoryPeakBytes), storage.FormatBytes(u.MemoryHighWaterBytes))
+	log.Printf("%s", msg)
+	// The kubelet creates the file; where it does not (not in a pod), nothing is written.
+	f, err := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(msg + "\n"); err != nil {
+		log.Printf("writing the termination message: %v", err)
+	}
 }

@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +63,34 @@ func TestUsageSeriesBounded(t *testing.T) {
 		if series[i].Time.Before(series[i-1].Time) {
 			t.Fatalf("point %d is older than the one before", i)
 		}
+	}
+}
+
+// An OOM kill is logged and becomes the container's termination message, naming the
+// replica, its limit and its peak.
+func TestLogOOM(t *testing.T) {
+	dir := filepath.Join("testdata", "cgroup", "v1")
+	cg, err := findCgroup(filepath.Join(dir, "self-cgroup"), filepath.Join(dir, "sys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminationLog = filepath.Join(t.TempDir(), "termination-log")
+	t.Cleanup(func() { terminationLog = "/dev/termination-log" })
+	if err := os.WriteFile(terminationLog, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
+	r.logOOM("worker-1", &logger{out: &out})
+	want := "worker-1 OOMKilled: the kernel killed 1 process(es) at the memory limit 512.0 MiB; peak 500.0 MiB charged, working set peak 300.0 MiB\n"
+	got, err := os.ReadFile(terminationLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("termination message (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out.String(), strings.TrimSpace(want)) {
+		t.Errorf("log %q lacks %q", out.String(), want)
 	}
 }

@@ -38,12 +38,8 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 		return err
 	}
 	for _, r := range replicas {
-		if u := r.Usage; u != nil && u.OOMKills > 0 {
-			// A process killed in a moment of allocating is rarely sampled at its
-			// peak: the kernel's high-water mark is the figure to set the limit by.
-			fmt.Fprintf(w, "  %s: OOMKilled: the kernel killed %d process(es) at the memory limit %s; peak %s charged, working set peak %s\n",
-				r.Name, u.OOMKills, memoryLimit(u.MemoryLimitBytes), storage.FormatBytes(max(u.MemoryHighWaterBytes, u.MemoryPeakBytes)),
-				storage.FormatBytes(u.MemoryPeakBytes))
+		if msg := r.Usage.OOMMessage(r.Name); msg != "" {
+			fmt.Fprintf(w, "  %s\n", msg)
 		}
 	}
 	return nil

@@ -34,7 +34,7 @@ func TestDescribeRunUsage(t *testing.T) {
 			"  chief-0    1         1.50       1.98       12.3s      200.0 MiB     300.0 MiB     none       0\n" +
 			"  worker-0   2         0.25       1.00       3.0s       10.0 MiB      12.0 MiB      64.0 MiB   1\n" +
 			"  worker-1   <reading the usage record: denied>\n" +
-			"  worker-0: OOMKilled: the kernel killed 1 process(es) at the memory limit 64.0 MiB; peak 64.0 MiB charged, working set peak 12.0 MiB\n",
+			"  worker-0 OOMKilled: the kernel killed 1 process(es) at the memory limit 64.0 MiB; peak 64.0 MiB charged, working set peak 12.0 MiB\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

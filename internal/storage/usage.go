@@ -53,6 +53,22 @@ type UsagePoint struct {
 	MemoryBytes int64     `json:"memoryBytes"`
 }
 
+// OOMMessage names the replica whose record this is, its OOM kills, its limit and
+// its peaks; "" when the kernel killed nothing. A process killed in a moment of
+// allocating is rarely sampled at its peak: the kernel's high-water mark of the memory
+// charged is the figure to set the limit by, the working set's peak beside it.
+func (u *Usage) OOMMessage(replica string) string {
+	if u == nil || u.OOMKills == 0 {
+		return ""
+	}
+	limit := "none"
+	if u.MemoryLimitBytes > 0 {
+		limit = FormatBytes(u.MemoryLimitBytes)
+	}
+	return fmt.Sprintf("%s OOMKilled: the kernel killed %d process(es) at the memory limit %s; peak %s charged, working set peak %s",
+		replica, u.OOMKills, limit, FormatBytes(max(u.MemoryHighWaterBytes, u.MemoryPeakBytes)), FormatBytes(u.MemoryPeakBytes))
+}
+
 // ReadUsage reads the usage record of the replica stored under the prefix replica; an
 // error wrapping ErrNotFound when it has none.
 func ReadUsage(ctx context.Context, c *Client, replica URI) (*Usage, error) {
