@@ -21,9 +21,11 @@ const oomProgram = `b = b"x" * (300 << 20); print("allocated", flush=True)`
 func checkRunUsage(ctx context.Context, t *testing.T, c *jobsCluster, run string) {
 	t.Helper()
 	u := runUsage(ctx, t, c, run)
-	// Importing TensorFlow alone takes CPU seconds and well over 50 MiB.
-	if u.Samples < 1 || u.CPUSeconds < 0.5 || u.MemoryPeakBytes < 50<<20 || u.MemoryMeanBytes > u.MemoryPeakBytes || u.OOMKills != 0 {
-		t.Errorf("usage of %s worker-0: %+v; want samples, at least 0.5 CPU-seconds, a peak over 50 MiB, no OOM kill", run, *u)
+	// Importing TensorFlow alone takes CPU seconds and well over 50 MiB. The program
+	// runs for about 2 s, one sampling interval: the samples miss its working set's
+	// peak, the kernel's high-water mark does not.
+	if u.Samples < 1 || u.CPUSeconds < 0.5 || u.MemoryHighWaterBytes < 50<<20 || u.MemoryMeanBytes > u.MemoryPeakBytes || u.OOMKills != 0 {
+		t.Errorf("usage of %s worker-0: %+v; want samples, at least 0.5 CPU-seconds, a high-water mark over 50 MiB, no OOM kill", run, *u)
 	}
 	r := c.mustTfk8s(ctx, t, "runs", "show", run)
 	if want := `(?m)^\s+worker-0\s+1\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\ds\s+\d+\.\d MiB\s+\d+\.\d MiB\s+none\s+0$`; !regexp.MustCompile(want).MatchString(r.stdout) {
