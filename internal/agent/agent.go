@@ -29,7 +29,9 @@
 //     artifacts/<path> and .../attempts/<n>/logs/<container>.log, then the attempt's
 //     record and manifest.json (see storage's layout.go); and reads the TensorFlow
 //     event files among the artifacts as they grow, storing their step and scalars
-//     in .../progress.json when they changed (progress.go);
+//     in .../progress.json when they changed (progress.go); and samples the
+//     container's cgroup, storing its CPU and memory use in .../usage.json at every
+//     upload (usage.go, cgroup.go);
 //  6. once the command has exited, ends what it left running (SIGTERM, then SIGKILL
 //     after TFK8S_CHILD_GRACE): the agent is a child subreaper, so even a daemon that
 //     left the process group is found, and no orphan stays a zombie;
@@ -211,6 +213,7 @@ func (s *session) runCommand() int {
 	periodicDone := make(chan struct{})
 	if s.up != nil {
 		s.up.started(ctx)
+		go s.up.usage.run(stop, usageInterval, s.log)
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)
@@ -231,6 +234,7 @@ func (s *session) runCommand() int {
 	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
 	<-periodicDone
 	if s.up != nil {
+		s.up.usage.logOOM(s.cfg.Replica, s.log)
 		reason, message := commandEnd(c.status)
 		s.up.finish(code, reason, message)
 		finalUpload(s.up, deadline, code, s.log)

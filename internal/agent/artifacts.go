@@ -32,6 +32,7 @@ type uploader struct {
 	meta      storage.Manifest
 	log       *logger
 	progress  *progressRecorder
+	usage     *usageRecorder // nil where the cgroup cannot be read
 
 	mu            sync.Mutex // one sync at a time; guards what follows
 	state         *storage.SyncState
@@ -59,6 +60,7 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 		meta:      storage.Manifest{Namespace: cfg.Namespace, Job: cfg.JobName, Replica: cfg.Replica, Container: cfg.ContainerName},
 		log:       log,
 		progress:  newProgressRecorder(base, cfg.ArtifactsPaths, log),
+		usage:     newUsageRecorder(base, log),
 		state:     storage.NewSyncState(),
 		carried:   map[string]storage.ManifestFile{},
 		attempt:   storage.Attempt{Pod: cfg.PodName, PodUID: cfg.PodUID, Container: cfg.ContainerName},
@@ -66,7 +68,7 @@ func newUploader(c *storage.Client, cfg Config, logOffset int64, log *logger) (*
 }
 
 // sync uploads the changed artifact files, the progress record if the summaries among
-// them changed it, and the log, then, when final, the attempt's record, then the
+// them changed it, the usage record, and the log, then, when final, the attempt's record, then the
 // manifest if anything changed or final is set; the manifest says Final only if
 // everything before it was stored. A nil exitCode means the command is still running.
 func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
@@ -83,6 +85,7 @@ func (u *uploader) sync(ctx context.Context, final bool, exitCode *int) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, u.progress.record(ctx, u.client, u.state.Files()))
+	errs = append(errs, u.usage.store(ctx, u.client, u.attempt.Number, u.log))
 	if final {
 		u.log.Printf("uploading artifacts and log to %s", u.base)
 	}

@@ -293,6 +293,8 @@ type replicaDocument struct {
 	Attempts []storage.Attempt      `json:"attempts"`
 	Files    []storage.ManifestFile `json:"files"`
 	Error    string                 `json:"error,omitempty"`
+	// Usage is what its latest attempt's container used.
+	Usage *storage.Usage `json:"usage,omitempty"`
 }
 
 func newRunDocument(d *runs.Details) runDocument {
@@ -304,7 +306,7 @@ func newRunDocument(d *runs.Details) runDocument {
 		doc.Job = jobspec.ForPrinting(d.Job)
 	}
 	for _, r := range d.Manifests {
-		rd := replicaDocument{Name: r.Name, Attempts: []storage.Attempt{}, Files: []storage.ManifestFile{}}
+		rd := replicaDocument{Name: r.Name, Attempts: []storage.Attempt{}, Files: []storage.ManifestFile{}, Usage: r.Usage}
 		if r.Manifest != nil {
 			rd.Attempts, rd.Files = r.Manifest.Attempts, r.Manifest.Files
 		}
@@ -358,6 +360,9 @@ func describeRun(w io.Writer, d *runs.Details, now time.Time) error {
 		return err
 	}
 	if err := describeRunArtifacts(w, d.Manifests); err != nil {
+		return err
+	}
+	if err := describeRunUsage(w, d.Manifests); err != nil {
 		return err
 	}
 	var live *tfv1.TFJob // whose figures may still move

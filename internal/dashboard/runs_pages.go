@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/runs"
+	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
@@ -109,6 +110,8 @@ type runView struct {
 	Duration time.Duration
 	// Attempts are every replica's attempts, replica by replica.
 	Attempts []attemptRow
+	// Usage is what each replica's latest attempt used, replica by replica.
+	Usage []usageRow
 	// Unread names the replicas whose manifest could not be read.
 	Unread []string
 	// Lead is the record whose step and scalars the page shows; nil if none.
@@ -128,6 +131,29 @@ type attemptRow struct {
 	ExitCode, Reason string
 }
 
+// usageRow is one replica's usage record, as tfk8s runs show prints it.
+type usageRow struct {
+	Replica                                     string
+	Attempt                                     int
+	CPUMean, CPUPeak, CPUTime, MemMean, MemPeak string
+	Limit                                       string
+	OOMKills                                    int
+	// OOM names the OOM kill, its limit and its peaks; "" if none.
+	OOM string
+}
+
+// newUsageRow renders a replica's usage record.
+func newUsageRow(replica string, u *storage.Usage) usageRow {
+	limit := "none"
+	if u.MemoryLimitBytes > 0 {
+		limit = storage.FormatBytes(u.MemoryLimitBytes)
+	}
+	return usageRow{Replica: replica, Attempt: u.Attempt, CPUMean: fmt.Sprintf("%.2f", u.CPUCoresMean),
+		CPUPeak: fmt.Sprintf("%.2f", u.CPUCoresPeak), CPUTime: fmt.Sprintf("%.1f s", u.CPUSeconds),
+		MemMean: storage.FormatBytes(u.MemoryMeanBytes), MemPeak: storage.FormatBytes(u.MemoryPeakBytes),
+		Limit: limit, OOMKills: u.OOMKills, OOM: u.OOMMessage(replica)}
+}
+
 // runPage shows one run: its spec in short, its replicas' attempts and its curves.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ns, job, id := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("run")
@@ -141,6 +167,12 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, sess *session) 
 		if m.Err != nil {
 			s.logError(r, m.Err)
 			v.Unread = append(v.Unread, m.Name)
+		}
+		if m.UsageErr != nil {
+			s.logError(r, m.UsageErr)
+		}
+		if m.Usage != nil {
+			v.Usage = append(v.Usage, newUsageRow(m.Name, m.Usage))
 		}
 		if m.Manifest == nil {
 			continue

@@ -168,6 +168,21 @@ func TestRunsPages(t *testing.T) {
 		notShown: []string{"secret-bucket", "s3://"},
 		wantLog:  s3Failure.Error(),
 	}, {
+		name: "a run's page, with each replica's usage",
+		cluster: runsCluster{page: &RunPage{Details: &runs.Details{Run: storedRun("mnist", "0f3a9c2e", 0.25), Manifests: []runs.Replica{
+			{Name: "chief-0", Usage: &storage.Usage{Attempt: 1, CPUSeconds: 12.34, CPUCoresMean: 1.5, CPUCoresPeak: 1.98,
+				MemoryMeanBytes: 200 << 20, MemoryPeakBytes: 300 << 20}},
+			{Name: "worker-0", Usage: &storage.Usage{Attempt: 2, CPUSeconds: 3, CPUCoresMean: 0.25, CPUCoresPeak: 1,
+				MemoryMeanBytes: 10 << 20, MemoryPeakBytes: 12 << 20, MemoryHighWaterBytes: 64 << 20, MemoryLimitBytes: 64 << 20, OOMKills: 1}},
+		}}}},
+		target: "/runs/a/mnist/0f3a9c2e",
+		code:   http.StatusOK,
+		want: []string{
+			`<tr class="usage" data-replica="chief-0"><td>chief-0</td><td>1</td><td>1.50</td><td>1.98</td><td>12.3 s</td><td>200.0 MiB</td><td>300.0 MiB</td><td>none</td><td>0</td></tr>`,
+			`<tr class="usage" data-replica="worker-0"><td>worker-0</td><td>2</td><td>0.25</td><td>1.00</td><td>3.0 s</td><td>10.0 MiB</td><td>12.0 MiB</td><td>64.0 MiB</td><td>1</td></tr>`,
+			`<p class="status error oom">worker-0 OOMKilled: the kernel killed 1 process(es) at the memory limit 64.0 MiB; peak 64.0 MiB charged, working set peak 12.0 MiB</p>`,
+		},
+	}, {
 		name:     "a run not stored",
 		cluster:  runsCluster{err: fmt.Errorf("no run of tfjob mnist in s3://secret-bucket/runs/a/mnist/: %w", storage.ErrNotFound)},
 		target:   "/runs/a/mnist/0f3a9c2e",

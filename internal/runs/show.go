@@ -26,6 +26,11 @@ type Replica struct {
 	Manifest *storage.Manifest
 	// Err says why its manifest could not be read.
 	Err error
+	// Usage is what its latest attempt's container used; nil when it stored none
+	// (an agent that could not read its cgroup, or older than the record).
+	Usage *storage.Usage
+	// UsageErr says why its usage record could not be read.
+	UsageErr error
 }
 
 // Find finds a run by its name, JOB for the newest or JOB/RUN, in namespace under
@@ -64,8 +69,8 @@ func Find(ctx context.Context, c *storage.Client, destination storage.URI, live 
 	return r, err
 }
 
-// Show reads a run's replicas' manifests, MaxParallelReads at a time: those of the
-// replicas it stored, and of its job's others.
+// Show reads a run's replicas' manifests and usage records, MaxParallelReads
+// replicas at a time: those of the replicas it stored, and of its job's others.
 func Show(ctx context.Context, c *storage.Client, r Run) (*Details, error) {
 	names := slices.Clone(r.Stored.Replicas)
 	for _, name := range jobs.Replicas(r.Job) {
@@ -87,7 +92,11 @@ func Show(ctx context.Context, c *storage.Client, r Run) (*Details, error) {
 		if errors.Is(err, storage.ErrNotFound) {
 			err = nil
 		}
-		d.Manifests[i] = Replica{Name: names[i], Manifest: m, Err: err}
+		u, uerr := storage.ReadUsage(ctx, c, prefix.Join(names[i]+"/"))
+		if errors.Is(uerr, storage.ErrNotFound) {
+			uerr = nil
+		}
+		d.Manifests[i] = Replica{Name: names[i], Manifest: m, Err: err, Usage: u, UsageErr: uerr}
 	})
 	return d, nil
 }

@@ -29,6 +29,8 @@ import (
 //	    every file stored so far, of every attempt, with its size and SHA-256
 //	<destination>/<namespace>/<job>/<replica>/progress.json
 //	    a tfevents.Progress: the step and scalars of the event files stored so far
+//	<destination>/<namespace>/<job>/<replica>/usage.json
+//	    a Usage: the CPU and memory the latest attempt's container used, sampled
 const (
 	// ManifestName is the replica's manifest, written after the files it lists.
 	ManifestName = "manifest.json"
@@ -36,6 +38,8 @@ const (
 	AttemptRecordName = "attempt.json"
 	// ProgressName is the replica's progress record, rewritten as its summaries grow.
 	ProgressName = "progress.json"
+	// UsageName is the replica's usage record, rewritten at every upload.
+	UsageName = "usage.json"
 )
 
 // JobPrefix is where a job's replicas store: <destination>/<namespace>/<job>/.

@@ -50,7 +50,8 @@ print("trained to step 5", flush=True)
 // TestRuns: a job that stores in S3 is still listed and shown once its TTL deleted
 // its TFJob (after its end was recorded), with its attempts, its logs and its scalars;
 // submitted again from its run under the same name, it is a second run with attempts
-// of its own; one TensorBoard serves both runs, and the dashboard's compare view
+// of its own; what its replica used is kept with it, and a replica killed by its
+// memory limit is named with its peak and limit; one TensorBoard serves both runs, and the dashboard's compare view
 // draws both (issue 27).
 func TestRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -114,6 +115,7 @@ func TestRuns(t *testing.T) {
 	if r = c.mustTfk8s(ctx, t, "logs", "scalars", "worker-0"); !strings.Contains(r.stdout, "trained to step 5") {
 		t.Errorf("logs of the deleted job's run: %s", r)
 	}
+	checkRunUsage(ctx, t, c, "scalars/"+firstRun)
 
 	// Submitted again from its run, under the same name: a second run.
 	start = time.Now()
@@ -143,6 +145,7 @@ func TestRuns(t *testing.T) {
 	c.mustTfk8s(ctx, t, "delete", "scalars", "--wait")
 
 	checkCodelessAttemptsKept(ctx, t, c)
+	checkOOMKilledRun(ctx, t, c)
 }
 
 // checkCodelessAttemptsKept: a job submitted without code, whose worker the ExitCode

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// usageInterval is the time between two samples of the cgroup: often enough that a
+// short job has a few, rarely enough to cost nothing measurable.
+const usageInterval = 2 * time.Second
+
+// usageRecorder samples the container's cgroup while the command runs and keeps the
+// replica's usage record, which the uploader stores at every upload.
+type usageRecorder struct {
+	cg  *cgroupReader
+	dst storage.URI
+	now func() time.Time
+
+	mu       sync.Mutex // guards what follows
+	rec      storage.Usage
+	last     cgroupSample
+	lastAt   time.Time
+	memSum   float64
+	firstCPU float64
+	points   []storage.UsagePoint
+	stride   int // keep every stride-th sample in points
+	skipped  int
+	stored   []byte
+	warned   bool
+}
+
+// newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
+// the command runs as well without the record.
+func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
+	cg, err := findCgroup("/proc/self/cgroup", "/sys/fs/cgroup")
+	if err != nil {
+		log.Printf("no usage record: %v", err)
+		return nil
+	}
+	return &usageRecorder{cg: cg, dst: replica.Join(storage.UsageName), now: time.Now, stride: 1,
+		rec: storage.Usage{Source: cg.source()}}
+}
+
+// run samples every interval until stop closes.
+func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, log *logger) {
+	if r == nil {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		r.sample(log)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample reads the cgroup once and adds the reading to the record.
+func (r *usageRecorder) sample(log *logger) {
+	s, err := r.cg.read()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if !r.warned {
+			r.warned = true
+			log.Printf("sampling the container's cgroup: %v", err)
+		}
+		return
+	}
+	r.add(s, r.now().UTC())
+}
+
+// add adds sample s, taken at t, to the record. The caller holds mu.
+func (r *usageRecorder) add(s cgroupSample, t time.Time) {
+	u := &r.rec
+	var cores float64
+	if u.Samples == 0 {
+		u.Start, r.firstCPU = t, s.cpuSeconds
+	} else if dt := t.Sub(r.lastAt).Seconds(); dt > 0 {
+		cores = max(0, s.cpuSeconds-r.last.cpuSeconds) / dt
+		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
+	}
+	u.Samples++
+	u.Updated = t
+	u.CPUSeconds = s.cpuSeconds
+	if span := t.Sub(u.Start).Seconds(); span > 0 {
+		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
+	}
+	r.memSum += float64(s.workingSet)
+	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
+	u.MemoryPeakBytes = max(u.MemoryPeakBytes, s.workingSet)
+	u.MemoryHighWaterBytes = max(u.MemoryHighWaterBytes, s.highWater)
+	u.MemoryLimitBytes, u.OOMKills = s.limit, s.oomKills
+	r.last, r.lastAt = s, t
+	r.keep(storage.UsagePoint{Time: t, CPUCores: cores, MemoryBytes: s.workingSet})
+}
+
+// keep adds p to the series, which holds at most twice MaxUsagePoints: when full, every
+// other point goes and only every stride-th sample is kept from then on, so that the
+// series stays even over the whole run however long it is.
+func (r *usageRecorder) keep(p storage.UsagePoint) {
+	if r.skipped++; r.skipped < r.stride {
+		return
+	}
+	r.skipped = 0
+	r.points = append(r.points, p)
+	if len(r.points) >= 2*storage.MaxUsagePoints {
+		half := r.points[:0]
+		for i := 0; i < len(r.points); i += 2 {
+			half = append(half, r.points[i])
+		}
+		r.points, r.stride = half, 2*r.stride
+	}
+}
+
+// record returns the record of attempt n, its series thinned to MaxUsagePoints; nil
+// before the first sample.
+func (r *usageRecorder) record(attempt int) *storage.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rec.Samples == 0 {
+		return nil
+	}
+	u := r.rec
+	u.Attempt = attempt
+	u.Series = thinUsage(r.points, storage.MaxUsagePoints)
+	return &u
+}
+
+// thinUsage picks at most n evenly spaced points, the last always among them.
+func thinUsage(points []storage.UsagePoint, n int) []storage.UsagePoint {
+	if len(points) <= n {
+		return append([]storage.UsagePoint(nil), points...)
+	}
+	out := make([]storage.UsagePoint, n)
+	for i := range out {
+		out[i] = points[(i+1)*len(points)/n-1]
+	}
+	return out
+}
+
+// store takes a sample and uploads the record of attempt n if it changed.
+func (r *usageRecorder) store(ctx context.Context, c *storage.Client, attempt int, log *logger) error {
+	if r == nil {
+		return nil
+	}
+	r.sample(log)
+	u := r.record(attempt)
+	if u == nil {
+		return nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	same := bytes.Equal(b, r.stored)
+	r.mu.Unlock()
+	if same {
+		return nil
+	}
+	if err := c.PutObject(ctx, r.dst, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("writing the usage record: %w", err)
+	}
+	r.mu.Lock()
+	r.stored = b
+	r.mu.Unlock()
+	return nil
+}
+
+// terminationLog is where the kubelet reads a container's termination message, which
+// the controller puts in the job's failure (the pod's default path).
+var terminationLog = "/dev/termination-log"
+
+// logOOM says, once the command has ended, that the kernel killed processes of the
+// container for its memory limit, with the figures a user needs to raise it: in the
+// log, and as the container's termination message, so that the job's Failed
+// condition and describe name the replica, its peak and its limit.
+func (r *usageRecorder) logOOM(replica string, log *logger) {
+	if r == nil {
+		return
+	}
+	r.sample(log)
+	msg := r.record(0).OOMMessage(replica)
+	if msg == "" {
+		return
+	}
+	log.Printf("%s", msg)
+	// The kubelet creates the file; where it does not (not in a pod), nothing is written.
+	f, err := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(msg + "\n"); err != nil {
+		log.Printf("writing the termination message: %v", err)
+	}
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tfk8s/tfk8s/internal/runs"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// describeRunUsage writes what each replica's latest attempt used, beside its memory
+// limit: a user sizing the next run reads the peaks, and an OOM kill its figures.
+func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "Usage:")
+	n := 0
+	for _, r := range replicas {
+		if r.Usage == nil && r.UsageErr == nil {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(tw, "  REPLICA\tATTEMPT\tCPU MEAN\tCPU PEAK\tCPU TIME\tMEMORY MEAN\tMEMORY PEAK\tLIMIT\tOOM KILLS")
+		}
+		n++
+		if r.UsageErr != nil {
+			fmt.Fprintf(tw, "  %s\t<%v>\n", r.Name, r.UsageErr)
+			continue
+		}
+		u := r.Usage
+		fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.2f\t%.1fs\t%s\t%s\t%s\t%d\n", r.Name, u.Attempt, u.CPUCoresMean, u.CPUCoresPeak,
+			u.CPUSeconds, storage.FormatBytes(u.MemoryMeanBytes), storage.FormatBytes(u.MemoryPeakBytes),
+			memoryLimit(u.MemoryLimitBytes), u.OOMKills)
+	}
+	if n == 0 {
+		fmt.Fprintln(tw, "  <none>")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range replicas {
+		if msg := r.Usage.OOMMessage(r.Name); msg != "" {
+			fmt.Fprintf(w, "  %s\n", msg)
+		}
+	}
+	return nil
+}
+
+// memoryLimit renders a usage record's limit.
+func memoryLimit(n int64) string {
+	if n == 0 {
+		return "none"
+	}
+	return storage.FormatBytes(n)
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/runs"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+func TestDescribeRunUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas []runs.Replica
+		want     string
+	}{{
+		name:     "none stored",
+		replicas: []runs.Replica{{Name: "worker-0"}},
+		want:     "Usage:\n  <none>\n",
+	}, {
+		name: "peaks, means and the limit",
+		replicas: []runs.Replica{
+			{Name: "chief-0", Usage: &storage.Usage{Attempt: 1, CPUSeconds: 12.34, CPUCoresMean: 1.5, CPUCoresPeak: 1.98,
+				MemoryMeanBytes: 200 << 20, MemoryPeakBytes: 300 << 20}},
+			{Name: "worker-0", Usage: &storage.Usage{Attempt: 2, CPUSeconds: 3, CPUCoresMean: 0.25, CPUCoresPeak: 1,
+				MemoryMeanBytes: 10 << 20, MemoryPeakBytes: 12 << 20, MemoryHighWaterBytes: 64 << 20, MemoryLimitBytes: 64 << 20, OOMKills: 1}},
+			{Name: "worker-1", UsageErr: errors.New("reading the usage record: denied")},
+		},
+		want: "Usage:\n" +
+			"  REPLICA    ATTEMPT   CPU MEAN   CPU PEAK   CPU TIME   MEMORY MEAN   MEMORY PEAK   LIMIT      OOM KILLS\n" +
+			"  chief-0    1         1.50       1.98       12.3s      200.0 MiB     300.0 MiB     none       0\n" +
+			"  worker-0   2         0.25       1.00       3.0s       10.0 MiB      12.0 MiB      64.0 MiB   1\n" +
+			"  worker-1   <reading the usage record: denied>\n" +
+			"  worker-0 OOMKilled: the kernel killed 1 process(es) at the memory limit 64.0 MiB; peak 64.0 MiB charged, working set peak 12.0 MiB\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := describeRunUsage(&b, tt.replicas); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, b.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Usage is what a replica's container used, as its agent sampled the container's
+// cgroup while the command ran: the figures of its latest attempt (a restarted
+// container starts a new cgroup, and its counters with it).
+type Usage struct {
+	// Attempt is the attempt sampled.
+	Attempt int `json:"attempt"`
+	// Source names the cgroup version read: "cgroup v1" or "cgroup v2".
+	Source string `json:"source"`
+	// Start and Updated are the first and the latest sample's times.
+	Start   time.Time `json:"start"`
+	Updated time.Time `json:"updated"`
+	// Samples counts them.
+	Samples int `json:"samples"`
+	// CPUSeconds is the CPU time the container used, all its processes together.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// CPUCoresMean is CPUSeconds per second between the first and latest sample;
+	// CPUCoresPeak the most between two samples.
+	CPUCoresMean float64 `json:"cpuCoresMean"`
+	CPUCoresPeak float64 `json:"cpuCoresPeak"`
+	// MemoryMeanBytes and MemoryPeakBytes are of the working set sampled: memory
+	// in use less the page cache the kernel may reclaim (inactive files), as the
+	// kubelet counts it against the limit.
+	MemoryMeanBytes int64 `json:"memoryMeanBytes"`
+	MemoryPeakBytes int64 `json:"memoryPeakBytes"`
+	// MemoryHighWaterBytes is the kernel's own peak of the memory charged, page cache
+	// included, between samples too; 0 where the kernel does not keep it.
+	MemoryHighWaterBytes int64 `json:"memoryHighWaterBytes,omitempty"`
+	// MemoryLimitBytes is the container's limit; 0 when it has none.
+	MemoryLimitBytes int64 `json:"memoryLimitBytes,omitempty"`
+	// OOMKills counts the processes the kernel killed for the limit.
+	OOMKills int `json:"oomKills"`
+	// Series is the samples, evenly thinned out to at most MaxUsagePoints.
+	Series []UsagePoint `json:"series,omitempty"`
+}
+
+// MaxUsagePoints bounds a usage record's series, as MaxPoints bounds progress's.
+const MaxUsagePoints = 240
+
+// UsagePoint is one sample: the cores used since the one before, and the working set.
+type UsagePoint struct {
+	Time        time.Time `json:"time"`
+	CPUCores    float64   `json:"cpuCores"`
+	MemoryBytes int64     `json:"memoryBytes"`
+}
+
+// OOMMessage names the replica whose record this is, its OOM kills, its limit and
+// its peaks; "" when the kernel killed nothing. A process killed in a moment of
+// allocating is rarely sampled at its peak: the kernel's high-water mark of the memory
+// charged is the figure to set the limit by, the working set's peak beside it.
+func (u *Usage) OOMMessage(replica string) string {
+	if u == nil || u.OOMKills == 0 {
+		return ""
+	}
+	limit := "none"
+	if u.MemoryLimitBytes > 0 {
+		limit = FormatBytes(u.MemoryLimitBytes)
+	}
+	return fmt.Sprintf("%s OOMKilled: the kernel killed %d process(es) at the memory limit %s; peak %s charged, working set peak %s",
+		replica, u.OOMKills, limit, FormatBytes(max(u.MemoryHighWaterBytes, u.MemoryPeakBytes)), FormatBytes(u.MemoryPeakBytes))
+}
+
+// ReadUsage reads the usage record of the replica stored under the prefix replica; an
+// error wrapping ErrNotFound when it has none.
+func ReadUsage(ctx context.Context, c *Client, replica URI) (*Usage, error) {
+	var buf bytes.Buffer
+	u := replica.Join(UsageName)
+	if _, err := c.Download(ctx, u, &buf); err != nil {
+		return nil, fmt.Errorf("reading the usage record: %w", err)
+	}
+	r := &Usage{}
+	if err := json.Unmarshal(buf.Bytes(), r); err != nil {
+		return nil, fmt.Errorf("reading the usage record %s: %v", u, err)
+	}
+	return r, nil
+}
