@@ -54,7 +54,7 @@ func TestDeleteMakesTheNextUpNew(t *testing.T) {
 
 	stdout, stderr, code := runTfk8s(ctx, "local", "delete", "--dir", opts.Dir)
 	t.Logf("tfk8s local delete:\n%s%s", stderr, stdout)
-	want := "Deleted the local cluster in " + opts.Dir + ": removed cluster, cluster.yaml, kubeconfig, registry, registry-credentials, s3, s3.yaml ("
+	want := "Deleted the local cluster in " + opts.Dir + ": removed cluster, cluster.yaml, kubeconfig, registry, registry-credentials, s3, s3-iam, s3.yaml ("
 	if code != 0 || !strings.HasPrefix(stdout, want) {
 		t.Fatalf("local delete: exit %d, stdout %q; want it to start with %q", code, stdout, want)
 	}
