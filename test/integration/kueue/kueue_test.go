@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -113,8 +114,13 @@ func TestKueuePreemptsALowerPriorityJob(t *testing.T) {
 	if err := k8sClient.Create(ctx, queuedJob(ns, "high", ns+"-high")); err != nil {
 		t.Fatal(err)
 	}
-	low := waitJob(t, ns, "low", "to be preempted", held(tfv1.ReasonPreempted))
-	t.Logf("low preempted %s after high was created: %s", since(start), suspendedMessage(low))
+	// Held as Preempted lasts only until the evicted Workload's quota is given back,
+	// which can fall between two polls; then the job waits as Queued. Either hold, with
+	// the Preempted event the user sees in describe, says low was preempted.
+	waitJob(t, ns, "low", "to be preempted", func(j *tfv1.TFJob) bool {
+		return held(tfv1.ReasonPreempted)(j) || held(tfv1.ReasonQueued)(j)
+	})
+	t.Logf("low preempted %s after high was created: %s", since(start), waitEvent(t, ns, "low", tfv1.ReasonPreempted))
 	testutil.Eventually(t, "the pods of low to be deleted", func(ctx context.Context) (bool, error) {
 		pods, err := jobPods(ctx, ns, "low")
 		return len(pods) == 0, err
@@ -125,7 +131,7 @@ func TestKueuePreemptsALowerPriorityJob(t *testing.T) {
 
 	finishJob(t, ns, "high")
 	runJob(t, ns, "low")
-	low = finishJob(t, ns, "low")
+	low := finishJob(t, ns, "low")
 	for rt, rs := range low.Status.ReplicaStatuses {
 		if rs.Restarts != 0 {
 			t.Errorf("%s restarts = %d after the preemption, want 0 (backoffLimit 0 would fail the job)", rt, rs.Restarts)
@@ -199,4 +205,21 @@ func TestKueueJobSuspendedOnScheduleTimeout(t *testing.T) {
 	finishJob(t, ns, "next")
 	runJob(t, ns, "stuck")
 	finishJob(t, ns, "stuck")
+}
+
+// waitEvent waits for an event of reason on the object name and returns its note.
+func waitEvent(t *testing.T, ns, name, reason string) string {
+	t.Helper()
+	var note string
+	testutil.Eventually(t, "a "+reason+" event of "+name, func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		err := k8sClient.List(ctx, events, client.InNamespace(ns))
+		for _, e := range events.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				note = e.Note
+			}
+		}
+		return err == nil && note != "", err
+	})
+	return note
 }
