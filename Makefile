@@ -311,7 +311,7 @@ chaos:
 .PHONY: bench
 bench:
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
-	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/...
+	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
 # Every benchmark of test/bench at its smallest size, one round (TFK8S_BENCH_SMOKE), as
 # make test runs them after the tests: their figures mean nothing, but a benchmark that

@@ -50,16 +50,21 @@ func BenchmarkLocalTensorFlow(b *testing.B) {
 		rounds = append(rounds, submitToRunning(ctx, b, cs, opts, fmt.Sprintf("bench-%d", i)))
 	}
 	slices.Sort(rounds)
-	fmt.Printf("\nlocal mode, %s (%.1f MB):\n", benchImage(), float64(size)/1e6)
-	fmt.Printf("%-62s %8.2f s\n", "image pulled from the local registry and unpacked", pull.Seconds())
-	fmt.Printf("%-62s %8.2f s\n", "first pod: created → Succeeded, image pull included", firstPod.Seconds())
 	med := rounds[len(rounds)/2]
 	var each []string
 	for _, r := range rounds {
 		each = append(each, fmt.Sprintf("%.2f", r.Seconds()))
 	}
-	fmt.Printf("%-62s %8.2f s   %s\n", fmt.Sprintf("submit → 6 replicas Running, image cached (median of %d)", len(rounds)),
+	var table strings.Builder
+	fmt.Fprintf(&table, "local mode, %s (%.1f MB):\n", benchImage(), float64(size)/1e6)
+	fmt.Fprintf(&table, "%-62s %8.2f s\n", "image pulled from the local registry and unpacked", pull.Seconds())
+	fmt.Fprintf(&table, "%-62s %8.2f s\n", "first pod: created → Succeeded, image pull included", firstPod.Seconds())
+	fmt.Fprintf(&table, "%-62s %8.2f s   %s\n", fmt.Sprintf("submit → 6 replicas Running, image cached (median of %d)", len(rounds)),
 		med.Seconds(), strings.Join(each, " "))
+	fmt.Print("\n" + table.String())
+	writeReport(b, "Local mode", "`BenchmarkLocalTensorFlow`, "+time.Now().UTC().Format("2006-01-02")+
+		", a local cluster of its own (kubelet "+kubeletVersion(ctx, b, cs)+") with an empty image cache, on "+machine()+
+		":\n\n```text\n"+table.String()+"```\n")
 	b.ReportMetric(pull.Seconds(), "s-pull-unpack")
 	b.ReportMetric(med.Seconds(), "s-submit-to-running")
 }
@@ -249,4 +254,13 @@ func waitRunning(ctx context.Context, cs *kubernetes.Clientset, selector string,
 		}
 		return true, nil
 	})
+}
+
+// kubeletVersion is the version the cluster's first node reports, for the report.
+func kubeletVersion(ctx context.Context, b *testing.B, cs kubernetes.Interface) string {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || len(nodes.Items) == 0 {
+		b.Fatalf("reading the node's kubelet version: %v (%d nodes)", err, len(nodes.Items))
+	}
+	return nodes.Items[0].Status.NodeInfo.KubeletVersion
 }
