@@ -465,6 +465,8 @@ push:
 # RELEASE_URL, under RELEASE_OUT/VERSION/. RELEASE_PLAIN_HTTP=1 pushes the chart over
 # plain HTTP (a test's registry). The binaries name REGISTRY as their images'
 # repository (the last -X wins): the controller's default agent image is the release's.
+# A VERSION that is not a pre-release (no -suffix) needs its "## VERSION" section in
+# CHANGELOG.md, or nothing is built: write the notes first.
 RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
 RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
