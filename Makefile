@@ -3,7 +3,8 @@
 # make tools      builds the upstream binaries tests and local mode run, into bin/
 # make node-tools builds local mode's node into bin/ and _out/images/: kubelet,
 #                 kube-proxy, containerd, CNI plugins, the pause image; installs runc, nft
-# make generate   regenerates deepcopy code, the CRD and RBAC, and the Python SDK's submit
+# make generate   regenerates deepcopy code, the CRD and RBAC, the Python SDK's submit, and
+#                 docs/reference: the API's from the Go types, the CLI's from its commands
 # make python     builds the Python SDK's wheels into _out/python/
 # make build      builds tfk8s's own commands into bin/
 # make verify     gofmt, go vet, staticcheck, generated files up to date, the tree's shape
@@ -42,6 +43,7 @@ PROMETHEUS_OPERATOR_VERSION := v0.85.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.10.0
 TRAINING_OPERATOR_VERSION := v1.9.4
+CRD_REF_DOCS_VERSION := v0.3.0
 
 STAMP := $(BIN)/.stamp
 KUBE_STAMP := $(STAMP)/kube-$(KUBE_VERSION)
@@ -57,6 +59,7 @@ KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
 TRAINING_OPERATOR_STAMP := $(STAMP)/training-operator-$(TRAINING_OPERATOR_VERSION)
+CRD_REF_DOCS_STAMP := $(STAMP)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP) $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP)
 
 # Tools are linked without a symbol table or DWARF: quicker to link, 30% smaller.
@@ -93,7 +96,7 @@ prerequisites: $(PREREQUISITES)
 
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
 node-tools:
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP)
@@ -171,6 +174,12 @@ $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	mkdir -p $(STAMP) && rm -f $(STAMP)/controller-gen-* && touch $@
 
+# crd-ref-docs writes docs/reference/api.md from the TFJob's Go types and their comments
+# and markers (make generate), as hack/crd-ref-docs/config.yaml says.
+$(CRD_REF_DOCS_STAMP): hack/tools/crd-ref-docs/go.mod
+	cd hack/tools/crd-ref-docs && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/crd-ref-docs github.com/elastic/crd-ref-docs
+	mkdir -p $(STAMP) && rm -f $(STAMP)/crd-ref-docs-* && touch $@
+
 $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
 	cd hack/tools/staticcheck && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 	mkdir -p $(STAMP) && rm -f $(STAMP)/staticcheck-* && touch $@
@@ -214,13 +223,16 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-operator-* && touch $@
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN_STAMP)
+generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP)
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/kubeflow/... output:crd:artifacts:config=config/crd/kubeflow
 	$(GO) run ./hack/crdschema config/crd/bases/tfk8s.io_tfjobs.yaml
 	$(GO) run ./hack/pysdk python/src/tfk8s
 	controller-gen rbac:roleName=tfk8s-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	crd-ref-docs --log-level ERROR --config hack/crd-ref-docs/config.yaml --source-path ./api/v1alpha1 \
+		--renderer markdown --output-path docs/reference/api.md
+	$(GO) run ./hack/clidocs docs/reference/cli.md
 	@$(MAKE) --no-print-directory chart
 
 # Static and -trimpath, as the images and the Jupyter image's CLI are built, so that a
@@ -236,7 +248,7 @@ verify: generate $(STATICCHECK_STAMP)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	staticcheck ./...
-	git diff --exit-code -- api config charts python || { echo "generated files are out of date: run make generate and commit"; exit 1; }
+	git diff --exit-code -- api config charts python docs/reference || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
 
@@ -453,6 +465,8 @@ push:
 # RELEASE_URL, under RELEASE_OUT/VERSION/. RELEASE_PLAIN_HTTP=1 pushes the chart over
 # plain HTTP (a test's registry). The binaries name REGISTRY as their images'
 # repository (the last -X wins): the controller's default agent image is the release's.
+# A VERSION that is not a pre-release (no -suffix) needs its "## VERSION" section in
+# CHANGELOG.md, or nothing is built: write the notes first.
 RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
 RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=

@@ -31,8 +31,10 @@ require (
 )
 
 require (
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
 	github.com/miekg/dns v1.1.68 // indirect
+	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	go.opentelemetry.io/otel v1.44.0 // indirect
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect

@@ -10,10 +10,10 @@ tells it which task it is (read by TFConfigClusterResolver, the default resolver
               and schedules the steps on the workers through a ClusterCoordinator,
               which re-runs the steps of a worker that fails. Each epoch it saves a
               checkpoint (model, optimizer, epoch) through its own filesystem, the
-              parameter servers' variables included, and writes TensorBoard
-              summaries, all under --model-dir; restarted, it resumes from the last
-              checkpoint.
-  evaluator   evaluates every checkpoint in --model-dir/checkpoints as it appears
+              parameter servers' variables included, in --model-dir itself, and
+              writes TensorBoard summaries in --model-dir/logs; restarted, it resumes
+              from the last checkpoint.
+  evaluator   evaluates every checkpoint in --model-dir as it appears
               (SidecarEvaluator) and stops after the last epoch's; --model-dir must
               then be storage it shares with the chief.
 
@@ -114,7 +114,7 @@ def run_server(resolver):
 
 class EpochCheckpoint(keras.callbacks.Callback):
     """Saves the model, the optimizer and the epoch at each epoch's end, numbered by
-    epoch, in <model-dir>/checkpoints: what a restarted chief resumes from and what the
+    epoch, in <model-dir>: what a restarted chief resumes from and what the
     evaluator evaluates.
 
     Under ParameterServerStrategy the variables live on the parameter servers, and a
@@ -188,8 +188,9 @@ def run_chief(args, resolver):
         return dataset.shuffle(NUM_EXAMPLES, seed=args.seed).repeat().batch(batch_size).prefetch(2)
 
     # A re-created chief finds the checkpoints the agent restored from S3 and goes on
-    # from the last one rather than from step 0.
-    checkpoints = EpochCheckpoint(model, os.path.join(args.model_dir, "checkpoints"), args.lr)
+    # from the last one rather than from step 0. They sit in the model dir itself, not in
+    # a directory of their own: the model dir a job names is usually its checkpoints'.
+    checkpoints = EpochCheckpoint(model, args.model_dir, args.lr)
     initial_epoch = checkpoints.restore()
     callbacks = [
         checkpoints,
@@ -212,10 +213,10 @@ class ReportEvaluation(keras.callbacks.Callback):
 def run_evaluator(args):
     model = build_model(args.lr)
     held_out = synthetic_dataset(args.seed, 1024, split=1).batch(256)
-    print(f"[evaluator] evaluating the checkpoints in {args.model_dir}/checkpoints", flush=True)
+    print(f"[evaluator] evaluating the checkpoints in {args.model_dir}", flush=True)
     # Checkpoints are numbered by epoch: the last one is ckpt-<epochs>.
     keras.utils.SidecarEvaluator(model=model, data=held_out,
-                                 checkpoint_dir=os.path.join(args.model_dir, "checkpoints"),
+                                 checkpoint_dir=args.model_dir,
                                  max_evaluations=args.epochs,
                                  callbacks=[ReportEvaluation(), keras.callbacks.TensorBoard(
                                      log_dir=os.path.join(args.model_dir, "logs", "eval"))]).start()

@@ -3,6 +3,10 @@
 //
 //	release --version vX.Y.Z --registry HOST[:PORT][/PATH] --ldflags FLAGS
 //		[--out _out/release] [--release-url URL] [--plain-http] [--make make] [--python python]
+//		[--changelog CHANGELOG.md]
+//
+// A version that is not a pre-release must have its section in the changelog, or
+// nothing is built.
 //
 // In order, each step timed:
 //   - images: make images tensorflow-image into OUT/VERSION/build, stamped with the
@@ -40,6 +44,7 @@ type options struct {
 	version, revision, registry string
 	ldflags, releaseURL         string
 	out, chart, python          string
+	changelog                   string
 	helm, make                  string
 	plainHTTP                   bool
 }
@@ -84,6 +89,7 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.out, "out", "_out/release", "directory the release is written under, in VERSION/")
 	fs.StringVar(&o.chart, "chart", "charts/tfk8s", "the Helm chart's directory")
 	fs.StringVar(&o.python, "python", "python", "the Python SDK's directory")
+	fs.StringVar(&o.changelog, "changelog", "CHANGELOG.md", "the changelog, which must have a section for a version that is not a pre-release")
 	fs.StringVar(&o.helm, "helm", "bin/helm", "the helm binary")
 	fs.StringVar(&o.make, "make", "make", "the make binary that builds the images")
 	fs.BoolVar(&o.plainHTTP, "plain-http", false, "push the chart over plain HTTP (a test's registry); images go over HTTP to a registry on loopback anyway")
@@ -102,7 +108,7 @@ func (o options) check() error {
 	if o.releaseURL == "" {
 		return fmt.Errorf("flag --release-url is required: the krew manifest names the archives under it")
 	}
-	return nil
+	return checkChangelog(o.changelog, o.version)
 }
 
 // release runs every step in order and prints the summary.

@@ -43,7 +43,7 @@ func newGetCommand(o *rootOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:     "get JOB...",
-		Short:   "Show jobs, as a table or in full",
+		Short:   "Show the named jobs: a row each, as list prints them, or whole with -o yaml|json",
 		Example: "  tfk8s get mnist\n  tfk8s get mnist -o yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

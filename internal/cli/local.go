@@ -94,7 +94,7 @@ Nodes of the ones gone).`,
 	f.StringVar(&opts.PodCIDR, "pod-cidr", "", "the nodes' network, on the bridge: the API server, registry, DNS and S3 listen on its first address, each node's pods take the next networks of its size (default "+localcluster.DefaultPodCIDR+")")
 	f.StringVar(&opts.Bridge, "bridge", "", "the host's Linux bridge the nodes join (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
-	f.IntVar(&opts.GPUs, "gpus", 0, "nvidia.com/gpu each node advertises")
+	f.IntVar(&opts.GPUs, "gpus", 0, "number of fake nvidia.com/gpu devices each node advertises (none by default)")
 	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each a kubelet, containerd and kube-proxy in namespaces of its own, with its pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")

@@ -137,10 +137,14 @@ func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsClust
 		t.Errorf("%d servers saw the cluster %s, want 5:\n%s", n, psCluster, logs.stdout)
 	}
 	ls := c.mustTfk8s(ctx, t, "artifacts", "ls", "ps")
-	for _, w := range []string{"chief-0/artifacts/workspace/checkpoints/checkpoints/ckpt-3.index", "chief-0/artifacts/workspace/checkpoints/logs/train/events.out.tfevents."} {
+	for _, w := range []string{"chief-0/artifacts/workspace/checkpoints/ckpt-3.index", "chief-0/artifacts/workspace/checkpoints/logs/train/events.out.tfevents."} {
 		if !strings.Contains(ls.stdout, w) {
 			t.Errorf("artifacts ls ps lacks %s:\n%s", w, ls.stdout)
 		}
+	}
+	// The checkpoints sit where --model-dir and --artifacts name them, one level down.
+	if strings.Contains(ls.stdout, "checkpoints/checkpoints/") {
+		t.Errorf("artifacts ls ps shows checkpoints/checkpoints/, want the checkpoints in workspace/checkpoints/:\n%s", ls.stdout)
 	}
 	t.Run("describe shows its progress", func(t *testing.T) { checkProgress(ctx, t, c, "ps") })
 	c.mustTfk8s(ctx, t, "delete", "ps", "--wait")
@@ -156,7 +160,7 @@ func testParameterServerStrategy(ctx context.Context, t *testing.T, c *jobsClust
 }
 
 // chiefSaved matches the chief's line once an epoch's checkpoint is saved, "[chief]
-// epoch 2 saved in /workspace/checkpoints/checkpoints/ckpt-2".
+// epoch 2 saved in /workspace/checkpoints/ckpt-2".
 var chiefSaved = regexp.MustCompile(`\[chief\] epoch (\d+) saved in `)
 
 // waitChiefEpoch waits until the chief of the job has saved the checkpoint of an epoch
