@@ -21,10 +21,10 @@ const topLong = `Show what each replica of a job uses: CPU (cores) and memory (w
 against the container's request and limit.
 
 While the job exists, the figures come from the cluster's metrics API (metrics.k8s.io,
-served by metrics-server, which local mode runs); where the cluster has none, and after
-the job is deleted, from the usage records its replicas' agents stored with the run
-(usage.json): each replica's means and peaks over its latest attempt. The first line
-says which source the figures come from.
+served by metrics-server where the cluster runs it); where the cluster has none, and
+after the job is deleted, from the usage records its replicas' agents stored with the
+run (usage.json), rewritten at every upload: each replica's means and peaks over its
+latest attempt. The first line says which source the figures come from.
 
 JOB names a job, or one of its runs as JOB/RUN.`
 
