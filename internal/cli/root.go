@@ -135,6 +135,7 @@ data shipped through S3-compatible storage and checkpoints and logs backed up th
 		newSuspendCommand(o, false),
 		newArtifactsCommand(o),
 		newRunsCommand(o),
+		newTopCommand(o),
 		newVersionCommand(o),
 	)
 	cmd.AddCommand(interactiveCommands(o)...)

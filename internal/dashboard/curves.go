@@ -26,6 +26,8 @@ type chart struct {
 	Lines  []string     `json:"lines"`
 	Steps  []int64      `json:"steps"`
 	Values [][]*float64 `json:"values"`
+	// X names the x axis where it is not the steps (usage curves: seconds).
+	X string `json:"x,omitempty"`
 }
 
 // charts draws one chart per scalar, sorted by scalar, with a line for each of lines
@@ -89,6 +91,11 @@ func finite(v tfevents.Value) *float64 {
 
 // chartsJSON is the charts of lines as the data-curves attribute holds them.
 func chartsJSON(lines []curveLine) (string, error) {
-	b, err := json.Marshal(charts(lines))
+	return marshalCharts(charts(lines))
+}
+
+// marshalCharts is charts as JSON.
+func marshalCharts(cs []chart) (string, error) {
+	b, err := json.Marshal(cs)
 	return string(b), err
 }

@@ -36,6 +36,8 @@ type Progress struct {
 	Lag string
 	// Finished is true once the job succeeded or failed.
 	Finished bool
+	// Usage is the usage records of the same replicas, those that stored one.
+	Usage []replicaUsage
 }
 
 // Progress reads the progress records of a job's replicas from S3. S3 is reached as
@@ -64,6 +66,9 @@ func (d *kubeCluster) Progress(ctx context.Context, namespace, name string) (*Pr
 	if p.Replicas, p.More, err = jobs.ReplicaProgress(ctx, c, job, base, maxCurveReplicas); err != nil {
 		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
 	}
+	if p.Usage, err = readUsage(ctx, c, job, base, maxCurveReplicas); err != nil {
+		return nil, fmt.Errorf("reading the usage of tfjob %s: %w", name, err)
+	}
 	return p, nil
 }
 
@@ -80,6 +85,9 @@ type progressView struct {
 	Loss    tfevents.Last
 	// Curves is the charts of every replica's series, as JSON (chartsJSON).
 	Curves string
+	// UsageCurves is the charts of every replica's CPU and memory, as JSON
+	// (usageChartsJSON); "" when none has a usage record.
+	UsageCurves string
 	// Refresh is the hx-trigger that reads the section again, every Every seconds; ""
 	// once nothing more will come.
 	Refresh string
@@ -117,6 +125,10 @@ func (v *progressView) show(p *Progress) error {
 	if p.Finished || !p.Stored {
 		v.Refresh = ""
 	}
+	var err error
+	if v.UsageCurves, err = usageChartsJSON(p.Usage); err != nil {
+		return err
+	}
 	if v.Lead = jobs.LeadProgress(p.Replicas); v.Lead == nil {
 		return nil
 	}
@@ -125,7 +137,6 @@ func (v *progressView) show(p *Progress) error {
 	for _, r := range p.Replicas {
 		lines = append(lines, curveLine{Label: r.Replica, Series: r.Series})
 	}
-	var err error
 	v.Curves, err = chartsJSON(lines)
 	return err
 }

@@ -78,6 +78,21 @@ func TestProgressSection(t *testing.T) {
 		want:     []string{`>0.5</dd>`, "from worker-0"},
 		notShown: []string{"every 10 s"},
 	}, {
+		name: "usage beside the training curves",
+		cluster: progressCluster{progress: &Progress{Stored: true, Lag: lag, Replicas: []*jobs.JobProgress{record("chief-0", 0.3125)},
+			Usage: []replicaUsage{usedOver("chief-0", 0, 1.5, 100), usedOver("worker-0", 2, 2, 300)}}},
+		code: http.StatusOK,
+		want: []string{`data-curves="[{"scalar":"train/loss"`, `id="usage-curves"`,
+			`data-curves="[{"scalar":"usage/cpu (cores)","lines":["chief-0","worker-0"],"steps":[0,2,4],"values":[[0,1.5,null],[null,0,2]],"x":"seconds"},` +
+				`{"scalar":"usage/memory (MiB)","lines":["chief-0","worker-0"],"steps":[0,2,4],"values":[[100,100,null],[null,300,300]],"x":"seconds"}]"`},
+		refresh: true,
+	}, {
+		name:    "usage without summaries",
+		cluster: progressCluster{progress: &Progress{Stored: true, Lag: lag, Usage: []replicaUsage{usedOver("worker-0", 0, 2, 300)}}},
+		code:    http.StatusOK,
+		want:    []string{"None stored yet", `id="usage-curves"`, `"scalar":"usage/memory (MiB)","lines":["worker-0"],"steps":[0,2],"values":[[300,300]]`},
+		refresh: true,
+	}, {
 		name:    "none yet",
 		cluster: progressCluster{progress: &Progress{Stored: true, Lag: lag}},
 		code:    http.StatusOK,
@@ -177,4 +192,12 @@ func TestProgressNeedsTheJobAndItsSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+// usedOver is a usage record of two samples 2 s apart, from second at on: the cores of
+// the second (the first has none before it) and a working set of mib MiB.
+func usedOver(replica string, at int, cores float64, mib int64) replicaUsage {
+	t0 := time.Date(2026, 11, 29, 10, 0, at, 0, time.UTC)
+	return replicaUsage{Replica: replica, Usage: &storage.Usage{Series: []storage.UsagePoint{
+		{Time: t0, MemoryBytes: mib << 20}, {Time: t0.Add(2 * time.Second), CPUCores: cores, MemoryBytes: mib << 20}}}}
 }

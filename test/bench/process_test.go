@@ -56,7 +56,13 @@ func startControllerProcess(cp *controlplane.ControlPlane, env []string, args ..
 
 // peakRSS is the controller's high-water mark of resident memory, in bytes.
 func (p *controllerProcess) peakRSS() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	return processPeakRSS(p.cmd.Process.Pid)
+}
+
+// processPeakRSS is a running process's high-water mark of resident memory, in bytes;
+// -1 once it has gone.
+func processPeakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}

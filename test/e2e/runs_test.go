@@ -146,6 +146,7 @@ func TestRuns(t *testing.T) {
 
 	checkCodelessAttemptsKept(ctx, t, c)
 	checkOOMKilledRun(ctx, t, c)
+	checkLiveUsage(ctx, t, c)
 }
 
 // checkCodelessAttemptsKept: a job submitted without code, whose worker the ExitCode

@@ -3,14 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/testing/browser"
 )
 
 // oomProgram allocates 300 MiB, and writes to it, in a container limited to 64 MiB.
@@ -87,4 +93,178 @@ func runUsage(ctx context.Context, t *testing.T, c *jobsCluster, run string) *st
 	}
 	t.Fatalf("runs show %s -o json has no usage of worker-0:\n%s", run, r.stdout)
 	return nil
+}
+
+// usageProgram waits 3 s, for the sampler to see its container without it, then
+// allocates 300 MiB, writing every page, and holds it while two threads hash it for
+// 12 s (hashlib lets go of Python's lock on large buffers, so both run at once), then
+// 8 s more. It prints the CPU time its process counted while spinning, and in all, for
+// the test to hold the sampler's figures against.
+const usageProgram = `import hashlib, resource, threading, time
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+time.sleep(3)
+b = b"x" * (300 << 20)
+m = memoryview(b)
+def spin():
+    end = time.monotonic() + 12
+    while time.monotonic() < end:
+        for i in range(0, len(m), 8 << 20):
+            hashlib.sha256(m[i:i + (8 << 20)]).digest()
+c0, w0 = cpu(), time.monotonic()
+ts = [threading.Thread(target=spin) for _ in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("spun %.3f cpu-s in %.3f s" % (cpu() - c0, time.monotonic() - w0), flush=True)
+time.sleep(8)
+print("total %.3f cpu-s" % cpu(), flush=True)
+`
+
+// usageMinMiB and usageMaxMiB bound what usageProgram's 300 MiB adds to its container's
+// working set, over the least sampled (the agent and the interpreter before it allocates).
+const usageMinMiB, usageMaxMiB = 270, 330
+
+// checkLiveUsage: a replica that holds 300 MiB and spins two threads shows, while it
+// runs and after its job is deleted, a memory peak within 10% of 300 MiB and the
+// CPU-seconds per second its threads got, in tfk8s top, runs show and its usage
+// record (issue 39).
+func checkLiveUsage(ctx context.Context, t *testing.T, c *jobsCluster) {
+	t.Helper()
+	start := time.Now()
+	c.mustTfk8s(ctx, t, "submit", "--name", "usage", "--image", images.Python, "--workers", "1", "--memory", "512Mi",
+		"--artifacts-interval", "3s", "--restart-policy", "Never", "--", "python3", "-c", usageProgram)
+	live := waitTopWhileRunning(ctx, t, c, "usage")
+	t.Logf("tfk8s top usage while it ran:\n%s", live)
+	plotted := plottedUsage(ctx, t, c, "usage")
+	job := c.waitFinished(ctx, t, "usage")
+	if job.Status.State != tfv1.JobSucceeded {
+		c.fail(t, "usage %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	}
+	logs := c.mustTfk8s(ctx, t, "logs", "usage", "worker-0").stdout
+	u := runUsage(ctx, t, c, "usage")
+	checkUsageFigures(t, u, logs)
+	checkPlottedUsage(t, plotted, u)
+	if r := c.mustTfk8s(ctx, t, "runs", "show", "usage"); !regexp.MustCompile(`(?m)^\s+worker-0\s+1\s.*\s512\.0 MiB\s+0$`).MatchString(r.stdout) {
+		t.Errorf("runs show usage lacks worker-0's usage against its 512 MiB limit:\n%s", r.stdout)
+	}
+	c.mustTfk8s(ctx, t, "delete", "usage", "--wait")
+	after := c.mustTfk8s(ctx, t, "top", "usage").stdout
+	checkTopFromRun(t, after, u)
+	if r := c.tfk8s(ctx, "top", "nosuchjob"); r.code == 0 || !strings.Contains(r.stderr, `"nosuchjob"`) {
+		t.Errorf("tfk8s top nosuchjob: want an error naming the job, got %s", r)
+	}
+	t.Logf("usage job: %.1f s; after delete, tfk8s top usage:\n%s", time.Since(start).Seconds(), after)
+}
+
+// waitTopWhileRunning polls tfk8s top JOB every 2 s until, with the job Running, it
+// prints worker-0's memory peak past the allocation, and returns what it printed.
+func waitTopWhileRunning(ctx context.Context, t *testing.T, c *jobsCluster, job string) string {
+	t.Helper()
+	row := regexp.MustCompile(`(?m)^worker-0\s+\d+\.\d\d\s+\d+\.\d\d\s+\S+\s+\S+\s+\d+\.\d MiB\s+(\d+\.\d) MiB\s+512Mi\s+512Mi$`)
+	var last cliResult
+	for deadline := time.Now().Add(c.wait); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(2 * time.Second) {
+		last = c.tfk8s(ctx, "top", job)
+		m := row.FindStringSubmatch(last.stdout)
+		if last.code != 0 || m == nil || c.jobState(ctx, job) != tfv1.JobRunning {
+			continue
+		}
+		if peak, _ := strconv.ParseFloat(m[1], 64); peak >= usageMinMiB {
+			if !strings.HasPrefix(last.stdout, "Source: ") {
+				t.Errorf("tfk8s top %s does not say its source:\n%s", job, last.stdout)
+			}
+			return last.stdout
+		}
+	}
+	c.fail(t, "tfk8s top %s never showed worker-0 past %d MiB while it ran; last: %s", job, usageMinMiB, last)
+	return ""
+}
+
+// checkUsageFigures holds the usage record against what the program allocated and
+// the CPU time it counted itself. The machine's 2 cores are shared with other work,
+// so the threads get up to 2 cores, not exactly 2: the sampler must agree with the
+// process's own count (less the last 2-s interval's sleep), within 10% and 1 s for the
+// agent's uploads every 3 s.
+func checkUsageFigures(t *testing.T, u *storage.Usage, logs string) {
+	t.Helper()
+	spun := regexp.MustCompile(`spun (\d+\.\d+) cpu-s in (\d+\.\d+) s`).FindStringSubmatch(logs)
+	total := regexp.MustCompile(`total (\d+\.\d+) cpu-s`).FindStringSubmatch(logs)
+	if spun == nil || total == nil {
+		t.Fatalf("usage's logs lack its CPU counts:\n%s", logs)
+	}
+	spunCPU, _ := strconv.ParseFloat(spun[1], 64)
+	spunWall, _ := strconv.ParseFloat(spun[2], 64)
+	self, _ := strconv.ParseFloat(total[1], 64)
+	rate := spunCPU / spunWall
+	base := u.MemoryPeakBytes
+	for _, p := range u.Series {
+		base = min(base, p.MemoryBytes)
+	}
+	if added := float64(u.MemoryPeakBytes-base) / (1 << 20); added < usageMinMiB || added > usageMaxMiB {
+		t.Errorf("worker-0's working set peak %s is %.1f MiB over its least %s, want within 10%% of 300 MiB",
+			storage.FormatBytes(u.MemoryPeakBytes), added, storage.FormatBytes(base))
+	}
+	if u.CPUSeconds < self-0.05 || u.CPUSeconds > self*1.1+1 {
+		t.Errorf("worker-0 used %.2f CPU-seconds by its usage record, %.2f by its own count", u.CPUSeconds, self)
+	}
+	// The peak is over 2-s intervals, the program's rate over 12 s: the peak is at least
+	// the rate, less the interval's jitter, and never over the 2 cores.
+	if u.CPUCoresPeak < 0.9*rate || u.CPUCoresPeak > 2.2 {
+		t.Errorf("worker-0's CPU peak %.2f cores; its threads got %.2f CPU-s per second", u.CPUCoresPeak, rate)
+	}
+	t.Logf("usage worker-0: threads got %.2f CPU-s/s by their own count, the sampler's peak %.2f cores; %.2f CPU-s in all (self %.2f); working set peak %s over %s",
+		rate, u.CPUCoresPeak, u.CPUSeconds, self, storage.FormatBytes(u.MemoryPeakBytes), storage.FormatBytes(base))
+}
+
+// checkTopFromRun: after the job is deleted, tfk8s top prints worker-0's figures from
+// its run, those of the usage record.
+func checkTopFromRun(t *testing.T, out string, u *storage.Usage) {
+	t.Helper()
+	want := fmt.Sprintf(`(?m)^worker-0\s+%.2f\s+%.2f\s+-\s+-\s+%s\s+%s\s+512Mi\s+512Mi$`, u.CPUCoresMean, u.CPUCoresPeak,
+		regexp.QuoteMeta(storage.FormatBytes(u.MemoryMeanBytes)), regexp.QuoteMeta(storage.FormatBytes(u.MemoryPeakBytes)))
+	if !strings.HasPrefix(out, "Source: the agents' usage records (usage.json) of run usage/") || !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("tfk8s top usage after delete: want the run's figures %s:\n%s", want, out)
+	}
+}
+
+// plottedUsage opens the job page in Chromium, once tfk8s top has shown the
+// allocation, and reads back the usage curves it draws.
+func plottedUsage(ctx context.Context, t *testing.T, c *jobsCluster, job string) browser.Points {
+	t.Helper()
+	base := startCLI(ctx, t, c, dashboardLine, "dashboard", "--address", "127.0.0.1:0")
+	bctx := browser.Start(t)
+	if err := browser.Open(bctx, base+"/jobs/default/"+job, "#usage-curves figure.curve canvas"); err != nil {
+		page, _ := browser.Text(bctx, "body")
+		t.Fatalf("the job page draws no usage curves: %v\n%s", err, page)
+	}
+	got, err := browser.PlottedIn(bctx, "#usage-curves")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := browser.Console(bctx); len(msgs) > 0 {
+		t.Errorf("the job page wrote to the console (a CSP violation or a script error): %q", msgs)
+	}
+	return got
+}
+
+// checkPlottedUsage: the usage curves drawn while the job ran are worker-0's CPU and
+// memory samples, as its final usage record holds them, on the seconds since its
+// first sample.
+func checkPlottedUsage(t *testing.T, got browser.Points, u *storage.Usage) {
+	t.Helper()
+	cpu, mem := got["usage/cpu (cores)"]["worker-0"], got["usage/memory (MiB)"]["worker-0"]
+	if len(cpu) == 0 || len(cpu) != len(mem) || len(got) != 2 {
+		t.Fatalf("the job page's usage curves: %v; want worker-0's CPU and memory", got)
+	}
+	recorded := map[float64]storage.UsagePoint{}
+	for _, p := range u.Series {
+		recorded[float64(int64(p.Time.Sub(u.Series[0].Time).Seconds()))] = p
+	}
+	for i := range cpu {
+		p, ok := recorded[cpu[i][0]]
+		if !ok || mem[i][0] != cpu[i][0] || math.Abs(p.CPUCores-cpu[i][1]) > 1e-9 || math.Abs(float64(p.MemoryBytes)/(1<<20)-mem[i][1]) > 1e-9 {
+			t.Errorf("plotted at %v s: %.3f cores, %.1f MiB; the usage record has %+v (found %v)", cpu[i][0], cpu[i][1], mem[i][1], p, ok)
+		}
+	}
+	t.Logf("the job page drew %d usage points of worker-0, the last %.2f cores and %.1f MiB at %v s", len(cpu), cpu[len(cpu)-1][1], mem[len(mem)-1][1], cpu[len(cpu)-1][0])
 }

@@ -102,25 +102,29 @@
   const chartWidth = 440, chartHeight = 220;
 
   function chartOptions(c) {
-    const series = [{ label: "step" }];
+    const x = c.x || "step";
+    const series = [{ label: x }];
     c.lines.forEach((line, i) => {
       series.push({ label: line, stroke: palette[i % palette.length], width: 1.5, spanGaps: true, points: { show: c.steps.length < 2 } });
     });
     return {
       width: chartWidth, height: chartHeight, series: series,
       scales: { x: { time: false } },
-      axes: [{ label: "step" }, { size: 60 }],
+      axes: [{ label: x }, { size: 60 }],
     };
   }
 
   // drawCurves draws the charts of el; a chart already drawn of the same lines gets
-  // the new data and moves into el, the section that replaced its old one.
+  // the new data and moves into el, the section that replaced its old one. Charts are
+  // kept by el's id, so that the training and the usage curves keep their own.
   function drawCurves(el) {
     const shown = new Set();
+    const prefix = el.id + "\n";
     for (const c of JSON.parse(el.dataset.curves || "[]")) {
       const data = [c.steps].concat(c.values);
       const lines = c.lines.join("\n");
-      let ch = charts.get(c.scalar);
+      const key = prefix + c.scalar;
+      let ch = charts.get(key);
       if (ch && ch.lines === lines) {
         ch.plot.setData(data);
       } else {
@@ -136,16 +140,16 @@
         figure.appendChild(caption);
         ch = { figure: figure, lines: lines, plot: new uPlot(chartOptions(c), data, figure) };
         figure.plot = ch.plot; // what the browser tests read the plotted points from
-        charts.set(c.scalar, ch);
+        charts.set(key, ch);
       }
       el.appendChild(ch.figure);
-      shown.add(c.scalar);
+      shown.add(key);
     }
-    for (const [scalar, ch] of charts) {
-      if (!shown.has(scalar)) {
+    for (const [key, ch] of charts) {
+      if (key.startsWith(prefix) && !shown.has(key)) {
         ch.plot.destroy();
         ch.figure.remove();
-        charts.delete(scalar);
+        charts.delete(key);
       }
     }
   }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -315,12 +316,18 @@ type Points map[string]map[string][][2]float64
 // (figure.curve under #curves, each holding its uPlot chart as .plot) as uPlot holds
 // them, so that a test checks what is drawn, not what was sent.
 func Plotted(ctx context.Context) (Points, error) {
+	return PlottedIn(ctx, "#curves")
+}
+
+// PlottedIn is Plotted of the charts under the element of the CSS selector in, such
+// as the job page's usage curves, #usage-curves.
+func PlottedIn(ctx context.Context, in string) (Points, error) {
 	type chart struct {
 		Scalar string
 		Lines  []string
 		Data   [][]*float64
 	}
-	charts, err := chromedp.Run(ctx, chromedp.Evaluate[[]chart](`[...document.querySelectorAll("#curves figure.curve")].map(f => ({
+	charts, err := chromedp.Run(ctx, chromedp.Evaluate[[]chart](`[...document.querySelectorAll(`+strconv.Quote(in+" figure.curve")+`)].map(f => ({
 		scalar: f.dataset.scalar, lines: f.plot.series.slice(1).map(s => s.label), data: f.plot.data}))`))
 	if err != nil {
 		return nil, fmt.Errorf("reading the charts: %w", err)

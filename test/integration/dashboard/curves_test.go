@@ -47,12 +47,18 @@ func trainingRecord(steps int64, offset float64, chief bool) *tfevents.Progress 
 // storeProgress stores rec as replica's progress.json, where its agent stores it.
 func storeProgress(t *testing.T, srv *s3server.Server, job *tfv1.TFJob, replica string, rec *tfevents.Progress) {
 	t.Helper()
+	storeRecord(t, srv, job, replica, storage.ProgressName, rec)
+}
+
+// storeRecord stores rec as JSON in replica's file name, where its agent stores it.
+func storeRecord(t *testing.T, srv *s3server.Server, job *tfv1.TFJob, replica, name string, rec any) {
+	t.Helper()
 	b, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := storage.RunPrefix(storage.URI{Bucket: srv.Bucket, Key: "runs/"}, job.Namespace, job.Name, tfjob.RunID(string(job.UID)))
-	u := run.Join(replica+"/", storage.ProgressName)
+	u := run.Join(replica+"/", name)
 	if err := srv.Client(t).PutObject(context.Background(), u, bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +96,7 @@ func stored(records map[string]*tfevents.Progress) browser.Points {
 // record reaches the same charts while the job runs, without a reload. A user who
 // may not read the job's storage Secret gets 403 and no figure.
 func TestJobPageDrawsCurves(t *testing.T) {
-	ns := testutil.Namespace(t, k8sClient)
-	srv := s3server.Start(t)
-	createStorageSecret(t, ns, srv)
-	job := testutil.MakeTFJob("curves", ns).Chief().Workers(1).Obj()
-	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"}
-	job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3-credentials"}}
-	createJob(t, job)
+	ns, srv, job := createStoringJob(t, "curves")
 	records := map[string]*tfevents.Progress{"chief-0": trainingRecord(200, 0, true), "worker-0": trainingRecord(190, 0.1, false)}
 	for replica, rec := range records {
 		storeProgress(t, srv, job, replica, rec)
@@ -166,4 +166,18 @@ func TestJobPageDrawsCurves(t *testing.T) {
 	if n, err := browser.Count(ctx, "#curves figure.curve"); err != nil || n != 0 {
 		t.Errorf("carol's job page draws %d charts (%v), want none", n, err)
 	}
+}
+
+// createStoringJob creates a job of a chief and a worker, named name, in a namespace
+// of its own, that stores under runs/ in a new S3 server whose Secret it names.
+func createStoringJob(t *testing.T, name string) (string, *s3server.Server, *tfv1.TFJob) {
+	t.Helper()
+	ns := testutil.Namespace(t, k8sClient)
+	srv := s3server.Start(t)
+	createStorageSecret(t, ns, srv)
+	job := testutil.MakeTFJob(name, ns).Chief().Workers(1).Obj()
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://" + srv.Bucket + "/runs"}
+	job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3-credentials"}}
+	createJob(t, job)
+	return ns, srv, job
 }
