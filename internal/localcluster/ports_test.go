@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,34 +137,5 @@ func TestCheckPorts(t *testing.T) {
 	want := "port " + strconv.Itoa(taken) + "/tcp on 127.0.0.1, needed by kube-apiserver, is in use by pid " + strconv.Itoa(os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("taken port: error = %v, want one containing %q", err, want)
-	}
-}
-
-// TestPortInUseAsTroubleshootingSays holds a port and checks that checkPorts's
-// error, as the CLI prints it ("error: " and the error), is the line
-// docs/troubleshooting.md shows, <...> standing for any text.
-func TestPortInUseAsTroubleshootingSays(t *testing.T) {
-	src, err := os.ReadFile("../../docs/troubleshooting.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(src), "<!-- error: port-in-use -->\n```text\n")
-	want, _, _ := strings.Cut(after, "\n")
-	if !ok || want == "" {
-		t.Fatal("docs/troubleshooting.md shows no port-in-use error")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	taken := endpoint{"tcp", netip.MustParseAddrPort(l.Addr().String())}
-	err = checkPorts(compAPIServer, []endpoint{taken})
-	if err == nil {
-		t.Fatalf("port %s held by the test: no error", taken)
-	}
-	pattern := "^" + regexp.MustCompile(`<[a-z ]+>`).ReplaceAllString(regexp.QuoteMeta(want), ".+?") + "$"
-	if printed := "error: " + err.Error(); !regexp.MustCompile(pattern).MatchString(printed) {
-		t.Errorf("printed %q, want the page's %q", printed, want)
 	}
 }

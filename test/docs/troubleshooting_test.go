@@ -22,9 +22,10 @@ var errorTriggers = map[string]struct {
 	run       func(t *testing.T) string
 	elsewhere string
 }{
-	"not-root":    {run: notRoot},
-	"no-nft":      {run: noNft},
-	"port-in-use": {elsewhere: "TestPortInUseAsTroubleshootingSays"},
+	"not-root":      {run: notRoot},
+	"no-nft":        {run: noNft},
+	"port-in-use":   {elsewhere: "TestPortInUseAsTroubleshootingSays"},
+	"route-overlap": {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
 }
 
 // TestTroubleshootingPage makes every error troubleshootingPage lists happen, and
