@@ -22,10 +22,11 @@ var errorTriggers = map[string]struct {
 	run       func(t *testing.T) string
 	elsewhere string
 }{
-	"not-root":      {run: notRoot},
-	"no-nft":        {run: noNft},
-	"port-in-use":   {elsewhere: "TestPortInUseAsTroubleshootingSays"},
-	"route-overlap": {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
+	"not-root":        {run: notRoot},
+	"no-nft":          {run: noNft},
+	"s3-keys-refused": {elsewhere: "TestS3KeysRefusedAsTroubleshootingSays"},
+	"port-in-use":     {elsewhere: "TestPortInUseAsTroubleshootingSays"},
+	"route-overlap":   {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
 }
 
 // TestTroubleshootingPage makes every error troubleshootingPage lists happen, and
