@@ -245,10 +245,10 @@ export TFK8S_BIN := $(BIN)
 
 # The install tests check the images make images writes; the e2e tests run pods in them
 # and in the TensorFlow image, and install tfk8s into a local cluster with helm and
-# kustomize.
+# kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
 test:
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 

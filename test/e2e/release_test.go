@@ -63,7 +63,7 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(binDir)
-	for _, need := range []string{"registry", "helm", "tfk8s-nodeinit"} {
+	for _, need := range append([]string{"registry", "tfk8s-nodeinit"}, installTools...) {
 		if !fileExists(filepath.Join(binDir, need)) {
 			t.Fatalf("no %s: make build tools install-tools", filepath.Join(binDir, need))
 		}
