@@ -28,6 +28,7 @@ var errorTriggers = map[string]struct {
 	"s3-keys-refused": {elsewhere: "TestS3KeysRefusedAsTroubleshootingSays"},
 	"port-in-use":     {elsewhere: "TestPortInUseAsTroubleshootingSays"},
 	"gang-timeout":    {elsewhere: "TestGangTimeoutAsTroubleshootingSays"},
+	"quota-refused":   {elsewhere: "TestQuotaRefusedAsTroubleshootingSays"},
 	"route-overlap":   {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
 }
 

@@ -17,9 +17,22 @@ const troubleshootingPage = "docs/troubleshooting.md"
 // pagePlaceholder is what the page writes for text that differs between machines.
 var pagePlaceholder = regexp.MustCompile(`<[a-z ]+>`)
 
+// leadingBlanks and blanks are the blanks that start a line, and runs of blanks.
+var (
+	leadingBlanks = regexp.MustCompile(`(?m)^[ \t]+`)
+	blanks        = regexp.MustCompile(`[ \t]+`)
+)
+
+// squeezeBlanks drops the blanks that start each line of s and makes each run of
+// blanks one space: a table pads its columns to their widest cell.
+func squeezeBlanks(s string) string {
+	return blanks.ReplaceAllString(leadingBlanks.ReplaceAllString(s, ""), " ")
+}
+
 // CheckAsTroubleshootingSays checks that printed has a line that is the line
 // docs/troubleshooting.md shows for error id, each <...> of the page's standing for
-// any text: the tests that make an error happen check its text against the page's.
+// any text and runs of blanks for one: the tests that make an error happen check its
+// text against the page's.
 func CheckAsTroubleshootingSays(t testing.TB, id, printed string) {
 	t.Helper()
 	root, err := controlplane.SourceRoot()
@@ -35,8 +48,8 @@ func CheckAsTroubleshootingSays(t testing.TB, id, printed string) {
 	if !ok || want == "" {
 		t.Fatalf("%s shows no error %s", troubleshootingPage, id)
 	}
-	pattern := "(?m)^" + pagePlaceholder.ReplaceAllString(regexp.QuoteMeta(want), ".+?") + "$"
-	if !regexp.MustCompile(pattern).MatchString(printed) {
+	pattern := "(?m)^" + pagePlaceholder.ReplaceAllString(regexp.QuoteMeta(squeezeBlanks(want)), ".+?") + "$"
+	if !regexp.MustCompile(pattern).MatchString(squeezeBlanks(printed)) {
 		t.Errorf("printed:\n%s\nwant the line %s shows for %s:\n%s", printed, troubleshootingPage, id, want)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
@@ -36,4 +39,34 @@ func TestGangTimeoutAsTroubleshootingSays(t *testing.T) {
 		t.Errorf("tfk8s wait %s: exit code 0, want a failure:\n%s", job.Name, stdout.String())
 	}
 	testutil.CheckAsTroubleshootingSays(t, "gang-timeout", stderr.String())
+}
+
+// TestQuotaRefusedAsTroubleshootingSays runs a job of three pods in a namespace whose
+// ResourceQuota allows one, and checks that tfk8s describe shows the refusal as
+// docs/troubleshooting.md does.
+func TestQuotaRefusedAsTroubleshootingSays(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-pod", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+	}
+	if err := k8sClient.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	waitQuotaHard(t, ns, "one-pod", "1")
+	startController(t)
+	job := testutil.MakeTFJob("capped", ns).PS(1).Workers(2).Obj()
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waitPodCreationRefused(t, ns, job.Name, metav1.ConditionTrue, 30*time.Second)
+	var stdout, stderr strings.Builder
+	env := cli.Env{IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+		Getenv: func(string) string { return "" }}
+	if code := cli.Main(ctx, []string{"--kubeconfig", cp.Kubeconfig(), "-n", ns, "describe", job.Name}, env); code != 0 {
+		t.Fatalf("tfk8s describe %s: exit code %d:\n%s", job.Name, code, stderr.String())
+	}
+	testutil.CheckAsTroubleshootingSays(t, "quota-refused", stdout.String())
 }
