@@ -257,10 +257,10 @@ export TFK8S_BIN := $(BIN)
 
 # The install tests check the images make images writes; the e2e tests run pods in them
 # and in the TensorFlow image, and install tfk8s into a local cluster with helm and
-# kustomize.
+# kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
 test:
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 
@@ -376,14 +376,19 @@ clean:
 # make images     OCI layouts of tfk8s-controller and tfk8s-agent (linux/amd64 and
 #                 linux/arm64) under _out/images/<name>/, built without Docker
 # make push       pushes them to $(REGISTRY)/<name>:$(VERSION)
-# make install-tools  builds helm and kustomize into bin/
+# make install-tools  builds helm, kustomize, kubectl and krew (the kubectl plugin
+#                     manager the install test installs the release's plugin with) into bin/
 #
 # The version lives in one place, internal/version/version.go; VERSION=... overrides it
 # for a build. The controller's default --agent-image is $(IMAGE_REPO)/tfk8s-agent:$(VERSION).
 HELM_VERSION := v3.21.4
 KUSTOMIZE_VERSION := v5.8.2
+KREW_VERSION := v0.4.3
+KUBECTL_VERSION := v1.37.2
 HELM_STAMP := $(STAMP)/helm-$(HELM_VERSION)
 KUSTOMIZE_STAMP := $(STAMP)/kustomize-$(KUSTOMIZE_VERSION)
+KREW_STAMP := $(STAMP)/krew-$(KREW_VERSION)
+KUBECTL_STAMP := $(STAMP)/kubectl-$(KUBECTL_VERSION)
 
 VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/version/version.go)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -398,11 +403,13 @@ IMAGE_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Re
 	-X $(VERSION_PKG).Repository=$(IMAGE_REPO)
 OUT := $(ROOT)/_out
 
-.PHONY: install-tools helm kustomize images push
+.PHONY: install-tools helm kustomize krew kubectl images push
 install-tools:
-	@+$(call parallel,$(HELM_STAMP) $(KUSTOMIZE_STAMP))
+	@+$(call parallel,$(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KREW_STAMP) $(KUBECTL_STAMP))
 helm: $(HELM_STAMP)
 kustomize: $(KUSTOMIZE_STAMP)
+krew: $(KREW_STAMP)
+kubectl: $(KUBECTL_STAMP)
 
 $(HELM_STAMP): hack/tools/helm/go.mod
 	cd hack/tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
@@ -412,6 +419,18 @@ $(HELM_STAMP): hack/tools/helm/go.mod
 $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
+
+# krew as kubectl finds a plugin: bin/kubectl-krew.
+$(KREW_STAMP): hack/tools/krew/go.mod
+	cd hack/tools/krew && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/krew/internal/version.gitTag=$(KREW_VERSION)" \
+		-o $(BIN)/kubectl-krew sigs.k8s.io/krew/cmd/krew
+	mkdir -p $(STAMP) && rm -f $(STAMP)/krew-* && touch $@
+
+# kubectl, for the docs' commands: its module's version is KUBECTL_VERSION, 1.x.y as v0.x.y.
+$(KUBECTL_STAMP): hack/tools/kubectl/go.mod hack/tools/kubectl/main.go
+	cd hack/tools/kubectl && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) $(call kube_ldflags,$(KUBECTL_VERSION))" \
+		-o $(BIN)/kubectl .
+	mkdir -p $(STAMP) && rm -f $(STAMP)/kubectl-* && touch $@
 
 # ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3),
 # ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements

@@ -24,10 +24,13 @@ func (b block) String() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true, "zsh": true}
 
 // Markers: a shell block is illustrative, run by a named test function (optionally with
-// files of its package that hold the commands), or run here, by the docs test itself.
+// files of its package that hold the commands), run here, by the docs test itself, or
+// read: the named test reads the block from its page and runs it as written, so its
+// commands are in no string of the test.
 const (
 	illustrative = "illustrative"
 	runHere      = "here"
+	readPrefix   = "read:"
 )
 
 var markerRE = regexp.MustCompile(`^<!--\s*(.*?)\s*-->$`)
@@ -97,6 +100,7 @@ var knownPrograms = map[string]bool{
 type marking struct {
 	illustrative bool
 	here         bool
+	read         bool     // the test reads the block from the page
 	test         string   // the test function that runs the commands
 	files        []string // files of that test's package that hold them
 }
@@ -118,6 +122,10 @@ func parseMarker(b block) (marking, error) {
 		case strings.HasPrefix(f[0], "Test"):
 			return marking{test: f[0], files: f[1:]}, nil
 		}
+	}
+	if f := strings.Fields(strings.TrimPrefix(b.marker, readPrefix)); strings.HasPrefix(b.marker, readPrefix) &&
+		len(f) == 1 && strings.HasPrefix(f[0], "Test") {
+		return marking{read: true, test: f[0]}, nil
 	}
 	return marking{}, fmt.Errorf("%s: unknown marker %q", b, b.marker)
 }

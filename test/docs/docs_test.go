@@ -103,6 +103,9 @@ func TestRunMarkersNameTheTestsThatRunThem(t *testing.T) {
 			t.Errorf("%s: test %s is declared in %d files, want 1: %q", b, m.test, len(files), files)
 			continue
 		}
+		if m.read {
+			continue // the test runs what the page says, word for word
+		}
 		words := map[string]wordKind{}
 		for _, f := range append([]string{files[0]}, m.files...) {
 			if f != files[0] && filepath.Dir(f) != filepath.Dir(files[0]) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,12 +34,13 @@ const (
 	releaseBridge  = "tfk8se2ec"
 	releasePodCIDR = "10.231.0.0/24"
 	// releaseVersion is the version the test releases: not the tree's, so that what
-	// runs is seen to be the release's.
-	releaseVersion = "v0.1.1-e2e"
+	// runs is seen to be the release's; a plain one, as docs/install.md's blocks expect
+	// (its wheel is named by the version less its v).
+	releaseVersion = "v0.1.1"
 	// releaseRepo is the path under the test's registry the release is pushed to.
 	releaseRepo = "tfk8s"
 	// releasePythonVersion is releaseVersion as the wheels carry it (PEP 440).
-	releasePythonVersion = "0.1.1+e2e"
+	releasePythonVersion = "0.1.1"
 )
 
 // wheelTags are the platform tags of the released wheels, by GOOS/GOARCH.
@@ -61,14 +63,19 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(binDir)
-	for _, need := range []string{"registry", "helm", "tfk8s-nodeinit"} {
+	for _, need := range append([]string{"registry", "tfk8s-nodeinit"}, installTools...) {
 		if !fileExists(filepath.Join(binDir, need)) {
 			t.Fatalf("no %s: make build tools install-tools", filepath.Join(binDir, need))
 		}
 	}
 	registry := startReleaseRegistry(ctx, t, filepath.Join(binDir, "registry")) + "/" + releaseRepo
 	out := t.TempDir()
-	makeRelease(ctx, t, root, registry, releaseVersion, out)
+	// The release's downloads, as its release page would serve them: the krew manifest
+	// names its archives under this URL.
+	downloads := httptest.NewServer(http.FileServer(http.Dir(out)))
+	defer downloads.Close()
+	releaseURL := downloads.URL + "/" + releaseVersion
+	makeRelease(ctx, t, root, registry, releaseVersion, out, "RELEASE_URL="+releaseURL)
 	dir := filepath.Join(out, releaseVersion)
 	t.Run("the wheels are released, and this platform's installs", func(t *testing.T) {
 		checkWheels(ctx, t, dir, releaseVersion, releasePythonVersion)
@@ -101,14 +108,11 @@ func TestRelease(t *testing.T) {
 		}
 		return string(out)
 	}
-	// local up installed the tree's chart; the release replaces it as a fresh install.
+	// local up installed the tree's chart; the release replaces it as a fresh install,
+	// by docs/install.md's blocks: the chart, the CLI, the plugin and the SDK.
 	helm("uninstall", localcluster.ReleaseName, "--wait", "--timeout", "2m")
-	start := time.Now()
-	chartVersion := strings.TrimPrefix(releaseVersion, "v")
-	helm("install", localcluster.ReleaseName, "oci://"+registry+"/charts/tfk8s", "--version", chartVersion, "--plain-http",
-		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+localcluster.DefaultClusterDomain),
-		"--wait", "--timeout", "3m")
-	t.Logf("helm install oci://%s/charts/tfk8s --version %s: controller available in %.1f s", registry, chartVersion, time.Since(start).Seconds())
+	sh := newPageShell(t, binDir, st.Kubeconfig, opts.UserConfigFile)
+	runInstallPage(ctx, t, root, sh, map[string]string{"VERSION": releaseVersion, "REGISTRY": registry, "URL": releaseURL})
 
 	t.Run("a distributed job succeeds in the release's images", func(t *testing.T) {
 		start := time.Now()
@@ -121,6 +125,14 @@ func TestRelease(t *testing.T) {
 			c.fail(t, "released state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
 		}
 		t.Logf("released (1 PS, 2 workers, chief) succeeded %.1f s after submit", time.Since(start).Seconds())
+	})
+	t.Run("a job runs through the CLI and the plugin installed as docs/install.md says", func(t *testing.T) {
+		start := time.Now()
+		out := runInstalledJob(ctx, t, sh, registry+"/python:3.11")
+		if job := c.job(ctx, t, "installed"); job.Status.State != tfv1.JobSucceeded {
+			c.fail(t, "installed state %s, want Succeeded: %+v\n%s", job.Status.State, job.Status.Conditions, out)
+		}
+		t.Logf("the installed CLI's job succeeded in %.1f s:\n%s", time.Since(start).Seconds(), lastLines(out, 10))
 	})
 	t.Run("the released CLI reports the release's version for client and server", func(t *testing.T) {
 		cli := extractCLI(t, filepath.Join(dir, "tfk8s_"+releaseVersion+"_linux_amd64.tar.gz"))
@@ -191,13 +203,14 @@ func startReleaseRegistry(ctx context.Context, t *testing.T, bin string) string 
 	}
 }
 
-// makeRelease runs make release of version to registry, writing under out, and logs
-// its time, its summary and the size of the release's files.
-func makeRelease(ctx context.Context, t *testing.T, root, registry, version, out string) {
+// makeRelease runs make release of version to registry, writing under out, with vars
+// (NAME=value) given to make besides, and logs its time, its summary and the size of
+// the release's files.
+func makeRelease(ctx context.Context, t *testing.T, root, registry, version, out string, vars ...string) {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "release", "VERSION="+version, "REGISTRY="+registry,
-		"RELEASE_PLAIN_HTTP=1", "RELEASE_OUT="+out)
+	cmd := exec.CommandContext(ctx, "make", append([]string{"--no-print-directory", "release", "VERSION=" + version, "REGISTRY=" + registry,
+		"RELEASE_PLAIN_HTTP=1", "RELEASE_OUT=" + out}, vars...)...)
 	cmd.Dir = root
 	output, err := cmd.CombinedOutput()
 	if err != nil {
