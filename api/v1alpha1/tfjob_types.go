@@ -107,6 +107,9 @@ const (
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.spec.tfReplicaSpecs.Worker.replicas`
 // +kubebuilder:printcolumn:name="PS",type=integer,JSONPath=`.spec.tfReplicaSpecs.PS.replicas`
+// +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.progress.step`
+// +kubebuilder:printcolumn:name="Progress",type=integer,JSONPath=`.status.progress.progressPercentage`,description="Percent of the total steps, when the program said the total"
+// +kubebuilder:printcolumn:name="ETA",type=integer,JSONPath=`.status.progress.estimatedRemainingSeconds`,description="Seconds left at the recent step rate"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it names the job's Service"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.tfReplicaSpecs) || self.spec.tfReplicaSpecs.all(t, r, size(self.metadata.name) + size(t) + 2 + size(string(has(r.replicas) && r.replicas > 1 ? r.replicas - 1 : 0)) <= 63)",message="metadata.name is too long: every pod name <name>-<type>-<index> must fit in a 63-character DNS label"
@@ -579,6 +582,12 @@ type TFJobStatus struct {
 	// TensorBoard says where the job's TensorBoard is, while it exists.
 	// +optional
 	TensorBoard *TensorBoardStatus `json:"tensorBoard,omitempty"`
+
+	// Progress is how far training has got, while the lead replica's agent reports
+	// it (jobs with artifacts, not on the host's network); the last report stays once
+	// the job has finished.
+	// +optional
+	Progress *TrainingProgress `json:"progress,omitempty"`
 
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional

@@ -51,6 +51,37 @@ class FlushingTensorBoard(keras.callbacks.TensorBoard):
             writer.flush()
 
 
+class ReportStepsToTfk8s(keras.callbacks.Callback):
+    """Writes, beside Keras's summaries, the step at which training ends
+    (tfk8s/total_steps) when it begins, and the optimizer's step (tfk8s/step) every
+    `every` steps, flushed: the tfk8s agent reads them, so that `kubectl get tfjobs`
+    shows the job's STEP, PROGRESS and ETA. Keras's own summaries count epochs."""
+
+    def __init__(self, log_dir, total_steps, every):
+        super().__init__()
+        self.log_dir, self.total_steps, self.every = log_dir, total_steps, max(1, every)
+        self.writer = None
+
+    def _write(self, tag, value):
+        step = int(self.model.optimizer.iterations.numpy())
+        with self.writer.as_default():
+            tf.summary.scalar(tag, value, step=step)
+        self.writer.flush()
+        return step
+
+    def on_train_begin(self, logs=None):
+        self.writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
+        self._write("tfk8s/total_steps", self.total_steps)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if (batch + 1) % self.every == 0:
+            self._write("tfk8s/step", int(self.model.optimizer.iterations.numpy()))
+
+    def on_train_end(self, logs=None):
+        self._write("tfk8s/step", int(self.model.optimizer.iterations.numpy()))
+        self.writer.close()
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10, help="epochs in all")
@@ -172,6 +203,9 @@ def main():
                                         save_weights_only=True),
         FlushingTensorBoard(log_dir=os.path.join(args.model_dir, "logs"), update_freq="epoch"),
     ]
+    if chief:
+        callbacks.append(ReportStepsToTfk8s(os.path.join(args.model_dir, "logs"),
+                                            args.epochs * args.steps_per_epoch, every=args.steps_per_epoch // 5))
     model.fit(dataset, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
               callbacks=callbacks, verbose=0)
     print(f"[{name}] training finished at step {int(model.optimizer.iterations.numpy())}", flush=True)

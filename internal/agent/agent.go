@@ -29,7 +29,8 @@
 //     artifacts/<path> and .../attempts/<n>/logs/<container>.log, then the attempt's
 //     record and manifest.json (see storage's layout.go); and reads the TensorFlow
 //     event files among the artifacts as they grow, storing their step and scalars
-//     in .../progress.json when they changed (progress.go); and samples the
+//     in .../progress.json when they changed (progress.go), which the lead replica
+//     also serves to the controller on TFK8S_PROGRESS_PORT (live.go); and samples the
 //     container's cgroup, storing its CPU and memory use in .../usage.json at every
 //     upload (usage.go, cgroup.go);
 //  6. once the command has exited, ends what it left running (SIGTERM, then SIGKILL
@@ -116,6 +117,14 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 			s.log.Printf("%v", err)
 			return ExitUsage
 		}
+	}
+	if s.up != nil && cfg.ProgressPort != 0 {
+		live, err := serveLiveProgress(cfg.ProgressPort, cfg.PodUID, cfg.TotalSteps, s.log)
+		if err != nil {
+			s.log.Printf("%v: the job's status goes without its progress", err)
+		}
+		s.up.progress.live = live
+		defer live.close()
 	}
 	if code, ok := s.prepare(); !ok {
 		return code

@@ -93,6 +93,11 @@ type Config struct {
 
 	// Command is the command and its arguments.
 	Command []string
+
+	// ProgressPort is where the lead replica serves its progress (live.go); 0: not.
+	ProgressPort int
+	// TotalSteps is the step at which training ends, as the user set it; 0: unknown.
+	TotalSteps int64
 }
 
 // usesStorage reports whether the agent talks to S3 at all.
@@ -164,15 +169,11 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	if c.ExposeStorageCredentials, err = strconv.ParseBool(expose); err != nil {
 		return Config{}, fmt.Errorf("parsing %s %q: want true or false", tfjob.EnvExposeStorageCredentials, expose)
 	}
-	if data != "" {
-		if err := json.Unmarshal([]byte(data), &c.Data); err != nil {
-			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of {\"source\", \"path\"}: %w", tfjob.EnvData, data, err)
-		}
+	if err := c.parseLists(data, paths); err != nil {
+		return Config{}, err
 	}
-	if paths != "" {
-		if err := json.Unmarshal([]byte(paths), &c.ArtifactsPaths); err != nil {
-			return Config{}, fmt.Errorf("parsing %s %q: want a JSON list of absolute paths: %w", tfjob.EnvArtifactsPaths, paths, err)
-		}
+	if c.ProgressPort, c.TotalSteps, err = parseProgress(getenv); err != nil {
+		return Config{}, err
 	}
 	if err := c.validate(); err != nil {
 		return Config{}, err
@@ -267,6 +268,37 @@ func parseCaps(maxBytes, maxEntries string) (pack.Limits, error) {
 		*c.n = n
 	}
 	return lim, nil
+}
+
+// parseLists reads the data sources and the artifact paths, JSON lists.
+func (c *Config) parseLists(data, paths string) error {
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), &c.Data); err != nil {
+			return fmt.Errorf("parsing %s %q: want a JSON list of {\"source\", \"path\"}: %w", tfjob.EnvData, data, err)
+		}
+	}
+	if paths != "" {
+		if err := json.Unmarshal([]byte(paths), &c.ArtifactsPaths); err != nil {
+			return fmt.Errorf("parsing %s %q: want a JSON list of absolute paths: %w", tfjob.EnvArtifactsPaths, paths, err)
+		}
+	}
+	return nil
+}
+
+// parseProgress reads the port the progress is served on and the total steps the user
+// set, naming the variable of the one refused; unset, each is 0.
+func parseProgress(getenv func(string) string) (port int, total int64, err error) {
+	if s := getenv(tfjob.EnvProgressPort); s != "" {
+		if port, err = strconv.Atoi(s); err != nil || port < 1 || port > 65535 {
+			return 0, 0, fmt.Errorf("parsing %s %q: want a port from 1 to 65535", tfjob.EnvProgressPort, s)
+		}
+	}
+	if s := getenv(tfjob.EnvTotalSteps); s != "" {
+		if total, err = strconv.ParseInt(s, 10, 64); err != nil || total < 1 {
+			return 0, 0, fmt.Errorf("parsing %s %q: want a whole number of steps, at least 1", tfjob.EnvTotalSteps, s)
+		}
+	}
+	return port, total, nil
 }
 
 // isHexDigest reports whether s is a hex SHA-256 digest.

@@ -111,6 +111,8 @@ func TestParseRunArgsErrors(t *testing.T) {
 		{name: "zero entry cap", args: []string{"--unpack-max-entries", "0", "--", "x"}, wantErr: `parsing TFK8S_UNPACK_MAX_ENTRIES "0"`},
 		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvExposeStorageCredentials: "yes please"}, wantErr: tfjob.EnvExposeStorageCredentials},
 		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
+		{name: "bad progress port", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvProgressPort: "70000"}, wantErr: `parsing TFK8S_PROGRESS_PORT "70000": want a port from 1 to 65535`},
+		{name: "bad total steps", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvTotalSteps: "1e6"}, wantErr: `parsing TFK8S_TOTAL_STEPS "1e6": want a whole number of steps`},
 		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
 	}
 	for _, tc := range tests {

@@ -29,7 +29,8 @@ type progressRecorder struct {
 	readers map[string]*tfevents.Reader // by local path
 	broken  map[string]bool             // files that failed to read, logged once
 	tracker *tfevents.Tracker
-	stored  []byte // the record last stored, without its Updated time
+	stored  []byte        // the record last stored, without its Updated time
+	live    *liveProgress // nil unless this replica serves its progress
 }
 
 func newProgressRecorder(replica storage.URI, roots []string, log *logger) *progressRecorder {
@@ -87,6 +88,7 @@ func (r *progressRecorder) store(ctx context.Context, c *storage.Client) error {
 	if p == nil {
 		return nil
 	}
+	r.live.set(p)
 	unstamped, err := json.Marshal(p)
 	if err != nil {
 		return err

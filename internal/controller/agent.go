@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -204,6 +205,9 @@ func agentEnv(job *tfv1.TFJob, c *corev1.Container, rt tfv1.ReplicaType, index i
 	add(tfjob.EnvReplica, tfjob.ReplicaName(rt, index))
 	add(tfjob.EnvContainerName, c.Name)
 	add(tfjob.EnvLogDir, tfjob.AgentLogDir)
+	if tfjob.ServesProgress(job, rt, index) {
+		add(tfjob.EnvProgressPort, strconv.Itoa(tfjob.ProgressPort))
+	}
 	fromField := func(name, path string) {
 		env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},

@@ -146,6 +146,8 @@ func TestInjectAgentVariants(t *testing.T) {
 			"TFK8S_REPLICA":               "worker-0",
 			"TFK8S_CONTAINER_NAME":        "tensorflow",
 			"TFK8S_LOG_DIR":               "/tfk8s/logs",
+			// worker 0 leads a job of workers alone: it serves its progress.
+			"TFK8S_PROGRESS_PORT": "2230",
 		}
 		for k, v := range extra {
 			env[k] = v

@@ -61,6 +61,8 @@ func TestStripPod(t *testing.T) {
 
 	labelled := worker(2).Finalizer().Obj()
 	labelled.Labels["team"] = "vision"
+	lead := worker(0).Obj()
+	lead.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TFK8S_NAMESPACE", Value: "ml"}, {Name: tfjob.EnvProgressPort, Value: "2230"}}
 	named := worker(3).Obj()
 	named.Spec.Containers = []corev1.Container{{Name: "trainer"}, {Name: "sidecar"}}
 	named.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", RestartCount: 1}, {Name: "trainer", RestartCount: 4}}
@@ -74,17 +76,22 @@ func TestStripPod(t *testing.T) {
 	}{
 		{"failed", failed, func(meta metav1.ObjectMeta) *corev1.Pod {
 			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{
-				Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.",
+				Phase: corev1.PodFailed, PodIP: "10.1.0.7", Reason: "Evicted", Message: "The node was low on resource: memory.",
 				Conditions:        []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "tensorflow", RestartCount: 2, State: terminated}},
 			}}
 		}, 2},
 		{"labels of its own", labelled, func(meta metav1.ObjectMeta) *corev1.Pod {
-			return &corev1.Pod{ObjectMeta: meta, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+			return &corev1.Pod{ObjectMeta: meta, Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7"}}
+		}, -1},
+		{"the lead replica keeps the port of its progress", lead, func(meta metav1.ObjectMeta) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+				Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: "2230"}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7"}}
 		}, -1},
 		{"TensorFlow in a container of another name", named, func(meta metav1.ObjectMeta) *corev1.Pod {
 			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer"}}},
-				Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: named.Status.ContainerStatuses}}
+				Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7", ContainerStatuses: named.Status.ContainerStatuses}}
 		}, 4},
 	}
 	for _, tc := range cases {

@@ -28,7 +28,8 @@ type cachedPod struct {
 	replica  *ownLabels
 	NodeName string
 	// Containers name the pod's TensorFlow container, only when it is not the one
-	// named tensorflow: tfjob.TensorFlowStatus looks for that name when there are none.
+	// named tensorflow (tfjob.TensorFlowStatus looks for that name when there are
+	// none) or when it serves its progress, with that variable alone (progress.go).
 	Containers []corev1.Container
 	Status     podState
 }
@@ -63,6 +64,7 @@ func (p *cachedPod) GetLabels() map[string]string {
 // podState is the part of a pod's status tfk8s reads.
 type podState struct {
 	Phase             corev1.PodPhase
+	PodIP             string
 	Reason, Message   string
 	Conditions        []corev1.PodCondition
 	ContainerStatuses []corev1.ContainerStatus
@@ -82,7 +84,7 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 	for i := range p.Containers {
 		out.Containers = append(out.Containers, *p.Containers[i].DeepCopy())
 	}
-	out.Status = podState{Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message}
+	out.Status = podState{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Reason: p.Status.Reason, Message: p.Status.Message}
 	for i := range p.Status.Conditions {
 		out.Status.Conditions = append(out.Status.Conditions, *p.Status.Conditions[i].DeepCopy())
 	}
@@ -102,6 +104,7 @@ func (p *cachedPod) pod() *corev1.Pod {
 		Spec:       corev1.PodSpec{NodeName: p.NodeName, Containers: p.Containers},
 		Status: corev1.PodStatus{
 			Phase:             p.Status.Phase,
+			PodIP:             p.Status.PodIP,
 			Reason:            p.Status.Reason,
 			Message:           p.Status.Message,
 			Conditions:        p.Status.Conditions,
@@ -128,11 +131,12 @@ func stripPod(obj any) (any, error) {
 			}
 		}
 	}
-	if c := tfjob.TensorFlowContainer(pod.Spec.Containers); c != nil && c.Name != tfjob.ContainerName {
-		kept.Containers = []corev1.Container{{Name: c.Name}}
+	if c := tfjob.TensorFlowContainer(pod.Spec.Containers); c != nil {
+		kept.Containers = keptContainer(c)
 	}
 	kept.Status = podState{
 		Phase:      pod.Status.Phase,
+		PodIP:      pod.Status.PodIP,
 		Reason:     pod.Status.Reason,
 		Message:    pod.Status.Message,
 		Conditions: pod.Status.Conditions,
@@ -149,6 +153,20 @@ func stripPod(obj any) (any, error) {
 		}
 	}
 	return stripMetadata(kept)
+}
+
+// keptContainer is what the cache keeps of the TensorFlow container c: its name when
+// it is not tensorflow, and the port it serves its progress on.
+func keptContainer(c *corev1.Container) []corev1.Container {
+	for _, e := range c.Env {
+		if e.Name == tfjob.EnvProgressPort {
+			return []corev1.Container{{Name: c.Name, Env: []corev1.EnvVar{{Name: e.Name, Value: e.Value}}}}
+		}
+	}
+	if c.Name != tfjob.ContainerName {
+		return []corev1.Container{{Name: c.Name}}
+	}
+	return nil
 }
 
 // podOwnerIndex indexes cached pods by the namespace and name of the TFJob that

@@ -127,8 +127,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if job == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	logger := log.FromContext(ctx).WithValues("tfjob", klog.KObj(job))
-	ctx = log.IntoContext(ctx, logger)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("tfjob", klog.KObj(job)))
 
 	// 1. Observe: the job's pods, those an earlier job of its name left behind, its record pod.
 	pods, foreign, recordPod, err := r.listPods(ctx, job)
@@ -137,7 +136,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	// 2. Act only on a cache that shows tfk8s's own last writes.
 	if !r.expectations.satisfied(job.UID, job.ResourceVersion, pods) {
-		logger.V(2).Info("Waiting for the cache to show the last writes")
+		log.FromContext(ctx).V(2).Info("Waiting for the cache to show the last writes")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	// 3. A job being deleted only releases its pods.
@@ -178,10 +177,11 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	requeue = minPositive(requeue, wait)
 	errs = append(errs, err)
 
-	// 8. Decide the end record of a finished job that stores in S3: whether it is
-	// written, or given up on, goes into this status write.
+	// 8. Decide the end record of a finished job that stores in S3, and poll a running
+	// job's progress when due (progress.go): both go into this status write.
 	rp := decideRecord(run, st, recordPod, now.Time)
 	rp.setCondition(st, now)
+	requeue = minPositive(requeue, r.syncProgress(ctx, run, pods, st, now))
 
 	// 9. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.

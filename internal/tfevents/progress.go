@@ -42,6 +42,12 @@ type Progress struct {
 	Series map[string][]Point `json:"series,omitempty"`
 	// Omitted counts the scalars left out beyond MaxScalars.
 	Omitted int `json:"omitted,omitempty"`
+	// TotalSteps is the step at which training ends, when the program said it with a
+	// TotalStepsTag scalar (its last value); 0 when unknown.
+	TotalSteps int64 `json:"totalSteps,omitempty"`
+	// StepsPerSecond is the recent rate of Step by the trainer's clock (see pace.go);
+	// 0 when unknown.
+	StepsPerSecond float64 `json:"stepsPerSecond,omitempty"`
 }
 
 // Last is the last value of a scalar.
@@ -154,6 +160,8 @@ type Tracker struct {
 	last     map[string]Last
 	series   map[string]*series
 	omitted  map[string]bool
+	total    int64
+	pace     pace
 }
 
 // NewTracker returns a Tracker that has read nothing.
@@ -168,8 +176,17 @@ func (t *Tracker) Add(run string, events []Event) {
 			continue
 		}
 		wall := wallTime(ev.WallTime)
+		if ev.Step > t.step || t.pace.empty() {
+			t.pace.add(ev.Step, ev.WallTime)
+		}
 		t.step, t.wallTime = max(t.step, ev.Step), max(t.wallTime, ev.WallTime)
 		for _, s := range ev.Scalars {
+			if s.Tag == TotalStepsTag {
+				t.total = totalSteps(s.Value)
+			}
+			if strings.HasPrefix(s.Tag, OwnTagPrefix) {
+				continue // it moves the step alone
+			}
 			key := path.Join(run, s.Tag)
 			if _, ok := t.last[key]; !ok && len(t.last) >= MaxScalars {
 				t.omitted[key] = true
@@ -192,7 +209,8 @@ func (t *Tracker) Progress() *Progress {
 	}
 	limit := max(2, min(MaxPoints, SeriesBudget/len(t.series)))
 	p := &Progress{Step: t.step, WallTime: wallTime(t.wallTime), Scalars: maps.Clone(t.last),
-		Series: make(map[string][]Point, len(t.series)), Omitted: len(t.omitted)}
+		Series: make(map[string][]Point, len(t.series)), Omitted: len(t.omitted),
+		TotalSteps: t.total, StepsPerSecond: t.pace.rate()}
 	for key, s := range t.series {
 		p.Series[key] = thin(s.points(), limit)
 	}

@@ -78,6 +78,7 @@ func TestTensorFlowJobs(t *testing.T) {
 	t.Run("a killed worker costs nothing", func(t *testing.T) { testTensorFlowKilledWorker(ctx, t, c) })
 	t.Run("a killed chief resumes from its checkpoint", func(t *testing.T) { testTensorFlowKilledChief(ctx, t, c) })
 	t.Run("MultiWorkerMirroredStrategy trains", func(t *testing.T) { testMultiWorkerMirrored(ctx, t, c) })
+	t.Run("kubectl shows its progress", func(t *testing.T) { testProgress(ctx, t, c, opts.Ports.ControllerMetrics) })
 	t.Run("volumes are shared by the replicas", func(t *testing.T) { testVolumes(ctx, t, c) })
 	t.Run("TensorBoard follows the job", func(t *testing.T) { testTensorBoard(ctx, t, c) })
 }

@@ -36,7 +36,7 @@ func TestCRDIsServed(t *testing.T) {
 	for _, c := range got.Spec.Versions[0].AdditionalPrinterColumns {
 		columns = append(columns, c.Name)
 	}
-	if diff := cmp.Diff([]string{"State", "Workers", "PS", "Age"}, columns); diff != "" {
+	if diff := cmp.Diff([]string{"State", "Workers", "PS", "Step", "Progress", "ETA", "Age"}, columns); diff != "" {
 		t.Errorf("printer columns (-want +got):\n%s", diff)
 	}
 	if got.Spec.Versions[0].Subresources == nil || got.Spec.Versions[0].Subresources.Status == nil {

@@ -1,0 +1,257 @@
+package controller
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/scheme"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+func TestDecideProgress(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(30 * time.Second))
+	loss := []tfjob.LiveMetric{{Name: "train/epoch_loss", Value: "0.25"}}
+	running := &tfv1.TrainingProgress{Step: 100, TotalSteps: ptr.To[int64](400), ProgressPercentage: ptr.To[int32](25),
+		EstimatedRemainingSeconds: ptr.To[int32](150), StepsPerSecond: "2",
+		Metrics: []tfv1.ProgressMetric{{Name: "train/epoch_loss", Value: "0.25"}}, LastUpdatedTime: t0}
+	cases := []struct {
+		name string
+		prev *tfv1.TrainingProgress
+		lp   *tfjob.LiveProgress
+		want *tfv1.TrainingProgress
+	}{
+		{name: "nothing read keeps nothing", want: nil},
+		{name: "nothing read keeps what was", prev: running, want: running},
+		{
+			name: "a known total gives the percentage and the time left at the rate",
+			lp:   &tfjob.LiveProgress{Step: 100, TotalSteps: 400, StepsPerSecond: 2, Metrics: loss},
+			want: &tfv1.TrainingProgress{Step: 100, TotalSteps: ptr.To[int64](400), ProgressPercentage: ptr.To[int32](25),
+				EstimatedRemainingSeconds: ptr.To[int32](150), StepsPerSecond: "2",
+				Metrics: []tfv1.ProgressMetric{{Name: "train/epoch_loss", Value: "0.25"}}, LastUpdatedTime: t1},
+		},
+		{
+			name: "the same report again is no change, and keeps its time",
+			prev: running,
+			lp:   &tfjob.LiveProgress{Step: 100, TotalSteps: 400, StepsPerSecond: 2, Metrics: loss},
+			want: running,
+		},
+		{
+			name: "an unknown total gives the step and the rate alone",
+			lp:   &tfjob.LiveProgress{Step: 7, StepsPerSecond: 0.123456},
+			want: &tfv1.TrainingProgress{Step: 7, StepsPerSecond: "0.1235", LastUpdatedTime: t1},
+		},
+		{
+			name: "no rate yet: no time left",
+			lp:   &tfjob.LiveProgress{Step: 1, TotalSteps: 3},
+			want: &tfv1.TrainingProgress{Step: 1, TotalSteps: ptr.To[int64](3), ProgressPercentage: ptr.To[int32](33), LastUpdatedTime: t1},
+		},
+		{
+			name: "past the total: 100% and nothing left",
+			lp:   &tfjob.LiveProgress{Step: 500, TotalSteps: 400, StepsPerSecond: 5},
+			want: &tfv1.TrainingProgress{Step: 500, TotalSteps: ptr.To[int64](400), ProgressPercentage: ptr.To[int32](100),
+				EstimatedRemainingSeconds: ptr.To[int32](0), StepsPerSecond: "5", LastUpdatedTime: t1},
+		},
+		{
+			name: "hostile figures are clamped or dropped",
+			lp: &tfjob.LiveProgress{Step: -5, TotalSteps: math.MaxInt64, StepsPerSecond: math.NaN(), Metrics: []tfjob.LiveMetric{
+				{Name: "ok", Value: "1e400"}, {Name: "", Value: "1"}, {Name: "bad\x1b[2J", Value: "1"},
+				{Name: strings.Repeat("n", 129), Value: "1"}, {Name: "words", Value: "rm -rf"}, {Name: "nan", Value: "NaN"},
+			}},
+			want: &tfv1.TrainingProgress{Step: 0, Metrics: []tfv1.ProgressMetric{{Name: "nan", Value: "NaN"}}, LastUpdatedTime: t1},
+		},
+		{
+			name: "a crawl of a huge total caps the time left",
+			lp:   &tfjob.LiveProgress{Step: 0, TotalSteps: 1 << 50, StepsPerSecond: 1e-9},
+			want: &tfv1.TrainingProgress{Step: 0, TotalSteps: ptr.To[int64](1 << 50), ProgressPercentage: ptr.To[int32](0),
+				EstimatedRemainingSeconds: ptr.To[int32](math.MaxInt32), StepsPerSecond: "1e-09", LastUpdatedTime: t1},
+		},
+		{
+			name: "no more than eight metrics",
+			lp:   &tfjob.LiveProgress{Step: 1, Metrics: nineMetrics()},
+			want: &tfv1.TrainingProgress{Step: 1, Metrics: eightOfNine(), LastUpdatedTime: t1},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decideProgress(tc.prev, tc.lp, t1)); diff != "" {
+				t.Errorf("progress (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func nineMetrics() []tfjob.LiveMetric {
+	var m []tfjob.LiveMetric
+	for i := range 9 {
+		m = append(m, tfjob.LiveMetric{Name: string(rune('a' + i)), Value: "1"})
+	}
+	return m
+}
+
+func eightOfNine() []tfv1.ProgressMetric {
+	var m []tfv1.ProgressMetric
+	for i := range 8 {
+		m = append(m, tfv1.ProgressMetric{Name: string(rune('a' + i)), Value: "1"})
+	}
+	return m
+}
+
+func TestFinishedProgressDropsRateAndETA(t *testing.T) {
+	p := &tfv1.TrainingProgress{Step: 400, TotalSteps: ptr.To[int64](400), ProgressPercentage: ptr.To[int32](100),
+		EstimatedRemainingSeconds: ptr.To[int32](0), StepsPerSecond: "5"}
+	want := &tfv1.TrainingProgress{Step: 400, TotalSteps: ptr.To[int64](400), ProgressPercentage: ptr.To[int32](100)}
+	if diff := cmp.Diff(want, finishedProgress(p)); diff != "" {
+		t.Errorf("finished progress (-want +got):\n%s", diff)
+	}
+	if p.StepsPerSecond != "5" {
+		t.Error("finishedProgress changed the status it was given")
+	}
+}
+
+func TestFetchLiveProgressTreatsTheBodyAsUntrusted(t *testing.T) {
+	cases := []struct {
+		name    string
+		status  int
+		body    string
+		want    *tfjob.LiveProgress
+		wantErr string
+	}{
+		{name: "a report", status: 200, body: `{"step":3,"totalSteps":9,"stepsPerSecond":1.5}`,
+			want: &tfjob.LiveProgress{Step: 3, TotalSteps: 9, StepsPerSecond: 1.5}},
+		{name: "nothing read yet", status: 204, want: nil},
+		{name: "a refusal", status: 401, wantErr: "401"},
+		{name: "not JSON", status: 200, body: "<html>", wantErr: "invalid character"},
+		{name: "too long", status: 200, body: `{"metrics":[` + strings.Repeat(`{"name":"x","value":"1"},`, 2000) + `]}`,
+			wantErr: "body over 16384 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var auth string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				auth = r.Header.Get("Authorization")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			got, err := fetchLiveProgress(context.Background(), progressClient, srv.URL+tfjob.ProgressPath, "uid-1")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("progress (-want +got):\n%s", diff)
+			}
+			if auth != "Bearer uid-1" {
+				t.Errorf("Authorization %q, want the pod's UID as the bearer token", auth)
+			}
+		})
+	}
+}
+
+func TestProgressSource(t *testing.T) {
+	job := testutil.MakeTFJob("j", "ns").Chief().Workers(2).Obj()
+	pod := func(rt tfv1.ReplicaType, index string, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + strings.ToLower(string(rt)) + index, UID: "u",
+			Labels: map[string]string{tfv1.LabelReplicaType: strings.ToLower(string(rt)), tfv1.LabelReplicaIndex: index}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+				Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: "2230"}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	cases := []struct {
+		name    string
+		pods    []*corev1.Pod
+		wantPod string
+		wantURL string
+	}{
+		{name: "the chief, not worker 0", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, "0", nil), pod(tfv1.ReplicaTypeChief, "0", nil)},
+			wantPod: "p-chief0", wantURL: "http://10.1.2.3:2230/progress"},
+		{name: "a pending chief: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })}},
+		{name: "a chief without the port: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.Containers[0].Env = nil })}},
+		{name: "a chief on the host's network: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.HostNetwork = true })}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, url := progressSource(job, tc.pods)
+			name := ""
+			if got != nil {
+				name = got.Name
+			}
+			if name != tc.wantPod || url != tc.wantURL {
+				t.Errorf("progressSource = %q, %q; want %q, %q", name, url, tc.wantPod, tc.wantURL)
+			}
+		})
+	}
+}
+
+func TestPollTimes(t *testing.T) {
+	p := &pollTimes{}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	steps := []struct {
+		uid  types.UID
+		at   time.Duration
+		want time.Duration
+	}{
+		{"a", 0, 0},
+		{"a", 10 * time.Second, 20 * time.Second},
+		{"b", 10 * time.Second, 0},
+		{"a", 30 * time.Second, 0},
+		{"a", 29 * time.Second, 0}, // the clock went back: poll rather than wait forever
+	}
+	for i, s := range steps {
+		if got := p.due(s.uid, t0.Add(s.at)); got != s.want {
+			t.Errorf("step %d: due(%s, +%v) = %v, want %v", i, s.uid, s.at, got, s.want)
+		}
+	}
+	p.due("c", t0.Add(time.Hour)) // sweeps a and b, long stale
+	if len(p.last) != 1 {
+		t.Errorf("%d jobs remembered after a sweep, want 1: %v", len(p.last), p.last)
+	}
+}
+
+func TestRunningStepRates(t *testing.T) {
+	running := metav1.Condition{Type: string(tfv1.JobRunning), Status: metav1.ConditionTrue, Reason: tfv1.ReasonRunning}
+	succeeded := metav1.Condition{Type: string(tfv1.JobSucceeded), Status: metav1.ConditionTrue, Reason: "TFJobSucceeded"}
+	job := func(name, rate string, conds ...metav1.Condition) *tfv1.TFJob {
+		j := testutil.MakeTFJob(name, "ns").Workers(1).Obj()
+		j.Status.Conditions = conds
+		if rate != "" {
+			j.Status.Progress = &tfv1.TrainingProgress{Step: 1, StepsPerSecond: rate}
+		}
+		return j
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		job("fast", "12.5", running), job("done", "3", running, succeeded), job("quiet", "", running),
+		job("garbled", "Inf", running), job("starting", "")).Build()
+	got, err := runningStepRates(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []jobStepRate{{"ns", "fast", 12.5}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(jobStepRate{})); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+}
