@@ -47,6 +47,8 @@ type Field struct {
 	Form *Form
 	// param is where the field is in Params.
 	param func(*Params) any
+	// inverse reads the field's parameter from a job, as Inverse does.
+	inverse func(view, *Params)
 }
 
 // Form is how the dashboard's form shows a field.
