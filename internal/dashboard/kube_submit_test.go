@@ -120,7 +120,7 @@ func TestCloneFormOnlyWhatTheFormSays(t *testing.T) {
 		{name: "artifacts", change: func(j *tfv1.TFJob) {
 			j.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://b/runs/", Paths: []string{"/workspace/model"}}
 			j.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3"}}
-		}, wantUnsaid: []string{"--artifacts", "spec.artifacts.destination", "spec.storage.secretRef"}},
+		}, wantUnsaid: []string{"--artifacts", "--artifacts-interval", "spec.artifacts.destination", "spec.storage.secretRef"}},
 		{name: "a Kueue queue", change: func(j *tfv1.TFJob) {
 			j.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
 		}, wantUnsaid: []string{"--queue"}},

@@ -1,11 +1,14 @@
 package jobspec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -28,6 +31,9 @@ var frontEndPaths = []string{"spec.code", "spec.artifacts.destination", "spec.st
 // the artifacts' bucket, the storage Secret) when the job has them, and every other
 // part of the job that Build of those parameters would not make again.
 func Inverse(job *tfv1.TFJob) (Params, []string) {
+	// A job read from the API server has its defaults; one from a file says the same.
+	job = job.DeepCopy()
+	withServerDefaults(&job.Spec)
 	v := view{job: job}
 	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster, tfv1.ReplicaTypeWorker, tfv1.ReplicaTypePS, tfv1.ReplicaTypeEvaluator} {
 		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
@@ -74,6 +80,7 @@ func unsaid(job *tfv1.TFJob, p Params) []string {
 // annotations and spec, a command's arguments folded into it as Build writes them.
 func comparable(job *tfv1.TFJob) any {
 	spec := job.Spec.DeepCopy()
+	withServerDefaults(spec)
 	for _, rs := range spec.TFReplicaSpecs {
 		if rs == nil {
 			continue
@@ -132,10 +139,35 @@ func jobDiff(at string, a, b any) []string {
 			return nil
 		}
 	}
-	if a == nil {
+	if a == nil || a == "" || a == false {
 		// What the job leaves out, the parameters may fill with a default: nothing of
 		// the job is lost.
 		return nil
 	}
 	return []string{at}
+}
+
+// withServerDefaults sets what the CRD's defaults set where spec leaves it out, so
+// that a job read from the API server and one built for it compare alike.
+func withServerDefaults(spec *tfv1.TFJobSpec) {
+	spec.StartupPolicy = cmp.Or(spec.StartupPolicy, tfv1.StartupPolicyParallel)
+	spec.Networking.Mode = cmp.Or(spec.Networking.Mode, tfv1.NetworkingModeDNS)
+	for _, rs := range spec.TFReplicaSpecs {
+		if rs != nil {
+			rs.Replicas = cmp.Or(rs.Replicas, ptr.To[int32](1))
+			rs.RestartPolicy = cmp.Or(rs.RestartPolicy, tfv1.RestartPolicyNever)
+		}
+	}
+	rp := &spec.RunPolicy
+	rp.CleanPodPolicy = cmp.Or(rp.CleanPodPolicy, ptr.To(tfv1.CleanPodPolicyRunning))
+	rp.BackoffLimit = cmp.Or(rp.BackoffLimit, ptr.To[int32](DefaultBackoffLimit))
+	if a := spec.Artifacts; a != nil {
+		a.Interval = cmp.Or(a.Interval, &metav1.Duration{Duration: DefaultArtifactsInterval})
+	}
+	if c := spec.Code; c != nil {
+		c.Path = cmp.Or(c.Path, tfjob.DefaultCodePath)
+	}
+	if tb := spec.TensorBoard; tb != nil {
+		tb.TTLSecondsAfterFinished = cmp.Or(tb.TTLSecondsAfterFinished, ptr.To[int32](3600))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -112,6 +113,9 @@ func TestInverseRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("building the parameters read back: %v", err)
 			}
+			// Both as the API server stores them, its defaults set.
+			withServerDefaults(&job.Spec)
+			withServerDefaults(&again.Spec)
 			if diff := cmp.Diff(job, again); diff != "" {
 				t.Errorf("Build(Inverse(job)) (-want +got):\n%s", diff)
 			}
@@ -165,4 +169,23 @@ func TestInverseReportsUnsaid(t *testing.T) {
 func ptrQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
+}
+
+// TestCommandLineParsesBack checks that the arguments CommandLine writes, read by
+// submit's own flags, give the parameters again.
+func TestCommandLineParsesBack(t *testing.T) {
+	_, job := sampleJob(t, []string{"workers=2", "ps=1", "chief=true", "env=A=1", "env=B=x y", "artifacts=model",
+		"queue=q", "tensorboard=false", "gpus=1", "active-deadline=90s"})
+	want, _ := Inverse(job)
+	args := CommandLine(want)
+	fs := pflag.NewFlagSet("submit", pflag.ContinueOnError)
+	var got Params
+	AddFlags(fs, &got)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	got.Command = fs.Args()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%q parsed (-want +got):\n%s", args, diff)
+	}
 }
