@@ -119,6 +119,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		if err := printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML)); err != nil {
 			return err
 		}
+		printAsFlags(o.env.ErrOut, s.job)
 		return &notSubmittedError{fromRun: f.fromRun, reason: f.unverified}
 	}
 	cs, err := o.clients()
