@@ -152,7 +152,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if s.s3 != nil {
 		// The job runs without its record; tfk8s runs then finds it by its files.
 		end = o.step("run record")
-		if err := jobs.RecordRun(ctx, s.s3, s.job, time.Now()); err != nil {
+		if err := jobs.WriteRunRecord(ctx, s.s3, s.job, time.Now()); err != nil {
 			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 		}
 		end()

@@ -53,7 +53,7 @@ func (d *kubeCluster) recordRun(ctx context.Context, job *tfv1.TFJob) error {
 	if err != nil {
 		return fmt.Errorf("writing the run record of tfjob %s: %w", job.Name, err)
 	}
-	return jobs.RecordRun(ctx, c, job, time.Now())
+	return jobs.WriteRunRecord(ctx, c, job, time.Now())
 }
 
 // FormJob is the job of a request of the submit page: it reads the form (or the YAML, with the form's fields over it) into the
