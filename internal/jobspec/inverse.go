@@ -43,7 +43,10 @@ func Inverse(job *tfv1.TFJob) (Params, []string) {
 	}
 	var p Params
 	for _, f := range fields {
-		f.inverse(v, &p)
+		// A field without its inverse is not read: what it set is then reported.
+		if f.inverse != nil {
+			f.inverse(v, &p)
+		}
 	}
 	return p, unsaid(job, p)
 }
