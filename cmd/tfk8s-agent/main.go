@@ -58,12 +58,12 @@ func run(args []string) int {
 		}
 		return agent.RunMirror(cfg, os.Stderr)
 	case "record":
-		cfg, err := agent.ParseRecordConfig(os.Getenv)
+		cfg, err := agent.ParseEndRecordConfig(os.Getenv)
 		if err != nil || len(args) != 1 {
 			fmt.Fprintf(os.Stderr, "tfk8s-agent: %v\n%s\n", err, usage)
 			return agent.ExitUsage
 		}
-		return agent.RunRecord(cfg, os.Stderr)
+		return agent.RunEndRecord(cfg, os.Stderr)
 	default:
 		fmt.Fprintf(os.Stderr, "tfk8s-agent: unknown subcommand %q\n%s\n", args[0], usage)
 		return agent.ExitUsage

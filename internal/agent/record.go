@@ -15,19 +15,19 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// RecordConfig configures `tfk8s-agent record`: which run's end to write, and how it
+// EndRecordConfig configures `tfk8s-agent record`: which run's end to write, and how it
 // ended. The controller sets it all in the record pod's environment.
-type RecordConfig struct {
+type EndRecordConfig struct {
 	Storage storage.Config
 	// Run is the run's prefix, <destination>/<namespace>/<job>/<run>/.
 	Run storage.URI
 	End tfjob.RunEnd
 }
 
-// ParseRecordConfig reads the record pod's environment: the S3 settings, the job's
+// ParseEndRecordConfig reads the record pod's environment: the S3 settings, the job's
 // destination, namespace, name and run, and the end (tfjob.EnvRunEnd, JSON).
-func ParseRecordConfig(getenv func(string) string) (RecordConfig, error) {
-	var c RecordConfig
+func ParseEndRecordConfig(getenv func(string) string) (EndRecordConfig, error) {
+	var c EndRecordConfig
 	var errs []error
 	dest, err := storage.ParseURI(getenv(tfjob.EnvArtifactsDestination))
 	if err != nil {
@@ -50,12 +50,12 @@ func ParseRecordConfig(getenv func(string) string) (RecordConfig, error) {
 	return c, errors.Join(errs...)
 }
 
-// RunRecord runs `tfk8s-agent record` and returns its exit code: non-zero when the end
+// RunEndRecord runs `tfk8s-agent record` and returns its exit code: non-zero when the end
 // could not be written, so that the pod restarts and tries again.
-func RunRecord(cfg RecordConfig, logOut io.Writer) int {
+func RunEndRecord(cfg EndRecordConfig, logOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := Record(ctx, cfg, logOut); err != nil {
+	if err := WriteEndRecord(ctx, cfg, logOut); err != nil {
 		fmt.Fprintf(logOut, "tfk8s-agent record: %v\n", err)
 		return ExitInternal
 	}
@@ -63,11 +63,11 @@ func RunRecord(cfg RecordConfig, logOut io.Writer) int {
 	return 0
 }
 
-// Record writes the run's end record, end.json at its prefix, with the progress
+// WriteEndRecord writes the run's end record, end.json at its prefix, with the progress
 // record of the run's lead replica (tfjob.LeadReplicas, the first that stored one)
 // as it stands, without its series, so that tfk8s runs reads a finished run's step and
 // loss with its end. A progress record that cannot be read leaves the end without it.
-func Record(ctx context.Context, cfg RecordConfig, logOut io.Writer) error {
+func WriteEndRecord(ctx context.Context, cfg EndRecordConfig, logOut io.Writer) error {
 	c, err := storage.New(cfg.Storage)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func TestRecordWritesTheRunsEnd(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	cfg, err := ParseRecordConfig(func(k string) string { return env[k] })
+	cfg, err := ParseEndRecordConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestRecordWritesTheRunsEnd(t *testing.T) {
 	want.Lead = &tfjob.LeadProgress{Replica: "worker-0", Progress: *progress(40, 0.25)}
 	want.Lead.Series = nil
 	var logs bytes.Buffer
-	if code := RunRecord(cfg, &logs); code != 0 {
+	if code := RunEndRecord(cfg, &logs); code != 0 {
 		t.Fatalf("record exited %d: %s", code, logs.String())
 	}
 	var buf bytes.Buffer
@@ -80,7 +80,7 @@ func TestRecordWritesTheRunsEnd(t *testing.T) {
 	// An environment that does not say which run, or how it ended, is refused.
 	delete(env, tfjob.EnvRun)
 	env[tfjob.EnvRunEnd] = "{}"
-	if _, err := ParseRecordConfig(func(k string) string { return env[k] }); err == nil ||
+	if _, err := ParseEndRecordConfig(func(k string) string { return env[k] }); err == nil ||
 		!strings.Contains(err.Error(), tfjob.EnvRun) || !strings.Contains(err.Error(), "no state") {
 		t.Errorf("a bad environment: %v", err)
 	}

@@ -73,7 +73,7 @@ func (o *rootOptions) endRecorder(ctx context.Context, cs *clients, job *tfv1.TF
 	c, _, err := o.storage().ForJob(ctx, cs, job)
 	return func() {
 		if err == nil {
-			err = jobs.RecordEnd(ctx, c, job, time.Now())
+			err = jobs.WriteEndRecord(ctx, c, job, time.Now())
 		}
 		if err != nil {
 			fmt.Fprintf(o.env.ErrOut, "warning: tfjob %s: its run's end is not recorded: %v\n", job.Name, err)

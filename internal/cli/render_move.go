@@ -24,7 +24,8 @@ const moveTargetTFK8s = "tfk8s"
 var moveFlags = map[string]bool{"to": true, "filename": true, "output": true}
 
 // renderMoved prints the tfk8s.io TFJob that the Kubeflow TFJob of -f, or the live
-// kubeflow.org job named by args, moves to, through internal/kubeflow's conversion.
+// kubeflow.org job named by args, moves to, through internal/kubeflow's conversion,
+// and on stderr the same job as submit's flags.
 func (o *rootOptions) renderMoved(cmd *cobra.Command, to string, f *submitFlags, args []string) error {
 	if to != moveTargetTFK8s {
 		return invalidJob(fmt.Errorf("--to %q: want %s", to, moveTargetTFK8s), "--to")
@@ -45,7 +46,12 @@ func (o *rootOptions) renderMoved(cmd *cobra.Command, to string, f *submitFlags,
 	if err != nil {
 		return err
 	}
-	return printObject(o.env.Out, kubeflow.ToTFK8s(model), cmp.Or(f.output, outputYAML))
+	job := kubeflow.ToTFK8s(model)
+	if err := printObject(o.env.Out, job, cmp.Or(f.output, outputYAML)); err != nil {
+		return err
+	}
+	printAsFlags(o.env.ErrOut, job)
+	return nil
 }
 
 // kubeflowModel reads the Kubeflow TFJob to move, from -f or from the cluster (JOB or

@@ -119,6 +119,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		if err := printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML)); err != nil {
 			return err
 		}
+		printAsFlags(o.env.ErrOut, s.job)
 		return &notSubmittedError{fromRun: f.fromRun, reason: f.unverified}
 	}
 	cs, err := o.clients()
@@ -151,7 +152,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if s.s3 != nil {
 		// The job runs without its record; tfk8s runs then finds it by its files.
 		end = o.step("run record")
-		if err := jobs.RecordRun(ctx, s.s3, s.job, time.Now()); err != nil {
+		if err := jobs.WriteRunRecord(ctx, s.s3, s.job, time.Now()); err != nil {
 			fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 		}
 		end()
@@ -182,102 +183,27 @@ type submission struct {
 
 // prepareSubmission checks the flags and arguments, reads the manifest, packs the code
 // and scans the data, and builds the job: all that needs neither S3 nor the cluster.
+// Each step is one function; the record and the creation follow in submit.
 func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args []string) (*submission, error) {
-	if f.dryRun && f.output == "" {
-		f.output = outputYAML
-	}
-	if err := checkOutput(f.output, "", outputYAML, outputJSON); err != nil {
-		return nil, invalidJob(err, "-o")
-	}
-	a, err := parseArgs(cmd, args)
-	if err != nil {
-		return nil, invalidJob(err, "DIR")
-	}
-	s := &submission{dir: a.dir, cache: pack.NewDigestCache(o.env.DigestCacheFile)}
-	if s.p, err = f.params(a.command); err != nil {
-		return nil, invalidJob(err, "")
-	}
-	if a.dir != "" {
-		if err := checkDir("DIR", a.dir); err != nil {
-			return nil, invalidJob(err, "DIR")
-		}
-	}
-	s.localData = f.p.Data != "" && len(s.p.Data) == 0
-	if s.localData {
-		if err := checkDir("--data", f.p.Data); err != nil {
-			return nil, invalidJob(err, "--data")
-		}
-	}
-	base, err := o.readBase(cmd.Context(), f)
+	s, a, err := o.readInputs(cmd, f, args)
 	if err != nil {
 		return nil, err
 	}
-	if o.namespaceGiven() || base == nil || base.Namespace == "" {
-		if s.p.Namespace, err = o.namespace(); err != nil {
-			return nil, err
-		}
+	base, err := o.resolveBase(cmd.Context(), f, s)
+	if err != nil {
+		return nil, err
 	}
-	if err := o.resolveStorageSecret(cmd, f); err != nil {
-		return nil, invalidJob(err, "--storage-secret")
-	}
-	s.usesStorage = a.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
-		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base)) ||
-		((base == nil || base.Spec.Storage == nil) && hasCommand(base, a.command) && o.storageKnown())
-	if s.usesStorage {
-		if s.cfg, err = o.storageConfig(); err != nil {
-			return nil, err
-		}
-		if err := jobs.RequireBucket(s.cfg); err != nil {
-			return nil, err
-		}
-		s.p.SecretName = jobs.StorageSecretName(cmp.Or(s.p.Name, baseName(base)))
-		if s.userSecret = f.storageSecret; s.userSecret != "" {
-			s.p.SecretName = s.userSecret
-		}
-		if base == nil || base.Spec.Artifacts == nil {
-			s.p.ArtifactsDestination = s.cfg.Root().Join(jobs.DefaultArtifactsPrefix).String()
-		}
-	}
-	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
-		return nil, invalidJob(fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret), "")
+	if err := o.resolveStorage(cmd, f, s, base, a.command); err != nil {
+		return nil, err
 	}
 	if err := s.scanTrees(f.p.Data); err != nil {
 		return nil, err
 	}
-	if s.job, err = jobspec.Build(base, s.p); err != nil {
+	if err := s.build(base); err != nil {
 		s.archive.Remove()
-		return nil, invalidJob(err, "")
-	}
-	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !jobspec.HasVolume(s.job, "logs") &&
-		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
-		s.archive.Remove()
-		return nil, invalidJob(errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)"), "")
+		return nil, err
 	}
 	return s, nil
-}
-
-// scanTrees packs the code and scans the data: their digests name them in the job. A
-// tree unchanged since it was last stored is known by its digest without reading it.
-func (s *submission) scanTrees(dataDir string) error {
-	var err error
-	if s.dir != "" {
-		if s.archive, err = storage.PackCode(s.dir, s.cache); err != nil {
-			return invalidJob(err, "DIR")
-		}
-		s.p.Code = &tfv1.Code{
-			Source: s.cfg.Root().Join(s.archive.Key(storage.CodePrefix)).String(),
-			SHA256: s.archive.SHA256,
-			Path:   tfjob.DefaultCodePath,
-		}
-	}
-	if s.localData {
-		if s.data, err = storage.ScanDataSet(dataDir, s.cache); err != nil {
-			s.archive.Remove()
-			return invalidJob(err, "--data")
-		}
-		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Root()).String(), Path: jobspec.DefaultDataPath}}
-	}
-	return nil
 }
 
 // checkSubmission checks what needs S3 and the cluster before anything is uploaded:

@@ -152,6 +152,9 @@ type SubmitRequest struct {
 	YAML string
 	// DryRun has the API server validate the job and create nothing.
 	DryRun bool
+	// Unsaid, in a clone, names what of the job the form cannot say (its flags, or
+	// the spec's paths), for which it has no fields.
+	Unsaid []string
 }
 
 // Submitted is the job as the API server accepted (or, in a dry run, would create) it.

@@ -3,18 +3,15 @@ package dashboard
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/jobspec"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Submit builds the job as tfk8s submit does (its flags, checked the same way, over
@@ -56,7 +53,7 @@ func (d *kubeCluster) recordRun(ctx context.Context, job *tfv1.TFJob) error {
 	if err != nil {
 		return fmt.Errorf("writing the run record of tfjob %s: %w", job.Name, err)
 	}
-	return jobs.RecordRun(ctx, c, job, time.Now())
+	return jobs.WriteRunRecord(ctx, c, job, time.Now())
 }
 
 // FormJob is the job of a request of the submit page: it reads the form (or the YAML, with the form's fields over it) into the
@@ -96,7 +93,28 @@ func (d *kubeCluster) Clone(ctx context.Context, namespace, name string) (*Submi
 	if err != nil {
 		return nil, err
 	}
-	return &SubmitRequest{Namespace: namespace, YAML: string(y), Flags: cloneFlags(job), Command: cloneCommand(job)}, nil
+	req := cloneForm(job)
+	req.Namespace, req.YAML = namespace, string(y)
+	return req, nil
+}
+
+// cloneForm is the form's fields for job, read by jobspec.Inverse. The form makes
+// the whole job of its fields, so a job with parts it cannot say (code, artifacts,
+// a node selector, ...) has none, and those parts are named: only its YAML is its
+// clone. Labels and annotations are the YAML's too, and a form's job has its own.
+func cloneForm(job *tfv1.TFJob) *SubmitRequest {
+	p, unsaid := jobspec.Inverse(job)
+	values, command, outside := jobspec.ToForm(p)
+	req := &SubmitRequest{Command: command, Unsaid: outside}
+	for _, path := range unsaid {
+		if strings.HasPrefix(path, "spec") {
+			req.Unsaid = append(req.Unsaid, path)
+		}
+	}
+	if len(req.Unsaid) == 0 {
+		req.Flags = values
+	}
+	return req
 }
 
 // cloneName is name with its clone number raised: mnist → mnist-2 → mnist-3.
@@ -107,85 +125,4 @@ func cloneName(name string) string {
 		}
 	}
 	return name + "-2"
-}
-
-// cloneFlags are the form's fields for job, as far as submit's flags can say it:
-// the first replica type's container stands for every replica, as the flags set
-// them all alike. A job with code, data, artifacts, storage or volumes has none:
-// the form would drop them, and only its YAML is a clone of it.
-func cloneFlags(job *tfv1.TFJob) map[string]string {
-	if s := job.Spec; s.Code != nil || len(s.Data) > 0 || s.Artifacts != nil || s.Storage != nil || len(s.Volumes) > 0 {
-		return nil
-	}
-	f := map[string]string{"name": job.Name}
-	specs := job.Spec.TFReplicaSpecs
-	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypePS, tfv1.ReplicaTypeWorker} {
-		key := map[tfv1.ReplicaType]string{tfv1.ReplicaTypePS: "ps", tfv1.ReplicaTypeWorker: "workers"}[rt]
-		f[key] = strconv.Itoa(int(tfjob.Replicas(specs[rt])))
-	}
-	for rt, key := range map[tfv1.ReplicaType]string{tfv1.ReplicaTypeChief: "chief", tfv1.ReplicaTypeEvaluator: "evaluator"} {
-		if specs[rt] != nil {
-			f[key] = "true"
-		}
-	}
-	if c, rt := firstContainer(job); c != nil {
-		f["image"] = c.Image
-		if rp := specs[rt].RestartPolicy; rp != "" {
-			f["restart-policy"] = string(rp)
-		}
-		if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-			f["cpu"] = q.String()
-		}
-		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-			f["memory"] = q.String()
-		}
-		if q, ok := c.Resources.Limits[tfjob.GPUResource]; ok {
-			f["gpus"] = q.String()
-		}
-		var env []string
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				env = append(env, e.Name+"="+e.Value)
-			}
-		}
-		f["env"] = strings.Join(env, "\n")
-	}
-	rp := job.Spec.RunPolicy
-	if rp.BackoffLimit != nil {
-		f["backoff-limit"] = strconv.Itoa(int(*rp.BackoffLimit))
-	}
-	if rp.ActiveDeadlineSeconds != nil {
-		f["active-deadline"] = (time.Duration(*rp.ActiveDeadlineSeconds) * time.Second).String()
-	}
-	if rp.TTLSecondsAfterFinished != nil {
-		f["ttl-after-finished"] = (time.Duration(*rp.TTLSecondsAfterFinished) * time.Second).String()
-	}
-	if rp.CleanPodPolicy != nil {
-		f["clean-pod-policy"] = string(*rp.CleanPodPolicy)
-	}
-	if tb := job.Spec.TensorBoard; tb != nil && tb.Enabled {
-		f["tensorboard"] = "true"
-	}
-	return f
-}
-
-// firstContainer is the main container of the job's first replica type (the
-// chief's, else a worker's, ...), and that type.
-func firstContainer(job *tfv1.TFJob) (*corev1.Container, tfv1.ReplicaType) {
-	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster, tfv1.ReplicaTypeWorker, tfv1.ReplicaTypePS, tfv1.ReplicaTypeEvaluator} {
-		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil {
-			return tfjob.TensorFlowContainer(spec.Template.Spec.Containers), rt
-		}
-	}
-	return nil, ""
-}
-
-// cloneCommand is the command and arguments of the job's first container, joined
-// with spaces as the form splits them.
-func cloneCommand(job *tfv1.TFJob) string {
-	c, _ := firstContainer(job)
-	if c == nil {
-		return ""
-	}
-	return strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -64,7 +66,9 @@ func TestCloneFlagsRebuildTheJob(t *testing.T) {
 	old.Spec.RunPolicy.BackoffLimit = ptr.To[int32](2)
 	old.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](3600)
 	old.Spec.RunPolicy.ActiveDeadlineSeconds = ptr.To[int64](7200)
-	job, err := FormJob(SubmitRequest{Namespace: "a", Flags: cloneFlags(old), Command: cloneCommand(old)})
+	req := cloneForm(old)
+	req.Namespace = "a"
+	job, err := FormJob(*req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +100,45 @@ func TestArtifactPathsOutsideTheJob(t *testing.T) {
 	}
 }
 
-// TestCloneFlagsOnlyWhatTheFormSays: a job with what the form's flags cannot carry
-// (artifacts, volumes, ...) has no form fields, only its YAML.
-func TestCloneFlagsOnlyWhatTheFormSays(t *testing.T) {
-	job := testutil.MakeTFJob("mnist", "a").Workers(1).Obj()
-	if cloneFlags(job) == nil {
-		t.Fatal("a plain job has no form fields")
+// TestCloneFormOnlyWhatTheFormSays: a job with what the form cannot carry (the
+// flags it lacks, or parts no flag says) has no form fields, only its YAML, and
+// the note names what.
+func TestCloneFormOnlyWhatTheFormSays(t *testing.T) {
+	tests := []struct {
+		name       string
+		change     func(*tfv1.TFJob)
+		wantFields bool
+		wantUnsaid []string
+	}{
+		{name: "plain", change: func(*tfv1.TFJob) {}, wantFields: true},
+		{name: "volumes, which the form has", change: func(j *tfv1.TFJob) {
+			j.Spec.Volumes = []tfv1.JobVolume{{Name: "logs", MountPath: "/logs", Size: ptr.To(resource.MustParse("1Gi"))}}
+		}, wantFields: true},
+		{name: "labels, which the YAML keeps", change: func(j *tfv1.TFJob) {
+			j.Labels = map[string]string{"team": "a"}
+		}, wantFields: true},
+		{name: "artifacts", change: func(j *tfv1.TFJob) {
+			j.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://b/runs/", Paths: []string{"/workspace/model"}}
+			j.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3"}}
+		}, wantUnsaid: []string{"--artifacts", "--artifacts-interval", "spec.artifacts.destination", "spec.storage.secretRef"}},
+		{name: "a Kueue queue", change: func(j *tfv1.TFJob) {
+			j.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
+		}, wantUnsaid: []string{"--queue"}},
+		{name: "a node selector", change: func(j *tfv1.TFJob) {
+			j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}, wantUnsaid: []string{"spec.tfReplicaSpecs.Worker.template.spec.nodeSelector"}},
 	}
-	job.Spec.Volumes = []tfv1.JobVolume{{Name: "logs", MountPath: "/logs"}}
-	if f := cloneFlags(job); f != nil {
-		t.Errorf("a job with volumes has form fields %v, which would drop them", f)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakeTFJob("mnist", "a").Workers(1).Obj()
+			tc.change(job)
+			req := cloneForm(job)
+			if got := req.Flags != nil; got != tc.wantFields {
+				t.Errorf("form fields given: %v, want %v (%v)", got, tc.wantFields, req.Flags)
+			}
+			if d := cmp.Diff(tc.wantUnsaid, req.Unsaid); d != "" {
+				t.Errorf("unsaid (-want +got):\n%s", d)
+			}
+		})
 	}
 }

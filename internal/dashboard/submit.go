@@ -42,7 +42,7 @@ func (s *Server) submitPage(w http.ResponseWriter, r *http.Request, sess *sessio
 			return
 		}
 		d.Req, d.Clone = req, name
-		// A job the form cannot say (its code, artifacts, volumes) is cloned as YAML.
+		// A job the form cannot say (its code, artifacts, a node selector) is cloned as YAML.
 		if req.Flags == nil && r.FormValue("mode") != "form" {
 			d.Mode = "yaml"
 		}

@@ -13,11 +13,11 @@ import (
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// RecordRun writes the run record of a job just created, run.json at its run's prefix:
+// WriteRunRecord writes the run record of a job just created, run.json at its run's prefix:
 // the job as created, without its status and the fields the API server manages, so that
 // tfk8s runs lists it and submit --from-run submits it again once the TFJob is gone.
 // A job that backs up nothing to S3 has no record.
-func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
+func WriteRunRecord(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
 	if job.Spec.Artifacts == nil || job.UID == "" {
 		return nil
 	}
@@ -27,10 +27,10 @@ func RecordRun(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time
 	return nil
 }
 
-// RecordEnd writes the end record of a job that stores in S3, end.json at its run's
+// WriteEndRecord writes the end record of a job that stores in S3, end.json at its run's
 // prefix: how it finished, or, deleted before it did, state Deleted at now; with its
 // lead replica's progress as the record pod writes it (tfk8s-agent record).
-func RecordEnd(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
+func WriteEndRecord(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now time.Time) error {
 	if job.Spec.Artifacts == nil || job.UID == "" {
 		return nil
 	}

@@ -40,10 +40,10 @@ func TestNewRunRecord(t *testing.T) {
 	}
 }
 
-// TestRecordEnd: a job deleted while it runs ends as Deleted at the time given, with
+// TestWriteEndRecord: a job deleted while it runs ends as Deleted at the time given, with
 // its chief's progress record as the lead's, without its series, as the record pod
 // writes it.
-func TestRecordEnd(t *testing.T) {
+func TestWriteEndRecord(t *testing.T) {
 	srv := s3server.Start(t)
 	c := srv.Client(t)
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
@@ -58,7 +58,7 @@ func TestRecordEnd(t *testing.T) {
 	if err := c.PutObject(t.Context(), ArtifactsBase(job).Join("chief-0/", storage.ProgressName), bytes.NewReader(b), int64(len(b)), storage.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := RecordEnd(t.Context(), c, job, now); err != nil {
+	if err := WriteEndRecord(t.Context(), c, job, now); err != nil {
 		t.Fatal(err)
 	}
 	var got tfjob.RunEnd

@@ -47,6 +47,8 @@ type Field struct {
 	Form *Form
 	// param is where the field is in Params.
 	param func(*Params) any
+	// inverse reads the field's parameter from a job, as Inverse does.
+	inverse func(view, *Params)
 }
 
 // Form is how the dashboard's form shows a field.
@@ -227,6 +229,25 @@ func FromForm(values map[string]string, command string) (Params, error) {
 		}
 	}
 	return p, nil
+}
+
+// ToForm is FromForm's inverse: p as the dashboard's form shows it, each field by
+// its flag's name and the command joined with spaces, and the flags p gives that
+// are not the form's, which the form would drop.
+func ToForm(p Params) (values map[string]string, command string, outside []string) {
+	values = map[string]string{}
+	for _, f := range fields {
+		switch {
+		case !f.Given(&p):
+		case f.Kind == KindArgs:
+			command = strings.Join(p.Command, " ")
+		case f.Form == nil:
+			outside = append(outside, "--"+f.Flag)
+		default:
+			values[f.Flag] = f.Text(&p)
+		}
+	}
+	return values, command, outside
 }
 
 // nonEmptyLines splits s into its lines that are not blank.

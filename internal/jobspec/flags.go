@@ -60,3 +60,34 @@ func (v flagValue) Type() string {
 type boolFlagValue struct{ flagValue }
 
 func (boolFlagValue) IsBoolFlag() bool { return true }
+
+// CommandLine is AddFlags' inverse: the arguments of tfk8s submit that give p, each
+// flag as the table names it (a list's flag once a value, a boolean's alone when
+// true), then -- and the command.
+func CommandLine(p Params) []string {
+	var args []string
+	for _, f := range fields {
+		if f.Kind == KindArgs || !f.Given(&p) {
+			continue
+		}
+		if list, ok := f.param(&p).(*[]string); ok {
+			for _, v := range *list {
+				args = append(args, "--"+f.Flag, v)
+			}
+			continue
+		}
+		switch text := f.Text(&p); {
+		case f.Kind != KindBool:
+			args = append(args, "--"+f.Flag, text)
+		case text == "true":
+			args = append(args, "--"+f.Flag)
+		default:
+			// A boolean flag takes its value only after =.
+			args = append(args, "--"+f.Flag+"="+text)
+		}
+	}
+	if len(p.Command) > 0 {
+		args = append(append(args, "--"), p.Command...)
+	}
+	return args
+}

@@ -67,7 +67,7 @@ func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run)}
 	err = proc.RunSteps(ctx, u.stopStarted,
 		u.startNodeNetwork, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
-		u.recordStatus)
+		u.saveStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +285,11 @@ func (u *starter) startController(ctx context.Context) error {
 	})
 }
 
-// recordStatus reads the status of the cluster, now up, and records in it what
+// saveStatus reads the status of the cluster, now up, and records in it what
 // became of the user's config file.
-func (u *starter) recordStatus(context.Context) error {
+func (u *starter) saveStatus(context.Context) error {
 	st := statusOf(u.opts)
-	if err := u.recordUserConfig(st); err != nil {
+	if err := u.saveUserConfig(st); err != nil {
 		return err
 	}
 	u.status = st

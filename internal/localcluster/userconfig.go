@@ -132,9 +132,9 @@ func ownerOf(info fs.FileInfo) fileOwner {
 	return fileOwner{int(st.Uid), int(st.Gid)}
 }
 
-// recordUserConfig brings the user's config file in line with the cluster's S3
+// saveUserConfig brings the user's config file in line with the cluster's S3
 // settings and records in st what it did.
-func (u *starter) recordUserConfig(st *Status) error {
+func (u *starter) saveUserConfig(st *Status) error {
 	st.UserConfig = u.opts.UserConfigFile
 	if st.UserConfig == "" {
 		return nil

@@ -61,6 +61,9 @@ spec:
 		`ignored namespace "kube-system" (the run is stored under namespace ` + f.ns + `) in run.json`,
 		"ignored label " + tfv1.LabelNotebook + " in run.json",
 		"no tfjob " + f.ns + "/rec is left to compare run.json's spec with; the job is shown, not submitted",
+		// The same job as flags, and the record's hostPID named as what no flag says.
+		"as flags: tfk8s submit --name rec ",
+		"spec.tfReplicaSpecs.Worker.template.spec.hostPID",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("submit --from-run stderr lacks %q:\n%s", want, r.stderr)

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// TestRenderToTFK8sPrintsTheFlags: render --to tfk8s says on stderr the submit
+// command that gives the moved job, and names what of it the flags leave out (here
+// the parameter servers' own CPU limit), which tfk8s render of those flags confirms.
+func TestRenderToTFK8sPrintsTheFlags(t *testing.T) {
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		env := Env{IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			Getenv: func(string) string { return "" }}
+		if code := Main(context.Background(), args, env); code != 0 {
+			t.Fatalf("tfk8s %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	moved, note := run("render", "--to", "tfk8s", "-f", "../jobspec/testdata/kubeflow-dist-mnist.yaml")
+	line, rest, _ := strings.Cut(note, "\n")
+	want := "as flags: tfk8s submit --name dist-mnist-for-e2e-test --image kubeflow/tf-dist-mnist-test:latest --ps 2 --workers 4 --restart-policy Never --backoff-limit 6 --clean-pod-policy None"
+	if d := cmp.Diff(want, line); d != "" {
+		t.Fatalf("stderr's first line (-want +got):\n%s", d)
+	}
+	if !strings.Contains(rest, "spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.limits") {
+		t.Errorf("stderr does not name the PS' CPU limit the flags leave out:\n%s", rest)
+	}
+	// The flags give the job but for what they were said to leave out.
+	again, _ := run(append([]string{"render"}, strings.Fields(strings.TrimPrefix(line, "as flags: tfk8s submit "))...)...)
+	for _, same := range []string{"replicas: 2", "replicas: 4", "image: kubeflow/tf-dist-mnist-test:latest", "cleanPodPolicy: None", "restartPolicy: Never"} {
+		if !strings.Contains(moved, same) || !strings.Contains(again, same) {
+			t.Errorf("%q not in both the moved job and the job of its flags:\n%s\n---\n%s", same, moved, again)
+		}
+	}
+}
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"--name": "--name", "B=x=y": "B=x=y", "s3://b/runs/": "s3://b/runs/",
+		"x y": "'x y'", "": "''", "it's": `'it'\''s'`, "$HOME": "'$HOME'",
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/jobspec"
+	"github.com/tfk8s/tfk8s/internal/pack"
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// readInputs checks the output format, the arguments and the flags, and the local
+// directories they name, into a submission and the arguments.
+func (o *rootOptions) readInputs(cmd *cobra.Command, f *submitFlags, args []string) (*submission, submitArgs, error) {
+	if f.dryRun && f.output == "" {
+		f.output = outputYAML
+	}
+	if err := checkOutput(f.output, "", outputYAML, outputJSON); err != nil {
+		return nil, submitArgs{}, invalidJob(err, "-o")
+	}
+	a, err := parseArgs(cmd, args)
+	if err != nil {
+		return nil, a, invalidJob(err, "DIR")
+	}
+	s := &submission{dir: a.dir, cache: pack.NewDigestCache(o.env.DigestCacheFile)}
+	if s.p, err = f.params(a.command); err != nil {
+		return nil, a, invalidJob(err, "")
+	}
+	if a.dir != "" {
+		if err := checkDir("DIR", a.dir); err != nil {
+			return nil, a, invalidJob(err, "DIR")
+		}
+	}
+	s.localData = f.p.Data != "" && len(s.p.Data) == 0
+	if s.localData {
+		if err := checkDir("--data", f.p.Data); err != nil {
+			return nil, a, invalidJob(err, "--data")
+		}
+	}
+	return s, a, nil
+}
+
+// resolveBase reads the job the flags apply over (-f, --from-run; nil for neither),
+// and the namespace: the flag's or the context's, unless the manifest names one.
+func (o *rootOptions) resolveBase(ctx context.Context, f *submitFlags, s *submission) (*tfv1.TFJob, error) {
+	base, err := o.readBase(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if o.namespaceGiven() || base == nil || base.Namespace == "" {
+		if s.p.Namespace, err = o.namespace(); err != nil {
+			return nil, err
+		}
+	}
+	return base, nil
+}
+
+// resolveStorage decides whether the job keeps anything in S3 and, if so, reads the
+// S3 settings and sets the job's storage Secret and artifacts' destination.
+func (o *rootOptions) resolveStorage(cmd *cobra.Command, f *submitFlags, s *submission, base *tfv1.TFJob, command []string) error {
+	if err := o.resolveStorageSecret(cmd, f); err != nil {
+		return invalidJob(err, "--storage-secret")
+	}
+	s.usesStorage = s.dir != "" || f.p.Data != "" || len(f.p.Artifacts) > 0 ||
+		(base != nil && base.Spec.Storage == nil && tfjob.UsesStorage(base)) ||
+		((base == nil || base.Spec.Storage == nil) && hasCommand(base, command) && o.storageKnown())
+	if f.storageSecret != "" && !s.usesStorage && cmd.Flags().Changed("storage-secret") {
+		return invalidJob(fmt.Errorf("--storage-secret %s: the job keeps nothing in S3 (no DIR, --data or --artifacts), so its pods read no S3 settings", f.storageSecret), "")
+	}
+	if !s.usesStorage {
+		return nil
+	}
+	var err error
+	if s.cfg, err = o.storageConfig(); err != nil {
+		return err
+	}
+	if err := jobs.RequireBucket(s.cfg); err != nil {
+		return err
+	}
+	s.p.SecretName = jobs.StorageSecretName(cmp.Or(s.p.Name, baseName(base)))
+	if s.userSecret = f.storageSecret; s.userSecret != "" {
+		s.p.SecretName = s.userSecret
+	}
+	if base == nil || base.Spec.Artifacts == nil {
+		s.p.ArtifactsDestination = s.cfg.Root().Join(jobs.DefaultArtifactsPrefix).String()
+	}
+	return nil
+}
+
+// build makes the job of the parameters over base, and refuses a TensorBoard that
+// would have no summaries to show.
+func (s *submission) build(base *tfv1.TFJob) error {
+	var err error
+	if s.job, err = jobspec.Build(base, s.p); err != nil {
+		return invalidJob(err, "")
+	}
+	if tb := s.job.Spec.TensorBoard; tb != nil && tb.Enabled && tb.LogDir == "" && !jobspec.HasVolume(s.job, "logs") &&
+		(s.job.Spec.Artifacts == nil || len(s.job.Spec.Artifacts.Paths) == 0) {
+		return invalidJob(errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)"), "")
+	}
+	return nil
+}
+
+// scanTrees packs the code and scans the data: their digests name them in the job. A
+// tree unchanged since it was last stored is known by its digest without reading it.
+func (s *submission) scanTrees(dataDir string) error {
+	var err error
+	if s.dir != "" {
+		if s.archive, err = storage.PackCode(s.dir, s.cache); err != nil {
+			return invalidJob(err, "DIR")
+		}
+		s.p.Code = &tfv1.Code{
+			Source: s.cfg.Root().Join(s.archive.Key(storage.CodePrefix)).String(),
+			SHA256: s.archive.SHA256,
+			Path:   tfjob.DefaultCodePath,
+		}
+	}
+	if s.localData {
+		if s.data, err = storage.ScanDataSet(dataDir, s.cache); err != nil {
+			s.archive.Remove()
+			return invalidJob(err, "--data")
+		}
+		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Root()).String(), Path: jobspec.DefaultDataPath}}
+	}
+	return nil
+}
