@@ -1,0 +1,76 @@
+package s3server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Counter is a proxy in front of a Server that counts the S3 requests made through
+// it, by kind: a test points the code under test at Endpoint and asserts how many
+// LISTs or GETs a user's action cost. Signatures still verify: the proxy passes the
+// Host header the client signed.
+type Counter struct {
+	// Endpoint is the proxy's host:port, plain HTTP.
+	Endpoint string
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Count starts a Counter in front of s; it stops when the test ends.
+func (s *Server) Count(t testing.TB) *Counter {
+	t.Helper()
+	target := &url.URL{Scheme: "http", Host: s.Endpoint}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	c := &Counter{counts: map[string]int{}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.counts[requestKind(r)]++
+		c.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	c.Endpoint = strings.TrimPrefix(front.URL, "http://")
+	return c
+}
+
+// requestKind names an S3 request: LIST for a listing of a bucket's keys, else the
+// HTTP method (GET, HEAD, PUT, POST, DELETE).
+func requestKind(r *http.Request) string {
+	path := strings.Trim(r.URL.Path, "/")
+	if r.Method == http.MethodGet && path != "" && !strings.Contains(path, "/") && !r.URL.Query().Has("location") {
+		return "LIST"
+	}
+	return r.Method
+}
+
+// Get returns how many requests of kind went through since the start or the last
+// Reset.
+func (c *Counter) Get(kind string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[kind]
+}
+
+// Total returns how many requests of any kind went through.
+func (c *Counter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.counts {
+		n += v
+	}
+	return n
+}
+
+// Reset forgets the requests counted so far.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.counts)
+}
