@@ -11,15 +11,16 @@ import (
 )
 
 // Counter is a proxy in front of a Server that counts the S3 requests made through
-// it, by kind: a test points the code under test at Endpoint and asserts how many
-// LISTs or GETs a user's action cost. Signatures still verify: the proxy passes the
-// Host header the client signed.
+// it, and the bytes of their answers, by kind: a test points the code under test at
+// Endpoint and asserts how many LISTs or GETs a user's action cost. Signatures still
+// verify: the proxy passes the Host header the client signed.
 type Counter struct {
 	// Endpoint is the proxy's host:port, plain HTTP.
 	Endpoint string
 
 	mu     sync.Mutex
 	counts map[string]int
+	bytes  map[string]int64
 }
 
 // Count starts a Counter in front of s; it stops when the test ends.
@@ -27,12 +28,15 @@ func (s *Server) Count(t testing.TB) *Counter {
 	t.Helper()
 	target := &url.URL{Scheme: "http", Host: s.Endpoint}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &Counter{counts: map[string]int{}}
+	c := &Counter{counts: map[string]int{}, bytes: map[string]int64{}}
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := requestKind(r)
+		cw := &countingWriter{ResponseWriter: w}
+		proxy.ServeHTTP(cw, r)
 		c.mu.Lock()
-		c.counts[requestKind(r)]++
+		c.counts[kind]++
+		c.bytes[kind] += cw.n
 		c.mu.Unlock()
-		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
 	c.Endpoint = strings.TrimPrefix(front.URL, "http://")
@@ -57,6 +61,13 @@ func (c *Counter) Get(kind string) int {
 	return c.counts[kind]
 }
 
+// Bytes returns the bytes of the answers to requests of kind, bodies alone.
+func (c *Counter) Bytes(kind string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes[kind]
+}
+
 // Total returns how many requests of any kind went through.
 func (c *Counter) Total() int {
 	c.mu.Lock()
@@ -73,4 +84,20 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.counts)
+	clear(c.bytes)
 }
+
+// countingWriter counts the bytes of a response's body.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath, to flush.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
