@@ -1,17 +1,7 @@
 # tfk8s — TensorFlow on Kubernetes.
 #
-# make tools      builds the upstream binaries tests and local mode run, into bin/
-# make node-tools builds local mode's node into bin/ and _out/images/: kubelet,
-#                 kube-proxy, containerd, CNI plugins, the pause image; installs runc, nft
-# make generate   regenerates deepcopy code, the CRD and RBAC, and the Python SDK's submit
-# make python     builds the Python SDK's wheels into _out/python/
-# make build      builds tfk8s's own commands into bin/
-# make verify     gofmt, go vet, staticcheck, generated files up to date, the tree's shape
-# make test       unit and integration tests against a real control plane
-# make test-compat  the API and controller suites on the oldest and newest Kubernetes
-# make chaos      the chaos suite in full, three runs in a row
-# make bench      benchmarks against a real control plane
-# make bench-smoke  every benchmark at its smallest, as make test ends
+# make help lists the targets, one line each: the "## " comment beside each target,
+# which make verify requires of every target.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -68,6 +58,15 @@ kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 
+# $(call go_tool,NAME,PACKAGE[,LDFLAGS]) is the recipe of a tool built from its pinning
+# module, hack/tools/NAME, into bin/NAME; $(call stamp,NAME) then replaces the stamp of
+# the version built before with $@. A new tool is a version, a stamp and this rule:
+#   $(NAME_STAMP): hack/tools/NAME/go.mod
+#   	$(call go_tool,NAME,example.com/cmd/name)
+#   	$(call stamp,NAME)
+go_tool = cd hack/tools/$(1) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(strip $(TOOL_LDFLAGS) $(3))" -o $(BIN)/$(1) $(2)
+stamp = mkdir -p $(STAMP) && rm -f $(STAMP)/$(1)-* && touch $@
+
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
@@ -88,28 +87,40 @@ LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE
 parallel = $(MAKE) --no-print-directory -j2 prerequisites PREREQUISITES="$(1)" $(2)
 
 .PHONY: prerequisites
-prerequisites: $(PREREQUISITES)
+prerequisites: $(PREREQUISITES) ## builds the targets in PREREQUISITES in two lanes (the parallel macro's sub-make)
 	@:
 
+# make help prints each target with the "## " comment on its line, in the Makefile's
+# order; make help-check (in make verify) fails on a target without one, so that the
+# list cannot fall behind the targets.
+HELP_TARGETS := ^[a-z][a-zA-Z0-9_-]*:([^=]|$$)
+.PHONY: help help-check
+help: ## lists the targets, one line each
+	@grep -E '$(HELP_TARGETS)' $(firstword $(MAKEFILE_LIST)) | grep ' ## ' | \
+		sed -E 's/^([^:]+):.* ## (.*)$$/\1\t\2/' | awk -F'\t' '{ printf "  %-18s %s\n", $$1, $$2 }'
+help-check: ## fails on a target without its "## " line for make help
+	@missing=$$(grep -E '$(HELP_TARGETS)' $(firstword $(MAKEFILE_LIST)) | { grep -v ' ## ' || true; } | cut -d: -f1); \
+		if [ -n "$$missing" ]; then echo "make help: no \"## \" line beside these targets:" $$missing; exit 1; fi
+
 .PHONY: tools node-tools versitygw coredns runc nftables
-tools:
+tools: ## builds the upstream binaries tests and local mode run, into bin/
 	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
-node-tools:
+node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
-versitygw: $(VERSITYGW_STAMP)
-coredns: $(COREDNS_STAMP)
+versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
+coredns: $(COREDNS_STAMP) ## builds the cluster's binaries, CoreDNS among them, into bin/
 
 # runc runs the containers of local mode's pods, under containerd's shim; Debian packages it.
-runc:
+runc: ## installs runc from Debian, unless on PATH
 	@command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq runc; }
 
 # nft: kube-proxy's nftables mode writes the node's Service rules with it; Debian packages it.
-nftables:
+nftables: ## installs nft from Debian, unless on PATH
 	@command -v nft >/dev/null || { apt-get update -qq && apt-get install -y -qq nftables; }
 
 # Debian's Chromium, which the dashboard's and TensorBoard's browser tests drive headless.
 .PHONY: chromium
-chromium:
+chromium: ## installs Chromium from Debian, for the browser tests, unless on PATH
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 # The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, CoreDNS)
@@ -168,40 +179,40 @@ $(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
 	touch $@
 
 $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
-	cd hack/tools/controller-gen && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
-	mkdir -p $(STAMP) && rm -f $(STAMP)/controller-gen-* && touch $@
+	$(call go_tool,controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen)
+	$(call stamp,controller-gen)
 
 $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
-	cd hack/tools/staticcheck && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
-	mkdir -p $(STAMP) && rm -f $(STAMP)/staticcheck-* && touch $@
+	$(call go_tool,staticcheck,honnef.co/go/tools/cmd/staticcheck)
+	$(call stamp,staticcheck)
 
 $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
-	cd hack/tools/versitygw && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
-	mkdir -p $(STAMP) && rm -f $(STAMP)/versitygw-* && touch $@
+	$(call go_tool,versitygw,github.com/versity/versitygw/cmd/versitygw)
+	$(call stamp,versitygw)
 
 # The CNCF Distribution registry serves the images of local mode's pods; hack/tools/registry
 # links only the filesystem driver and htpasswd, which halves what a cold build compiles.
 $(DISTRIBUTION_STAMP): hack/tools/registry/go.mod hack/tools/registry/main.go
-	cd hack/tools/registry && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry .
-	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
+	$(call go_tool,registry,.)
+	$(call stamp,registry)
 
 # Kueue admits, queues and preempts TFJobs in test/integration/kueue; its CRDs come from
 # its module, into bin/kueue-crds.
 $(KUEUE_STAMP): hack/tools/kueue/go.mod
-	cd hack/tools/kueue && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
-		-o $(BIN)/kueue sigs.k8s.io/kueue/cmd/kueue
+	$(call go_tool,kueue,sigs.k8s.io/kueue/cmd/kueue,-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION))
 	rm -rf $(BIN)/kueue-crds && mkdir -p $(BIN)/kueue-crds && \
 		cp "$$(cd hack/tools/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml $(BIN)/kueue-crds/ && \
 		chmod u+w $(BIN)/kueue-crds/*.yaml
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kueue-* && touch $@
+	$(call stamp,kueue)
 
 # Kubeflow's training-operator runs a kubeflow.org TFJob in test/e2e's migration test
 # before tfk8s adopts it; hack/tools/kubeflow-training-operator pins it (the version is
-# its go.mod's, TRAINING_OPERATOR_VERSION names the stamp).
+# its go.mod's, TRAINING_OPERATOR_VERSION names the stamp). Its module's directory is
+# not its binary's name, so it is built without go_tool.
 $(TRAINING_OPERATOR_STAMP): hack/tools/kubeflow-training-operator/go.mod
 	cd hack/tools/kubeflow-training-operator && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" \
 		-o $(BIN)/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1
-	mkdir -p $(STAMP) && rm -f $(STAMP)/training-operator-* && touch $@
+	$(call stamp,training-operator)
 
 # The chart's ServiceMonitor is tested in test/integration/install against
 # prometheus-operator's own ServiceMonitor CRD: its module, pinned by go.sum and not
@@ -211,10 +222,10 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 	rm -rf $(BIN)/prometheus-operator-crds && mkdir -p $(BIN)/prometheus-operator-crds && \
 		cp "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(BIN)/prometheus-operator-crds/ && \
 		chmod u+w $(BIN)/prometheus-operator-crds/*.yaml
-	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-operator-* && touch $@
+	$(call stamp,prometheus-operator)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN_STAMP)
+generate: $(CONTROLLER_GEN_STAMP) ## regenerates deepcopy code, the CRDs, RBAC, the Python SDK's submit and the chart's copies
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/kubeflow/... output:crd:artifacts:config=config/crd/kubeflow
@@ -227,18 +238,19 @@ generate: $(CONTROLLER_GEN_STAMP)
 # cold build compiles their packages once, not three times. The agent needs static
 # anyway: it runs in every pod, on whatever the image holds.
 .PHONY: build
-build:
+build: ## builds tfk8s's own commands into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
-verify: generate $(STATICCHECK_STAMP)
+verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, generated files up to date, the tree's shape, make help's lines
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	staticcheck ./...
 	git diff --exit-code -- api config charts python || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
+	@$(MAKE) --no-print-directory help-check
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
 export TFK8S_BIN := $(BIN)
@@ -247,7 +259,7 @@ export TFK8S_BIN := $(BIN)
 # and in the TensorFlow image, and install tfk8s into a local cluster with helm and
 # kustomize.
 .PHONY: test
-test:
+test: ## unit, integration and e2e tests against a real control plane, then bench-smoke
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
@@ -263,7 +275,7 @@ COMPAT_RELEASES ?= oldest newest
 COMPAT_BINS = $(patsubst oldest,$(COMPAT_BIN),$(patsubst newest,$(BIN),$(COMPAT_RELEASES)))
 COMPAT_OUT = $(OUT)/compat
 .PHONY: test-compat
-test-compat:
+test-compat: ## the API, controller and Kueue suites on the oldest and newest Kubernetes
 	@+$(call parallel,$(CLUSTER_STAMPS) $(KUEUE_STAMP) $(COMPAT_STAMP))
 	@mkdir -p $(COMPAT_OUT); rows=(); fail=0; \
 	for bin in $(COMPAT_BINS); do \
@@ -281,7 +293,7 @@ test-compat:
 	echo "logs: $(COMPAT_OUT)"; exit $$fail
 
 .PHONY: test-unit
-test-unit:
+test-unit: ## the unit tests alone, without test/
 	go test -count=1 $$(go list ./... | grep -v /test/)
 
 # Each fuzz target for FUZZTIME, one after another (go test runs one fuzz target at a
@@ -292,7 +304,7 @@ FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/job
 	FuzzUnpack:./internal/pack FuzzCompose:./internal/tfconfig FuzzANSISegments:./internal/dashboard
 
 .PHONY: fuzz
-fuzz:
+fuzz: ## each fuzz target for FUZZTIME, one after another
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		grep -qs "^func $${t%%:*}(" $${t#*:}/*_test.go || { echo "make fuzz: no $${t%%:*} in $${t#*:}" >&2; exit 1; }; \
 		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
@@ -303,13 +315,13 @@ fuzz:
 # SIGKILLed every 2 s for 60 s, the API server restarted, S3 down for 60 s. make test
 # runs a short one (8 jobs, 20 s, 10 s).
 .PHONY: chaos
-chaos:
+chaos: ## the chaos suite in full, three runs in a row
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
 		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
-bench:
+bench: ## benchmarks against a real control plane, into docs/benchmarks.md
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
@@ -319,7 +331,7 @@ bench:
 # end prints a result line; one missing fails. The local clusters' benchmarks run the
 # Python image here, not TensorFlow's. 143 s at a load average of 10 on 2 CPUs.
 .PHONY: bench-smoke
-bench-smoke:
+bench-smoke: ## every benchmark at its smallest, once, as make test ends
 	@want=$$(cat test/bench/*_test.go | grep -c '^func Benchmark'); \
 	echo "TFK8S_BENCH_SMOKE=1 go test -count=1 -timeout 10m -run '^$$' -bench . -benchtime 1x ./test/bench/"; \
 	start=$$(date +%s); \
@@ -338,7 +350,7 @@ DEMO_ENV := KUBECONFIG=$(LOCAL_DIR)/kubeconfig TFK8S_CONFIG=$(LOCAL_DIR)/s3.yaml
 DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
-demo:
+demo: ## a local cluster and a distributed TensorFlow job on it; the cluster stays up
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(LOCAL_TOOLS) build images,IMAGE_ARCHES=$(HOST_ARCH))
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
@@ -356,7 +368,7 @@ demo:
 	echo "  bin/tfk8s tensorboard demo --open    # the demo's TensorBoard, for an hour"
 
 .PHONY: clean
-clean:
+clean: ## removes bin/
 	rm -rf $(BIN)
 
 # Install: the images, the Helm chart and the kustomize manifests.
@@ -387,19 +399,18 @@ IMAGE_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Re
 OUT := $(ROOT)/_out
 
 .PHONY: install-tools helm kustomize images push
-install-tools:
+install-tools: ## builds helm and kustomize into bin/
 	@+$(call parallel,$(HELM_STAMP) $(KUSTOMIZE_STAMP))
-helm: $(HELM_STAMP)
-kustomize: $(KUSTOMIZE_STAMP)
+helm: $(HELM_STAMP) ## builds helm into bin/
+kustomize: $(KUSTOMIZE_STAMP) ## builds kustomize into bin/
 
 $(HELM_STAMP): hack/tools/helm/go.mod
-	cd hack/tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
-		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
-	mkdir -p $(STAMP) && rm -f $(STAMP)/helm-* && touch $@
+	$(call go_tool,helm,helm.sh/helm/v3/cmd/helm,-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION))
+	$(call stamp,helm)
 
 $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
-	cd hack/tools/kustomize && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
+	$(call go_tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5)
+	$(call stamp,kustomize)
 
 # ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3),
 # ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements
@@ -410,12 +421,12 @@ $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
 # under _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a
 # second, plus the CLI's go build (about 10 s after a change to the CLI).
 .PHONY: tensorflow-image
-tensorflow-image:
+tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts under _out/images/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --out $(OUT)/images --cli-ldflags "$(IMAGE_LDFLAGS)"
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.
-images:
+images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker
 	@test -n "$(VERSION)" || { echo "VERSION is empty: internal/version/version.go has no var Version"; exit 1; }
 	for arch in $(IMAGE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" \
@@ -433,7 +444,7 @@ PAUSE_VERSION := 3.10.2
 PAUSE_ARCHES := $(HOST_ARCH)
 PAUSE_LAYOUT := $(OUT)/images/pause/index.json
 .PHONY: pause-image
-pause-image: $(PAUSE_LAYOUT)
+pause-image: $(PAUSE_LAYOUT) ## the pause image as an OCI layout under _out/images/pause/
 $(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ociimage/*.go)
 	for arch in $(PAUSE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/linux_$$arch/ ./hack/pause; \
@@ -442,7 +453,7 @@ $(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ocii
 		--version $(PAUSE_VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) \
 		--repository registry.k8s.io --user 65535:65535 pause
 
-push:
+push: ## pushes the images to $(REGISTRY)/<name>:$(VERSION)
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
 
@@ -458,7 +469,7 @@ RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
 
 .PHONY: release
-release: $(HELM_STAMP)
+release: $(HELM_STAMP) ## builds and publishes a release: make release VERSION=vX.Y.Z REGISTRY=host:port
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
 	$(GO) run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
 		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
@@ -468,7 +479,7 @@ release: $(HELM_STAMP)
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,
 # and the install tests fail while they differ from config/.
 .PHONY: chart
-chart:
+chart: ## refreshes the chart's copies of the CRD, policies, ClusterRole and dashboard
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
 	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
@@ -492,13 +503,13 @@ PY_SRC := python
 PY_BIN := $(OUT)/bin
 PY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: python python-venv test-python
-python-venv: $(PY_STAMP)
+python-venv: $(PY_STAMP) ## the venv of the Python SDK's pinned tools, under _out/
 $(PY_STAMP):
 	rm -rf $(PY_VENV) && $(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check hatchling==$(HATCHLING_VERSION) pytest==$(PYTEST_VERSION)
 	touch $@
 
-python: $(PY_STAMP)
+python: $(PY_STAMP) ## builds the Python SDK's wheels into _out/python/
 	rm -rf $(PY_OUT) && mkdir -p $(PY_OUT)
 	for p in $(PY_PLATFORMS); do \
 		bin=$(PY_BIN)/sdk_$${p/\//_}/tfk8s; \
@@ -521,7 +532,7 @@ KF_VENV := $(OUT)/kubeflow-venv
 KF_REQUIREMENTS := test/e2e/kubeflow/requirements.txt
 KF_STAMP := $(KF_VENV)/.stamp-$(shell sha256sum $(KF_REQUIREMENTS) | cut -c1-12)
 .PHONY: kubeflow-venv
-kubeflow-venv: $(KF_STAMP)
+kubeflow-venv: $(KF_STAMP) ## the venv of Kubeflow's Python SDK, for test/e2e's TestKubeflowSDK
 $(KF_STAMP): $(KF_REQUIREMENTS)
 	rm -rf $(KF_VENV) && $(PYTHON) -m venv $(KF_VENV)
 	$(KF_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(KF_REQUIREMENTS)
@@ -530,5 +541,5 @@ $(KF_STAMP): $(KF_REQUIREMENTS)
 
 # The SDK's unit tests, without a cluster, against bin/tfk8s (make build); test/e2e's
 # TestPythonSDK runs them all against a local cluster.
-test-python: $(PY_STAMP) build
+test-python: $(PY_STAMP) build ## the Python SDK's unit tests against bin/tfk8s
 	cd python && TFK8S_BIN=$(BIN)/tfk8s $(PY_VENV)/bin/python -m pytest -q tests
