@@ -143,7 +143,7 @@ def test_suspend_and_wait_errors(client: tfk8s.Client) -> None:
         with pytest.raises(tfk8s.JobExists):
             client.submit(name="sdk-pause", image=IMAGE, workers=1, command=["true"])
         client.wait_for_job_status("sdk-pause", {"Suspended"}, timeout=WAIT)
-        with pytest.raises(tfk8s.TimeoutError):
+        with pytest.raises(tfk8s.WaitTimeout):
             client.wait_for_job_status("sdk-pause", timeout=1, polling_interval=0.2)
         client.resume_job("sdk-pause")
         client.wait_for_job_status("sdk-pause", {"Running"}, timeout=WAIT)

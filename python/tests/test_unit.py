@@ -253,9 +253,10 @@ def test_not_submitted_carries_the_shown_job() -> None:
     assert from_stderr(stderr, ["submit"], 1, "not json").job is None
 
 
-def test_timeout_error_is_both() -> None:
-    err = tfk8s.TimeoutError("slow")
+def test_wait_timeout_is_both() -> None:
+    err = tfk8s.WaitTimeout("slow")
     assert isinstance(err, TimeoutError) and isinstance(err, tfk8s.Tfk8sError)
+    assert not hasattr(tfk8s, "TimeoutError"), "the SDK's name shadows the builtin"
 
 
 def test_job_from_manifest() -> None:
