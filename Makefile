@@ -243,10 +243,12 @@ build: ## builds tfk8s's own commands into bin/
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
-verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, generated files up to date, the tree's shape, make help's lines
+verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, ruff and mypy, generated files up to date, the tree's shape, make help's lines
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	staticcheck ./...
+	@$(MAKE) --no-print-directory python-venv
+	cd python && $(PY_VENV)/bin/ruff check src tests && $(PY_VENV)/bin/mypy src tests
 	git diff --exit-code -- api config charts python || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
@@ -488,25 +490,25 @@ chart: ## refreshes the chart's copies of the CRD, policies, ClusterRole and das
 # The Python SDK, python/: a wheel for each of PY_PLATFORMS into _out/python/, each
 # carrying the tfk8s binary for its platform, built with the tag sdk (the CLI less
 # local, notebook, tensorboard and dashboard, which the SDK never runs: 33 MB instead
-# of 61) and tagged for it. The build backend, hatchling, and pytest are pinned, in a
-# venv under _out/ made once per pair of versions. Wheel tags: manylinux_2_17 for a
+# of 61) and tagged for it. The build backend, hatchling, pytest, ruff and mypy are
+# pinned in python/requirements-dev.txt, in a venv under _out/ made again when the pins
+# change (the stamp names their hash). Wheel tags: manylinux_2_17 for a
 # static binary, which needs no libc; macOS 11, the oldest Go supports. make release
 # (hack/release) builds its wheels from a copy of PY_SRC stamped with its version, the
 # binaries into PY_BIN and the wheels into PY_OUT of its own.
 PYTHON ?= python3
-HATCHLING_VERSION := 1.33.0
-PYTEST_VERSION := 9.2.0
 PY_VENV := $(OUT)/python-venv
-PY_STAMP := $(PY_VENV)/.stamp-hatchling-$(HATCHLING_VERSION)-pytest-$(PYTEST_VERSION)
+PY_REQUIREMENTS := python/requirements-dev.txt
+PY_STAMP := $(PY_VENV)/.stamp-$(shell sha256sum $(PY_REQUIREMENTS) | cut -c1-12)
 PY_OUT := $(OUT)/python
 PY_SRC := python
 PY_BIN := $(OUT)/bin
 PY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: python python-venv test-python
 python-venv: $(PY_STAMP) ## the venv of the Python SDK's pinned tools, under _out/
-$(PY_STAMP):
+$(PY_STAMP): $(PY_REQUIREMENTS)
 	rm -rf $(PY_VENV) && $(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check hatchling==$(HATCHLING_VERSION) pytest==$(PYTEST_VERSION)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQUIREMENTS)
 	touch $@
 
 python: $(PY_STAMP) ## builds the Python SDK's wheels into _out/python/
