@@ -17,12 +17,7 @@ import (
 func TestListNamedRunsReadsThoseAlone(t *testing.T) {
 	srv := s3server.Start(t)
 	counter := srv.Count(t)
-	cfg := srv.Config()
-	cfg.Endpoint = counter.Endpoint
-	c, err := storage.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := counter.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dest := storage.URI{Bucket: srv.Bucket, Key: "runs/"}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // Counter is a proxy in front of a Server that counts the S3 requests made through
@@ -18,6 +20,7 @@ type Counter struct {
 	// Endpoint is the proxy's host:port, plain HTTP.
 	Endpoint string
 
+	server *Server
 	mu     sync.Mutex
 	counts map[string]int
 	bytes  map[string]int64
@@ -28,7 +31,7 @@ func (s *Server) Count(t testing.TB) *Counter {
 	t.Helper()
 	target := &url.URL{Scheme: "http", Host: s.Endpoint}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &Counter{counts: map[string]int{}, bytes: map[string]int64{}}
+	c := &Counter{server: s, counts: map[string]int{}, bytes: map[string]int64{}}
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := requestKind(r)
 		cw := &countingWriter{ResponseWriter: w}
@@ -41,6 +44,18 @@ func (s *Server) Count(t testing.TB) *Counter {
 	t.Cleanup(front.Close)
 	c.Endpoint = strings.TrimPrefix(front.URL, "http://")
 	return c
+}
+
+// Client returns a storage client of the server whose requests go through the counter.
+func (c *Counter) Client(t testing.TB) *storage.Client {
+	t.Helper()
+	cfg := c.server.Config()
+	cfg.Endpoint = c.Endpoint
+	sc, err := storage.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // requestKind names an S3 request: LIST for a listing of a bucket's keys, else the
