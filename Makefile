@@ -1,18 +1,7 @@
 # tfk8s — TensorFlow on Kubernetes.
 #
-# make tools      builds the upstream binaries tests and local mode run, into bin/
-# make node-tools builds local mode's node into bin/ and _out/images/: kubelet,
-#                 kube-proxy, containerd, CNI plugins, the pause image; installs runc, nft
-# make generate   regenerates deepcopy code, the CRD and RBAC, the Python SDK's submit, and
-#                 docs/reference: the API's from the Go types, the CLI's from its commands
-# make python     builds the Python SDK's wheels into _out/python/
-# make build      builds tfk8s's own commands into bin/
-# make verify     gofmt, go vet, staticcheck, generated files up to date, the tree's shape
-# make test       unit and integration tests against a real control plane
-# make test-compat  the API and controller suites on the oldest and newest Kubernetes
-# make chaos      the chaos suite in full, three runs in a row
-# make bench      benchmarks against a real control plane
-# make bench-smoke  every benchmark at its smallest, as make test ends
+# make help lists the targets, one line each: the "## " comment beside each target,
+# which make verify requires of every target.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -71,6 +60,15 @@ kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 
+# $(call go_tool,NAME,PACKAGE[,LDFLAGS]) is the recipe of a tool built from its pinning
+# module, hack/tools/NAME, into bin/NAME; $(call stamp,NAME) then replaces the stamp of
+# the version built before with $@. A new tool is a version, a stamp and this rule:
+#   $(NAME_STAMP): hack/tools/NAME/go.mod
+#   	$(call go_tool,NAME,example.com/cmd/name)
+#   	$(call stamp,NAME)
+go_tool = cd hack/tools/$(1) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(strip $(TOOL_LDFLAGS) $(3))" -o $(BIN)/$(1) $(2)
+stamp = mkdir -p $(STAMP) && rm -f $(STAMP)/$(1)-* && touch $@
+
 TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
@@ -91,28 +89,40 @@ LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE
 parallel = $(MAKE) --no-print-directory -j2 prerequisites PREREQUISITES="$(1)" $(2)
 
 .PHONY: prerequisites
-prerequisites: $(PREREQUISITES)
+prerequisites: $(PREREQUISITES) ## builds the targets in PREREQUISITES in two lanes (the parallel macro's sub-make)
 	@:
 
+# make help prints each target with the "## " comment on its line, in the Makefile's
+# order; make help-check (in make verify) fails on a target without one, so that the
+# list cannot fall behind the targets.
+HELP_TARGETS := ^[a-z][a-zA-Z0-9_-]*:([^=]|$$)
+.PHONY: help help-check
+help: ## lists the targets, one line each
+	@grep -E '$(HELP_TARGETS)' $(firstword $(MAKEFILE_LIST)) | grep ' ## ' | \
+		sed -E 's/^([^:]+):.* ## (.*)$$/\1\t\2/' | awk -F'\t' '{ printf "  %-18s %s\n", $$1, $$2 }'
+help-check: ## fails on a target without its "## " line for make help
+	@missing=$$(grep -E '$(HELP_TARGETS)' $(firstword $(MAKEFILE_LIST)) | { grep -v ' ## ' || true; } | cut -d: -f1); \
+		if [ -n "$$missing" ]; then echo "make help: no \"## \" line beside these targets:" $$missing; exit 1; fi
+
 .PHONY: tools node-tools versitygw coredns runc nftables
-tools:
+tools: ## builds the upstream binaries tests and local mode run, into bin/
 	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
-node-tools:
+node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
-versitygw: $(VERSITYGW_STAMP)
-coredns: $(COREDNS_STAMP)
+versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
+coredns: $(COREDNS_STAMP) ## builds the cluster's binaries, CoreDNS among them, into bin/
 
 # runc runs the containers of local mode's pods, under containerd's shim; Debian packages it.
-runc:
+runc: ## installs runc from Debian, unless on PATH
 	@command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq runc; }
 
 # nft: kube-proxy's nftables mode writes the node's Service rules with it; Debian packages it.
-nftables:
+nftables: ## installs nft from Debian, unless on PATH
 	@command -v nft >/dev/null || { apt-get update -qq && apt-get install -y -qq nftables; }
 
 # Debian's Chromium, which the dashboard's and TensorBoard's browser tests drive headless.
 .PHONY: chromium
-chromium:
+chromium: ## installs Chromium from Debian, for the browser tests, unless on PATH
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 # The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, CoreDNS)
@@ -171,46 +181,46 @@ $(COMPAT_STAMP): hack/tools/cluster-$(KUBE_COMPAT_MINOR)/go.mod $(ETCD_STAMP)
 	touch $@
 
 $(CONTROLLER_GEN_STAMP): hack/tools/controller-gen/go.mod
-	cd hack/tools/controller-gen && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
-	mkdir -p $(STAMP) && rm -f $(STAMP)/controller-gen-* && touch $@
+	$(call go_tool,controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen)
+	$(call stamp,controller-gen)
 
 # crd-ref-docs writes docs/reference/api.md from the TFJob's Go types and their comments
 # and markers (make generate), as hack/crd-ref-docs/config.yaml says.
 $(CRD_REF_DOCS_STAMP): hack/tools/crd-ref-docs/go.mod
-	cd hack/tools/crd-ref-docs && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/crd-ref-docs github.com/elastic/crd-ref-docs
-	mkdir -p $(STAMP) && rm -f $(STAMP)/crd-ref-docs-* && touch $@
+	$(call go_tool,crd-ref-docs,github.com/elastic/crd-ref-docs)
+	$(call stamp,crd-ref-docs)
 
 $(STATICCHECK_STAMP): hack/tools/staticcheck/go.mod
-	cd hack/tools/staticcheck && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
-	mkdir -p $(STAMP) && rm -f $(STAMP)/staticcheck-* && touch $@
+	$(call go_tool,staticcheck,honnef.co/go/tools/cmd/staticcheck)
+	$(call stamp,staticcheck)
 
 $(VERSITYGW_STAMP): hack/tools/versitygw/go.mod
-	cd hack/tools/versitygw && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/versitygw github.com/versity/versitygw/cmd/versitygw
-	mkdir -p $(STAMP) && rm -f $(STAMP)/versitygw-* && touch $@
+	$(call go_tool,versitygw,github.com/versity/versitygw/cmd/versitygw)
+	$(call stamp,versitygw)
 
 # The CNCF Distribution registry serves the images of local mode's pods; hack/tools/registry
 # links only the filesystem driver and htpasswd, which halves what a cold build compiles.
 $(DISTRIBUTION_STAMP): hack/tools/registry/go.mod hack/tools/registry/main.go
-	cd hack/tools/registry && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/registry .
-	mkdir -p $(STAMP) && rm -f $(STAMP)/registry-* && touch $@
+	$(call go_tool,registry,.)
+	$(call stamp,registry)
 
 # Kueue admits, queues and preempts TFJobs in test/integration/kueue; its CRDs come from
 # its module, into bin/kueue-crds.
 $(KUEUE_STAMP): hack/tools/kueue/go.mod
-	cd hack/tools/kueue && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
-		-o $(BIN)/kueue sigs.k8s.io/kueue/cmd/kueue
+	$(call go_tool,kueue,sigs.k8s.io/kueue/cmd/kueue,-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION))
 	rm -rf $(BIN)/kueue-crds && mkdir -p $(BIN)/kueue-crds && \
 		cp "$$(cd hack/tools/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml $(BIN)/kueue-crds/ && \
 		chmod u+w $(BIN)/kueue-crds/*.yaml
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kueue-* && touch $@
+	$(call stamp,kueue)
 
 # Kubeflow's training-operator runs a kubeflow.org TFJob in test/e2e's migration test
 # before tfk8s adopts it; hack/tools/kubeflow-training-operator pins it (the version is
-# its go.mod's, TRAINING_OPERATOR_VERSION names the stamp).
+# its go.mod's, TRAINING_OPERATOR_VERSION names the stamp). Its module's directory is
+# not its binary's name, so it is built without go_tool.
 $(TRAINING_OPERATOR_STAMP): hack/tools/kubeflow-training-operator/go.mod
 	cd hack/tools/kubeflow-training-operator && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" \
 		-o $(BIN)/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1
-	mkdir -p $(STAMP) && rm -f $(STAMP)/training-operator-* && touch $@
+	$(call stamp,training-operator)
 
 # The chart's ServiceMonitor is tested in test/integration/install against
 # prometheus-operator's own ServiceMonitor CRD: its module, pinned by go.sum and not
@@ -220,10 +230,10 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 	rm -rf $(BIN)/prometheus-operator-crds && mkdir -p $(BIN)/prometheus-operator-crds && \
 		cp "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(BIN)/prometheus-operator-crds/ && \
 		chmod u+w $(BIN)/prometheus-operator-crds/*.yaml
-	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-operator-* && touch $@
+	$(call stamp,prometheus-operator)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP)
+generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) ## regenerates deepcopy code, the CRDs, RBAC, the Python SDK's submit, the chart's copies and docs/reference
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/kubeflow/... output:crd:artifacts:config=config/crd/kubeflow
@@ -239,18 +249,21 @@ generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP)
 # cold build compiles their packages once, not three times. The agent needs static
 # anyway: it runs in every pod, on whatever the image holds.
 .PHONY: build
-build:
+build: ## builds tfk8s's own commands into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
-verify: generate $(STATICCHECK_STAMP)
+verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, ruff and mypy, generated files up to date, the tree's shape, make help's lines
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	staticcheck ./...
+	@$(MAKE) --no-print-directory python-venv
+	cd python && $(PY_VENV)/bin/ruff check src tests && $(PY_VENV)/bin/mypy src tests
 	git diff --exit-code -- api config charts python docs/reference || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
+	@$(MAKE) --no-print-directory help-check
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
 export TFK8S_BIN := $(BIN)
@@ -259,7 +272,7 @@ export TFK8S_BIN := $(BIN)
 # and in the TensorFlow image, and install tfk8s into a local cluster with helm and
 # kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
-test:
+test: ## unit, integration and e2e tests against a real control plane, then bench-smoke
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
@@ -275,7 +288,7 @@ COMPAT_RELEASES ?= oldest newest
 COMPAT_BINS = $(patsubst oldest,$(COMPAT_BIN),$(patsubst newest,$(BIN),$(COMPAT_RELEASES)))
 COMPAT_OUT = $(OUT)/compat
 .PHONY: test-compat
-test-compat:
+test-compat: ## the API, controller and Kueue suites on the oldest and newest Kubernetes
 	@+$(call parallel,$(CLUSTER_STAMPS) $(KUEUE_STAMP) $(COMPAT_STAMP))
 	@mkdir -p $(COMPAT_OUT); rows=(); fail=0; \
 	for bin in $(COMPAT_BINS); do \
@@ -293,7 +306,7 @@ test-compat:
 	echo "logs: $(COMPAT_OUT)"; exit $$fail
 
 .PHONY: test-unit
-test-unit:
+test-unit: ## the unit tests alone, without test/
 	go test -count=1 $$(go list ./... | grep -v /test/)
 
 # Each fuzz target for FUZZTIME, one after another (go test runs one fuzz target at a
@@ -304,7 +317,7 @@ FUZZ_TARGETS = FuzzDecode:./internal/manifests FuzzDecodeManifest:./internal/job
 	FuzzUnpack:./internal/pack FuzzCompose:./internal/tfconfig FuzzANSISegments:./internal/dashboard
 
 .PHONY: fuzz
-fuzz:
+fuzz: ## each fuzz target for FUZZTIME, one after another
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		grep -qs "^func $${t%%:*}(" $${t#*:}/*_test.go || { echo "make fuzz: no $${t%%:*} in $${t#*:}" >&2; exit 1; }; \
 		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
@@ -315,13 +328,13 @@ fuzz:
 # SIGKILLed every 2 s for 60 s, the API server restarted, S3 down for 60 s. make test
 # runs a short one (8 jobs, 20 s, 10 s).
 .PHONY: chaos
-chaos:
+chaos: ## the chaos suite in full, three runs in a row
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_CHAOS_JOBS=30 TFK8S_CHAOS_SECONDS=60 TFK8S_CHAOS_S3_OUTAGE=60 \
 		go test -count=3 -timeout 90m -v -run TestChaos ./test/chaos/ | grep -v -E "^=== (RUN|PAUSE|CONT)"
 
 .PHONY: bench
-bench:
+bench: ## benchmarks against a real control plane, into docs/benchmarks.md
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) build images $(NODE_TOOLS))
 	TFK8S_BENCH_REPORT=$(ROOT)/docs/benchmarks.md go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/...
 
@@ -331,7 +344,7 @@ bench:
 # end prints a result line; one missing fails. The local clusters' benchmarks run the
 # Python image here, not TensorFlow's. 143 s at a load average of 10 on 2 CPUs.
 .PHONY: bench-smoke
-bench-smoke:
+bench-smoke: ## every benchmark at its smallest, once, as make test ends
 	@want=$$(cat test/bench/*_test.go | grep -c '^func Benchmark'); \
 	echo "TFK8S_BENCH_SMOKE=1 go test -count=1 -timeout 10m -run '^$$' -bench . -benchtime 1x ./test/bench/"; \
 	start=$$(date +%s); \
@@ -350,7 +363,7 @@ DEMO_ENV := KUBECONFIG=$(LOCAL_DIR)/kubeconfig TFK8S_CONFIG=$(LOCAL_DIR)/s3.yaml
 DEMO_IMAGE := ghcr.io/tfk8s/tensorflow:2.21.0-cpu
 
 .PHONY: demo
-demo:
+demo: ## a local cluster and a distributed TensorFlow job on it; the cluster stays up
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(LOCAL_TOOLS) build images,IMAGE_ARCHES=$(HOST_ARCH))
 	@start=$$(date +%s); \
 	bin/tfk8s local up --dir $(LOCAL_DIR); \
@@ -368,7 +381,7 @@ demo:
 	echo "  bin/tfk8s tensorboard demo --open    # the demo's TensorBoard, for an hour"
 
 .PHONY: clean
-clean:
+clean: ## removes bin/
 	rm -rf $(BIN)
 
 # Install: the images, the Helm chart and the kustomize manifests.
@@ -404,33 +417,31 @@ IMAGE_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Re
 OUT := $(ROOT)/_out
 
 .PHONY: install-tools helm kustomize krew kubectl images push
-install-tools:
+install-tools: ## builds helm, kustomize, kubectl and krew into bin/
 	@+$(call parallel,$(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KREW_STAMP) $(KUBECTL_STAMP))
-helm: $(HELM_STAMP)
-kustomize: $(KUSTOMIZE_STAMP)
-krew: $(KREW_STAMP)
-kubectl: $(KUBECTL_STAMP)
+helm: $(HELM_STAMP) ## builds helm into bin/
+kustomize: $(KUSTOMIZE_STAMP) ## builds kustomize into bin/
+krew: $(KREW_STAMP) ## builds krew, the kubectl plugin manager, into bin/kubectl-krew
+kubectl: $(KUBECTL_STAMP) ## builds kubectl, for the docs' commands, into bin/
 
 $(HELM_STAMP): hack/tools/helm/go.mod
-	cd hack/tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
-		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
-	mkdir -p $(STAMP) && rm -f $(STAMP)/helm-* && touch $@
+	$(call go_tool,helm,helm.sh/helm/v3/cmd/helm,-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION))
+	$(call stamp,helm)
 
 $(KUSTOMIZE_STAMP): hack/tools/kustomize/go.mod
-	cd hack/tools/kustomize && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS)" -o $(BIN)/kustomize sigs.k8s.io/kustomize/kustomize/v5
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kustomize-* && touch $@
+	$(call go_tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5)
+	$(call stamp,kustomize)
 
 # krew as kubectl finds a plugin: bin/kubectl-krew.
 $(KREW_STAMP): hack/tools/krew/go.mod
 	cd hack/tools/krew && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) -X sigs.k8s.io/krew/internal/version.gitTag=$(KREW_VERSION)" \
 		-o $(BIN)/kubectl-krew sigs.k8s.io/krew/cmd/krew
-	mkdir -p $(STAMP) && rm -f $(STAMP)/krew-* && touch $@
+	$(call stamp,krew)
 
 # kubectl, for the docs' commands: its module's version is KUBECTL_VERSION, 1.x.y as v0.x.y.
 $(KUBECTL_STAMP): hack/tools/kubectl/go.mod hack/tools/kubectl/main.go
-	cd hack/tools/kubectl && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(TOOL_LDFLAGS) $(call kube_ldflags,$(KUBECTL_VERSION))" \
-		-o $(BIN)/kubectl .
-	mkdir -p $(STAMP) && rm -f $(STAMP)/kubectl-* && touch $@
+	$(call go_tool,kubectl,.,$(call kube_ldflags,$(KUBECTL_VERSION)))
+	$(call stamp,kubectl)
 
 # ghcr.io/tfk8s/python:3.11 (Debian bookworm made by debootstrap, and python3),
 # ghcr.io/tfk8s/tensorflow:2.21.0-cpu (that, and tensorflow-cpu with its requirements
@@ -441,12 +452,12 @@ $(KUBECTL_STAMP): hack/tools/kubectl/go.mod hack/tools/kubectl/main.go
 # under _out/images/. Cached in ~/.cache/tfk8s/tensorflow-image: a second build costs a
 # second, plus the CLI's go build (about 10 s after a change to the CLI).
 .PHONY: tensorflow-image
-tensorflow-image:
+tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts under _out/images/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --out $(OUT)/images --cli-ldflags "$(IMAGE_LDFLAGS)"
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.
-images:
+images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker
 	@test -n "$(VERSION)" || { echo "VERSION is empty: internal/version/version.go has no var Version"; exit 1; }
 	for arch in $(IMAGE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" \
@@ -464,7 +475,7 @@ PAUSE_VERSION := 3.10.2
 PAUSE_ARCHES := $(HOST_ARCH)
 PAUSE_LAYOUT := $(OUT)/images/pause/index.json
 .PHONY: pause-image
-pause-image: $(PAUSE_LAYOUT)
+pause-image: $(PAUSE_LAYOUT) ## the pause image as an OCI layout under _out/images/pause/
 $(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ociimage/*.go)
 	for arch in $(PAUSE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/linux_$$arch/ ./hack/pause; \
@@ -473,7 +484,7 @@ $(PAUSE_LAYOUT): hack/pause/main.go $(wildcard hack/images/*.go hack/images/ocii
 		--version $(PAUSE_VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) \
 		--repository registry.k8s.io --user 65535:65535 pause
 
-push:
+push: ## pushes the images to $(REGISTRY)/<name>:$(VERSION)
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host:port[/path]"; exit 1; }
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/images push --out $(OUT)/images --registry $(REGISTRY) --version $(VERSION) $(IMAGES)
 
@@ -491,7 +502,7 @@ RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
 
 .PHONY: release
-release: $(HELM_STAMP)
+release: $(HELM_STAMP) ## builds and publishes a release: make release VERSION=vX.Y.Z REGISTRY=host:port
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
 	$(GO) run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
 		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
@@ -501,7 +512,7 @@ release: $(HELM_STAMP)
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,
 # and the install tests fail while they differ from config/.
 .PHONY: chart
-chart:
+chart: ## refreshes the chart's copies of the CRD, policies, ClusterRole and dashboard
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
 	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
@@ -510,28 +521,28 @@ chart:
 # The Python SDK, python/: a wheel for each of PY_PLATFORMS into _out/python/, each
 # carrying the tfk8s binary for its platform, built with the tag sdk (the CLI less
 # local, notebook, tensorboard and dashboard, which the SDK never runs: 33 MB instead
-# of 61) and tagged for it. The build backend, hatchling, and pytest are pinned, in a
-# venv under _out/ made once per pair of versions. Wheel tags: manylinux_2_17 for a
+# of 61) and tagged for it. The build backend, hatchling, pytest, ruff and mypy are
+# pinned in python/requirements-dev.txt, in a venv under _out/ made again when the pins
+# change (the stamp names their hash). Wheel tags: manylinux_2_17 for a
 # static binary, which needs no libc; macOS 11, the oldest Go supports. make release
 # (hack/release) builds its wheels from a copy of PY_SRC stamped with its version, the
 # binaries into PY_BIN and the wheels into PY_OUT of its own.
 PYTHON ?= python3
-HATCHLING_VERSION := 1.33.0
-PYTEST_VERSION := 9.2.0
 PY_VENV := $(OUT)/python-venv
-PY_STAMP := $(PY_VENV)/.stamp-hatchling-$(HATCHLING_VERSION)-pytest-$(PYTEST_VERSION)
+PY_REQUIREMENTS := python/requirements-dev.txt
+PY_STAMP := $(PY_VENV)/.stamp-$(shell sha256sum $(PY_REQUIREMENTS) | cut -c1-12)
 PY_OUT := $(OUT)/python
 PY_SRC := python
 PY_BIN := $(OUT)/bin
 PY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: python python-venv test-python
-python-venv: $(PY_STAMP)
-$(PY_STAMP):
+python-venv: $(PY_STAMP) ## the venv of the Python SDK's pinned tools, under _out/
+$(PY_STAMP): $(PY_REQUIREMENTS)
 	rm -rf $(PY_VENV) && $(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check hatchling==$(HATCHLING_VERSION) pytest==$(PYTEST_VERSION)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQUIREMENTS)
 	touch $@
 
-python: $(PY_STAMP)
+python: $(PY_STAMP) ## builds the Python SDK's wheels into _out/python/
 	rm -rf $(PY_OUT) && mkdir -p $(PY_OUT)
 	for p in $(PY_PLATFORMS); do \
 		bin=$(PY_BIN)/sdk_$${p/\//_}/tfk8s; \
@@ -554,7 +565,7 @@ KF_VENV := $(OUT)/kubeflow-venv
 KF_REQUIREMENTS := test/e2e/kubeflow/requirements.txt
 KF_STAMP := $(KF_VENV)/.stamp-$(shell sha256sum $(KF_REQUIREMENTS) | cut -c1-12)
 .PHONY: kubeflow-venv
-kubeflow-venv: $(KF_STAMP)
+kubeflow-venv: $(KF_STAMP) ## the venv of Kubeflow's Python SDK, for test/e2e's TestKubeflowSDK
 $(KF_STAMP): $(KF_REQUIREMENTS)
 	rm -rf $(KF_VENV) && $(PYTHON) -m venv $(KF_VENV)
 	$(KF_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(KF_REQUIREMENTS)
@@ -563,5 +574,5 @@ $(KF_STAMP): $(KF_REQUIREMENTS)
 
 # The SDK's unit tests, without a cluster, against bin/tfk8s (make build); test/e2e's
 # TestPythonSDK runs them all against a local cluster.
-test-python: $(PY_STAMP) build
+test-python: $(PY_STAMP) build ## the Python SDK's unit tests against bin/tfk8s
 	cd python && TFK8S_BIN=$(BIN)/tfk8s $(PY_VENV)/bin/python -m pytest -q tests

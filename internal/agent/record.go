@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -72,17 +71,8 @@ func WriteEndRecord(ctx context.Context, cfg EndRecordConfig, logOut io.Writer) 
 	if err != nil {
 		return err
 	}
-	for _, replica := range tfjob.LeadReplicas {
-		p := &tfevents.Progress{}
-		found, err := c.GetJSON(ctx, cfg.Run.Join(replica+"/", storage.ProgressName), p)
-		if err != nil {
-			fmt.Fprintf(logOut, "tfk8s-agent record: the end goes without the lead replica's progress: %v\n", err)
-			break
-		}
-		if found {
-			cfg.End.Lead = tfjob.NewLeadProgress(replica, p)
-			break
-		}
+	if cfg.End.Lead, err = storage.ReadLeadProgress(ctx, c, cfg.Run); err != nil {
+		fmt.Fprintf(logOut, "tfk8s-agent record: the end goes without the lead replica's progress: %v\n", err)
 	}
 	data, err := storage.Marshal(cfg.End)
 	if err != nil {

@@ -6,16 +6,15 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pki"
 	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
@@ -105,23 +104,18 @@ func servingCertificate(hostIPs []net.IP, caCert *x509.Certificate, caKey *ecdsa
 	if err != nil {
 		return nil, nil, err
 	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+	names := pki.Names{
+		CommonName: "kube-apiserver",
+		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		// Pods reach the API server at the kubernetes Service's ClusterIP, and check
 		// that the certificate names it, as client-go's in-cluster configuration does.
-		IPAddresses: append(slices.Clone(hostIPs), net.IPv6loopback, net.ParseIP(KubernetesServiceIP)),
+		IPs: append(slices.Clone(hostIPs), net.IPv6loopback, net.ParseIP(KubernetesServiceIP)),
 	}
-	der, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	certPEM, err = pki.IssueServing(names, srvKey.Public(), caCert, caKey, now, validity)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating serving certificate: %w", err)
+		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pemECKey(srvKey), nil
+	return certPEM, pemECKey(srvKey), nil
 }
 
 // reissueServingCert replaces the serving certificate and key in c's files with new
@@ -175,20 +169,7 @@ func newCA(commonName string, now time.Time, validity time.Duration) (*x509.Cert
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := pki.NewCA(pki.Names{CommonName: commonName}, key, now, validity)
 	if err != nil {
 		return nil, nil, err
 	}

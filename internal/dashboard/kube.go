@@ -31,6 +31,9 @@ type kubeCluster struct {
 	storage jobs.Storage
 	// noS3 is true in-cluster: a notebook started there gets no S3 settings.
 	noS3 bool
+	// locations remembers where the jobs this session looked at store, so that the
+	// job page's polled progress lists S3 once per job.
+	locations jobs.Locations
 }
 
 // NewKubeCluster returns the NewClusterFunc of a dashboard that reaches the API

@@ -58,8 +58,8 @@ func (d *kubeCluster) Progress(ctx context.Context, namespace, name string) (*Pr
 		return nil, err
 	}
 	// A job whose replicas a controller older than runs started stores under its job's
-	// prefix, not its run's.
-	base, err := jobs.LocateFiles(ctx, c, job)
+	// prefix, not its run's; the page asks every progressRefresh, the answer once.
+	base, err := d.locations.Locate(ctx, c, job)
 	if err != nil {
 		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
 	}

@@ -40,15 +40,7 @@ func WriteEndRecord(ctx context.Context, c *storage.Client, job *tfv1.TFJob, now
 		end.Reason, end.Message = tfjob.RunDeleted, "tfk8s delete deleted it before it finished"
 	}
 	// A progress record that cannot be read leaves the end without it, as in the pod.
-	for _, replica := range tfjob.LeadReplicas {
-		p, err := ReadProgress(ctx, c, ArtifactsBase(job).Join(replica+"/"))
-		if p != nil {
-			end.Lead = tfjob.NewLeadProgress(replica, p)
-		}
-		if p != nil || err != nil {
-			break
-		}
-	}
+	end.Lead, _ = storage.ReadLeadProgress(ctx, c, ArtifactsBase(job))
 	if err := putRecord(ctx, c, ArtifactsBase(job).Join(storage.RunEndName), end); err != nil {
 		return fmt.Errorf("writing the end record of tfjob %s: %w", job.Name, err)
 	}

@@ -102,11 +102,7 @@ func (q Query) keeps(job, run string) bool {
 // that exist: a run of one of them (same UID) takes its state from it, and one that
 // stored nothing yet is listed from it alone. Runs come by namespace, name and start.
 func List(ctx context.Context, c *storage.Client, destination storage.URI, live []tfv1.TFJob, q Query) ([]Run, error) {
-	prefix := destination.Dir()
-	if q.Namespace != "" {
-		prefix = prefix.Join(q.Namespace + "/")
-	}
-	objs, err := c.List(ctx, prefix)
+	objs, err := listStored(ctx, c, destination, q)
 	if err != nil {
 		return nil, fmt.Errorf("listing the runs: %w", err)
 	}
@@ -129,6 +125,45 @@ func List(ctx context.Context, c *storage.Client, destination storage.URI, live 
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), a.Started.Compare(b.Started))
 	})
 	return runs, errors.Join(errs...)
+}
+
+// listStored lists the objects of the runs q asks for: those of the named runs alone
+// when q names them in one namespace (the compare view's at most eight), else the
+// whole namespace's, or every namespace's.
+func listStored(ctx context.Context, c *storage.Client, destination storage.URI, q Query) ([]storage.Object, error) {
+	if len(q.Names) == 0 || q.Namespace == "" {
+		prefix := destination.Dir()
+		if q.Namespace != "" {
+			prefix = prefix.Join(q.Namespace + "/")
+		}
+		return c.List(ctx, prefix)
+	}
+	prefixes := namedPrefixes(destination, q.Namespace, q.Names)
+	found := make([][]storage.Object, len(prefixes))
+	errs := make([]error, len(prefixes))
+	jobs.Parallel(len(prefixes), MaxParallelReads, func(i int) {
+		found[i], errs[i] = c.List(ctx, prefixes[i])
+	})
+	return slices.Concat(found...), errors.Join(errs...)
+}
+
+// namedPrefixes are the prefixes of the runs named JOB/RUN in namespace, each listed
+// once: a legacy run's prefix is its job's, which holds the job's other runs.
+func namedPrefixes(destination storage.URI, namespace string, names []string) []storage.URI {
+	var keys []string
+	for _, name := range names {
+		job, run, _ := strings.Cut(name, "/")
+		keys = append(keys, storage.RunPrefix(destination, namespace, job, run).Key)
+	}
+	slices.Sort(keys)
+	var prefixes []storage.URI
+	for _, k := range slices.Compact(keys) {
+		if n := len(prefixes); n > 0 && strings.HasPrefix(k, prefixes[n-1].Key) {
+			continue
+		}
+		prefixes = append(prefixes, storage.URI{Bucket: destination.Bucket, Key: k})
+	}
+	return prefixes
 }
 
 // read reads a stored run's records, run.json and end.json from q.Cache if it holds

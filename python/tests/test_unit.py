@@ -11,6 +11,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_names_beginning_with_dashes_are_names(binary: str, offline: Path, name:
 @pytest.mark.parametrize(
     "kwargs", [{"workers": "3"}, {"workers": True}, {"chief": "yes"}, {"command": "python3 train.py"}]
 )
-def test_submit_refuses_wrong_types(binary: str, kwargs: dict) -> None:
+def test_submit_refuses_wrong_types(binary: str, kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         tfk8s.Client(binary=binary).submit(name="x", image="i", **kwargs)
 
@@ -92,23 +93,23 @@ def test_submit_documents_every_flag(binary: str) -> None:
     doc = inspect.getdoc(tfk8s.Client.submit) or ""
     params = list(inspect.signature(tfk8s.Client.submit).parameters)[1:]
     for name in params:
-        assert re.search(rf"^    {name}: \S", doc, re.M), f"help(Client.submit) does not document {name}"
+        assert re.search(rf"^    {name}: \S", doc, re.MULTILINE), f"help(Client.submit) does not document {name}"
     help_text = subprocess.run([binary, "submit", "--help"], capture_output=True, text=True, check=True).stdout
-    flags = set(re.findall(r"^\s+(?:-\w, )?--([\w-]+)", help_text.split("Global Flags:")[0], re.M))
+    flags = set(re.findall(r"^\s+(?:-\w, )?--([\w-]+)", help_text.split("Global Flags:")[0], re.MULTILINE))
     own = {"dry-run", "follow", "wait", "output", "help", "filename"}
     assert {f.replace("-", "_") for f in flags - own} == set(SUBMIT_FLAGS), "run make generate"
     assert {"code_dir", "command", "manifest", "dry_run"} <= set(params)
 
 
 # The same job twice: as submit's keywords, and as tfk8s render's flags typed by hand.
-SAME_JOB = (
-    dict(name="mnist", image="python:3.11", ps=2, workers=3, chief=True, evaluator=True, gpus=1,
-         cpu="500m", memory="1Gi", restart_policy="OnFailure", backoff_limit=2, active_deadline="2h",
-         ttl_after_finished=timedelta(days=1), clean_pod_policy="All", tensorboard=True,
-         env=["A=1", "B=two words"], artifacts=["checkpoints", "logs"], artifacts_interval=30,
-         spread_ps=True, queue="team-a", gpu_type="NVIDIA-A100", data="s3://bucket/data/",
-         expose_storage_credentials=True, s3_cluster_endpoint="minio.s3:9000",
-         volume=["name=scratch,mount=/scratch,size=1Gi"]),
+SAME_JOB: tuple[dict[str, Any], list[str]] = (
+    {"name": "mnist", "image": "python:3.11", "ps": 2, "workers": 3, "chief": True, "evaluator": True,
+     "gpus": 1, "cpu": "500m", "memory": "1Gi", "restart_policy": "OnFailure", "backoff_limit": 2,
+     "active_deadline": "2h", "ttl_after_finished": timedelta(days=1), "clean_pod_policy": "All",
+     "tensorboard": True, "env": ["A=1", "B=two words"], "artifacts": ["checkpoints", "logs"],
+     "artifacts_interval": 30, "spread_ps": True, "queue": "team-a", "gpu_type": "NVIDIA-A100",
+     "data": "s3://bucket/data/", "expose_storage_credentials": True, "s3_cluster_endpoint": "minio.s3:9000",
+     "volume": ["name=scratch,mount=/scratch,size=1Gi"]},
     ["--name", "mnist", "--image", "python:3.11", "--ps", "2", "--workers", "3", "--chief", "--evaluator",
      "--gpus", "1", "--cpu", "500m", "--memory", "1Gi", "--restart-policy", "OnFailure", "--backoff-limit", "2",
      "--active-deadline", "2h", "--ttl-after-finished", "24h", "--clean-pod-policy", "All", "--tensorboard",
@@ -173,25 +174,25 @@ spec:
 @pytest.mark.parametrize(
     "kwargs, field",
     [
-        (dict(workers=-1), "--workers"),
-        (dict(ps=-2), "--ps"),
-        (dict(cpu="lots"), "--cpu"),
-        (dict(env=["NOEQUALS"]), "--env"),
-        (dict(active_deadline="2x"), "--active-deadline"),
-        (dict(name="Not_A_Name"), "--name"),
-        (dict(code_dir=TRAINER, command=None), "command"),
-        (dict(code_dir="/nonexistent/code"), "DIR"),
-        (dict(manifest="kind: [unclosed"), "-f"),
-        (dict(manifest={"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-                        "spec": {"tfReplicaSpecs": {"Foo": {}}}}), "spec.tfReplicaSpecs.Foo"),
+        ({"workers": -1}, "--workers"),
+        ({"ps": -2}, "--ps"),
+        ({"cpu": "lots"}, "--cpu"),
+        ({"env": ["NOEQUALS"]}, "--env"),
+        ({"active_deadline": "2x"}, "--active-deadline"),
+        ({"name": "Not_A_Name"}, "--name"),
+        ({"code_dir": TRAINER, "command": None}, "command"),
+        ({"code_dir": "/nonexistent/code"}, "DIR"),
+        ({"manifest": "kind: [unclosed"}, "-f"),
+        ({"manifest": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                        "spec": {"tfReplicaSpecs": {"Foo": {}}}}}, "spec.tfReplicaSpecs.Foo"),
     ],
 )
 def test_invalid_job_names_the_field(
-    binary: str, offline: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict, field: str
+    binary: str, offline: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, Any], field: str
 ) -> None:
     monkeypatch.setenv("TFK8S_S3_ENDPOINT", "127.0.0.1:1")  # never dialled by a dry run
     monkeypatch.setenv("TFK8S_S3_BUCKET", "bucket")
-    params = dict(name="x", image="python:3.11", command=["true"], dry_run=True) | kwargs
+    params: dict[str, Any] = {"name": "x", "image": "python:3.11", "command": ["true"], "dry_run": True} | kwargs
     with pytest.raises(tfk8s.InvalidJob) as refused:
         tfk8s.Client(binary=binary).submit(**params)
     assert refused.value.field == field
@@ -250,12 +251,14 @@ def test_not_submitted_carries_the_shown_job() -> None:
     err = from_stderr(stderr, ["submit", "--from-run", "rec"], 1, stdout)
     assert isinstance(err, tfk8s.NotSubmitted) and "shown, not submitted" in err.message
     assert err.job is not None and (err.job.name, err.job.namespace) == ("rec", "team")
-    assert from_stderr(stderr, ["submit"], 1, "not json").job is None
+    unshown = from_stderr(stderr, ["submit"], 1, "not json")
+    assert isinstance(unshown, tfk8s.NotSubmitted) and unshown.job is None
 
 
-def test_timeout_error_is_both() -> None:
-    err = tfk8s.TimeoutError("slow")
+def test_wait_timeout_is_both() -> None:
+    err = tfk8s.WaitTimeout("slow")
     assert isinstance(err, TimeoutError) and isinstance(err, tfk8s.Tfk8sError)
+    assert not hasattr(tfk8s, "TimeoutError"), "the SDK's name shadows the builtin"
 
 
 def test_job_from_manifest() -> None:

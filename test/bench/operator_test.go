@@ -75,7 +75,7 @@ func (r *rig) createOperatorJob(kf bool) func(ns string) error {
 // measures its job there, and stops it.
 func (r *rig) measureOperator(name string, want int, args ...string) time.Duration {
 	op := startOperator(r.b, r.c, r.cp.Kubeconfig(), namespace(name), args...)
-	defer op.stop()
+	defer op.Stop()
 	return r.measure(name, nil, r.createOperatorJob(true), want)
 }
 

@@ -48,7 +48,7 @@ func operatorRounds6(ctx context.Context, b *testing.B, cs *kubernetes.Clientset
 	for i := range rounds {
 		operator = append(operator, kubeflowToStarted(ctx, b, c, cs, fmt.Sprintf("kf-operator-%d", i)))
 	}
-	op.stop()
+	op.Stop()
 	// local up starts what is stopped: the cluster is left as found, for a smoke run's
 	// next benchmark on it.
 	if _, err := localcluster.Up(ctx, opts); err != nil {

@@ -54,7 +54,7 @@ func testMigrationFromTrainingOperator(ctx context.Context, t *testing.T, opts l
 	cl := kubeflowClient(t, st.Kubeconfig)
 	stopController(t, st)
 
-	stopOperator := startTrainingOperator(ctx, t, cs, operator, st.Kubeconfig)
+	stopOperator := startTrainingOperator(ctx, t, cl, operator, st.Kubeconfig)
 	createMigrateJob(ctx, t, cs, cl)
 	waitMigrateJob(ctx, t, cl, cs, "training-operator runs it", func(job *kubeflowv1.TFJob, pods []corev1.Pod) bool {
 		return hasCondition(job, "Running") && len(pods) == migratePods && allPods(pods, func(p corev1.Pod) bool {

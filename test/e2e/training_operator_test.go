@@ -4,13 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,134 +21,46 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfscheme "github.com/tfk8s/tfk8s/internal/scheme"
+	"github.com/tfk8s/tfk8s/internal/testing/trainingoperator"
 )
 
-// What training-operator v1.9.4's main reads, fixed in its code: its webhook's Secret
-// and ValidatingWebhookConfiguration, and the directory its webhook server reads the
-// Secret's certificate from, where its Deployment mounts the Secret.
-const (
-	operatorSecret  = "training-operator-webhook-cert"
-	operatorWebhook = "validator.training-operator.kubeflow.org"
-	operatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
-	// migrateWait bounds each wait of the migration test: TensorFlow's processes share
-	// two cores, each taking seconds to import TensorFlow.
-	migrateWait = 6 * time.Minute
-)
+// migrateWait bounds each wait of the migration test: TensorFlow's processes share two
+// cores, each taking seconds to import TensorFlow.
+const migrateWait = 6 * time.Minute
 
 // startTrainingOperator runs training-operator on the host, its TFJob controller only,
-// against the cluster, as its Deployment would. Its webhook is off: its
-// ValidatingWebhookConfiguration, which its certificate rotator insists on, has no
-// webhooks, so that what tfk8s admits is what the cluster admits. The rotator writes
-// the certificate into the Secret; the test puts it where the Deployment's volume
-// would, for the webhook server to start. It returns a function that stops it, with
-// SIGTERM: v1.9.4 then exits with status 2 once its manager has stopped, its main
-// closing a channel its certificate rotator closed already (a panic, in its log), which
-// the test logs and takes as stopped.
-func startTrainingOperator(ctx context.Context, t *testing.T, cs kubernetes.Interface, binary, kubeconfig string) (stop func()) {
+// against the cluster, as its Deployment would (trainingoperator says how). It returns
+// a function that stops it, with SIGTERM: v1.9.4 then exits with status 2 once its
+// manager has stopped, which the test logs and takes as stopped.
+func startTrainingOperator(ctx context.Context, t *testing.T, cl client.Client, binary, kubeconfig string) (stop func()) {
 	t.Helper()
-	secrets := cs.CoreV1().Secrets("default")
-	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operatorSecret}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	webhooks := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	if _, err := webhooks.Create(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: operatorWebhook}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		_ = secrets.Delete(context.Background(), operatorSecret, metav1.DeleteOptions{})
-		_ = webhooks.Delete(context.Background(), operatorWebhook, metav1.DeleteOptions{})
-		_ = os.RemoveAll(filepath.Dir(operatorCertDir))
+		_ = cl.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: trainingoperator.Secret}})
+		_ = cl.Delete(context.Background(), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: trainingoperator.Webhook}})
 	})
-	logPath := filepath.Join(t.TempDir(), "training-operator.log")
-	logFile, err := os.Create(logPath)
+	op, err := trainingoperator.Start(ctx, cl, trainingoperator.Options{Binary: binary, Kubeconfig: kubeconfig, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "--enable-scheme=tfjob", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--webhook-server-port="+strconv.Itoa(freeTCPPort(t)))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "MY_POD_NAMESPACE=default")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting training-operator: %v", err)
-	}
-	exited := make(chan struct{})
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); logFile.Close(); close(exited) }()
 	stopped := false
 	stop = func() {
 		if stopped {
 			return
 		}
 		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-			t.Logf("training-operator exited on SIGTERM (%v); its log ends:\n%s", exitErr, logTail(logPath, 6))
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		if !op.Stop() {
 			t.Errorf("training-operator did not exit within 30s of SIGTERM")
 		}
+		t.Logf("training-operator exited on SIGTERM (%v); its log ends:\n%s", op.Err(), op.LogTail(6))
 	}
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
-			out, _ := os.ReadFile(logPath)
+			out, _ := os.ReadFile(op.LogPath())
 			t.Logf("training-operator's log:\n%s", out)
 		}
 	})
-	mountOperatorCert(ctx, t, cs, exited)
 	return stop
-}
-
-// logTail is the last n lines of the file at path.
-func logTail(path string, n int) string {
-	data, _ := os.ReadFile(path) // a log that cannot be read has no tail
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// mountOperatorCert waits until training-operator's rotator has written its certificate
-// into the Secret, and writes it into operatorCertDir, as the kubelet would.
-func mountOperatorCert(ctx context.Context, t *testing.T, cs kubernetes.Interface, exited <-chan struct{}) {
-	t.Helper()
-	var data map[string][]byte
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-exited:
-			return false, fmt.Errorf("training-operator exited")
-		default:
-		}
-		s, err := cs.CoreV1().Secrets("default").Get(ctx, operatorSecret, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		data = s.Data
-		return len(data["tls.crt"]) > 0 && len(data["tls.key"]) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("training-operator's certificate in Secret %s: %v", operatorSecret, err)
-	}
-	if err := os.MkdirAll(operatorCertDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"tls.key", "tls.crt"} { // the key first: the rotator waits for tls.crt
-		if err := os.WriteFile(filepath.Join(operatorCertDir, name), data[name], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// freeTCPPort is a port nothing listens on at the moment.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // kubeflowClient reaches the cluster's kubeflow.org and core objects.

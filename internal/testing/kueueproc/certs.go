@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/pki"
 )
 
 // Certs are the files of Kueue's certificate Secret: ca.crt, ca.key, tls.crt, tls.key.
@@ -56,24 +55,15 @@ func CRDs(binDir string, caPEM []byte) ([]*apiextensionsv1.CustomResourceDefinit
 
 // NewCerts makes a CA and a serving certificate for Kueue's webhook Service, as
 // the files of Kueue's Secret; the certificate names 127.0.0.1 too, where the API
-// server calls the webhooks.
+// server calls the webhooks. The keys are RSA, and the CA names itself kueue-ca, as
+// Kueue's certificate rotator checks before it keeps them.
 func NewCerts() (Certs, error) {
-	now := time.Now()
+	now, validity := time.Now(), 10*365*24*time.Hour
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kueue-ca", Organization: []string{"kueue"}},
-		DNSNames:  []string{"kueue-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
+	ca, err := pki.NewCA(pki.Names{CommonName: "kueue-ca", Organization: []string{"kueue"}, DNSNames: []string{"kueue-ca"}}, caKey, now, validity)
 	if err != nil {
 		return nil, err
 	}
@@ -82,20 +72,15 @@ func NewCerts() (Certs, error) {
 		return nil, err
 	}
 	dnsName := serviceName + "." + Namespace + ".svc"
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
-		DNSNames: []string{dnsName}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	names := pki.Names{CommonName: dnsName, DNSNames: []string{dnsName}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	cert, err := pki.IssueServing(names, key.Public(), ca, caKey, now, validity)
 	if err != nil {
 		return nil, err
 	}
 	return Certs{
-		"ca.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		"ca.crt":  pki.CertPEM(ca.Raw),
 		"ca.key":  pemKey(caKey),
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.crt": cert,
 		"tls.key": pemKey(key),
 	}, nil
 }

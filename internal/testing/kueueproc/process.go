@@ -9,16 +9,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/proc"
-	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 )
 
 // Names of Kueue's install. The certificates are made by the caller (NewCerts) and
@@ -46,8 +43,7 @@ type Options struct {
 
 // Process is bin/kueue running.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *proc.Process
 	// LogPath is Kueue's log.
 	LogPath string
 	// WebhookPort serves Kueue's admission webhooks on 127.0.0.1.
@@ -70,20 +66,12 @@ func Start(ctx context.Context, c client.Client, opts Options, certs Certs) (*Pr
 	if err := os.WriteFile(config, []byte(configuration(opts, ports, certDir)), 0o644); err != nil {
 		return nil, err
 	}
-	p := &Process{done: make(chan struct{}), LogPath: filepath.Join(opts.Dir, "kueue.log"), healthPort: ports[0], WebhookPort: ports[2]}
-	logFile, err := os.Create(p.LogPath)
+	args := []string{"--config", config, "--kubeconfig", opts.Kubeconfig, "--zap-log-level=3"}
+	kp, err := proc.Start("kueue", filepath.Join(opts.BinDir, "kueue"), args, opts.Dir, proc.Options{OwnGroup: true})
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
-	p.cmd = exec.Command(filepath.Join(opts.BinDir, "kueue"), "--config", config, "--kubeconfig", opts.Kubeconfig, "--zap-log-level=3")
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting kueue: %w", err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	return p, nil
+	return &Process{proc: kp, LogPath: kp.LogPath(), healthPort: ports[0], WebhookPort: ports[2]}, nil
 }
 
 // configuration is Kueue's Configuration: the frameworks asked for, no leader
@@ -137,7 +125,7 @@ func (p *Process) WaitReady() error {
 			err = fmt.Errorf("readyz answered %s", resp.Status)
 		}
 		select {
-		case <-p.done:
+		case <-p.proc.Done():
 			return fmt.Errorf("kueue exited before it was ready; its log is %s", p.LogPath)
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -149,15 +137,8 @@ func (p *Process) WaitReady() error {
 
 // Stop stops Kueue: SIGTERM, then SIGKILL after 10 s.
 func (p *Process) Stop() {
-	procstop.Group(p.cmd.Process.Pid, p.done, stopGraceTime)
+	_ = p.proc.Stop(stopGraceTime)
 }
 
 // LogTail is the end of Kueue's log, to print when a test fails.
-func (p *Process) LogTail(lines int) string {
-	data, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
-}
+func (p *Process) LogTail(lines int) string { return p.proc.LogTail(lines) }

@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +24,6 @@ import (
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/proc"
-	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 )
 
 // startTimeout bounds how long the registry may take to answer after it is started.
@@ -41,9 +38,8 @@ type Server struct {
 	// Dir is the registry's storage root.
 	Dir string
 
-	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	logDir string
+	proc   *proc.Process
 }
 
 // Option changes how Start runs the registry.
@@ -75,9 +71,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	tmp := t.TempDir()
 	s := &Server{
-		Addr:    "127.0.0.1:" + strconv.Itoa(ports[0]),
-		Dir:     filepath.Join(tmp, "storage"),
-		logPath: filepath.Join(tmp, "registry.log"),
+		Addr:   "127.0.0.1:" + strconv.Itoa(ports[0]),
+		Dir:    filepath.Join(tmp, "storage"),
+		logDir: tmp,
 	}
 	for _, o := range opts {
 		o(s)
@@ -88,8 +84,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	t.Cleanup(func() {
 		s.stop()
-		if t.Failed() {
-			t.Logf("registry log (%s):\n%s", s.logPath, s.logTail())
+		if t.Failed() && s.proc != nil {
+			t.Logf("registry log (%s):\n%s", s.proc.LogPath(), s.proc.LogTail(60))
 		}
 	})
 	if err := s.start(bin, config); err != nil {
@@ -130,24 +126,17 @@ http:
 
 // start runs the registry and waits until GET /v2/ answers (401 counts, with auth).
 func (s *Server) start(bin, config string) error {
-	logFile, err := os.Create(s.logPath)
+	// No trace exporter: the registry would otherwise send its traces to an OTLP
+	// collector on localhost and log each failure. Its own process group, so that stop
+	// reaches every process.
+	p, err := proc.Start("registry", bin, []string{"serve", config}, s.logDir, proc.Options{
+		Env:      []string{"OTEL_TRACES_EXPORTER=none"},
+		OwnGroup: true,
+	})
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "serve", config)
-	// No trace exporter: the registry would otherwise send its traces to an OTLP
-	// collector on localhost and log each failure.
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so stop reaches every process; killed with the test
-	// process, so that nothing outlives a crashed test.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the registry: %w", err)
-	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	s.proc = p
 
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -158,10 +147,10 @@ func (s *Server) start(bin, config string) error {
 			return nil
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("the registry exited at start: %s", s.logTail())
+		case <-p.Done():
+			return fmt.Errorf("the registry exited at start: %s", p.LogTail(60))
 		case <-ctx.Done():
-			return fmt.Errorf("the registry did not answer within %v: %v; log: %s", startTimeout, err, s.logTail())
+			return fmt.Errorf("the registry did not answer within %v: %v; log: %s", startTimeout, err, p.LogTail(60))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -186,11 +175,11 @@ func answers(ctx context.Context, url string) error {
 
 // stop stops the registry, SIGTERM first and SIGKILL after 5 seconds.
 func (s *Server) stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	procstop.Group(s.cmd.Process.Pid, s.done, 5*time.Second)
-	s.cmd = nil
+	_ = s.proc.Stop(5 * time.Second)
+	s.proc = nil
 }
 
 // Auth returns the registry's credentials, or anonymous access without WithAuth.
@@ -214,15 +203,6 @@ func (s *Server) Push(t testing.TB, img remote.Taggable, repoAndTag string) stri
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	return ref.String()
-}
-
-// logTail returns the end of the registry's log.
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(s.logPath)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
 
 // randomHex returns n random bytes in hex.

@@ -12,18 +12,16 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/testing/procstop"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -47,10 +45,10 @@ type Server struct {
 	bin string
 	// iamDir, when set, holds versitygw's internal IAM: accounts made through its
 	// admin API, which the root keys sign.
-	iamDir  string
-	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	iamDir string
+	// logDir holds versitygw.log, appended to across restarts.
+	logDir string
+	proc   *proc.Process
 }
 
 // Start starts a server with a fresh bucket; it is stopped when the test ends. It
@@ -86,7 +84,7 @@ func startServer(t testing.TB, accounts bool) *Server {
 		Bucket:    Bucket,
 		Dir:       filepath.Join(tmp, "root"),
 		bin:       bin,
-		logPath:   filepath.Join(tmp, "versitygw.log"),
+		logDir:    tmp,
 	}
 	if err := os.Mkdir(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -160,11 +158,11 @@ func (s *Server) MinioClient() *minio.Client {
 // Stop stops the server, SIGTERM first and SIGKILL after 5 seconds. Stopping a
 // stopped server does nothing.
 func (s *Server) Stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	procstop.Group(s.cmd.Process.Pid, s.done, 5*time.Second)
-	s.cmd = nil
+	_ = s.proc.Stop(5 * time.Second)
+	s.proc = nil
 }
 
 // Restart starts the server again on the same port and directory after Stop, and
@@ -179,26 +177,21 @@ func (s *Server) Restart(t testing.TB) {
 
 // start runs versitygw and waits until it answers S3 requests.
 func (s *Server) start() error {
-	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
 	args := []string{"--port", s.Endpoint, "--quiet"}
 	if s.iamDir != "" {
 		args = append(args, "--iam-dir", s.iamDir)
 	}
-	cmd := exec.Command(s.bin, append(args, "posix", s.Dir)...)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so Stop reaches every process; killed with the test
-	// process, so that nothing outlives a crashed test.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting versitygw: %w", err)
+	// Its own process group, so Stop reaches every process; the log is appended to,
+	// so that a restart keeps what the server said before.
+	p, err := proc.Start("versitygw", s.bin, append(args, "posix", s.Dir), s.logDir, proc.Options{
+		Env:      []string{"ROOT_ACCESS_KEY_ID=" + s.AccessKey, "ROOT_SECRET_ACCESS_KEY=" + s.SecretKey},
+		Append:   true,
+		OwnGroup: true,
+	})
+	if err != nil {
+		return err
 	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	s.proc = p
 
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -209,23 +202,14 @@ func (s *Server) start() error {
 			return nil
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("versitygw exited at start: %s", s.logTail())
+		case <-p.Done():
+			return fmt.Errorf("versitygw exited at start: %s", p.LogTail(30))
 		case <-ctx.Done():
 			s.Stop()
-			return fmt.Errorf("versitygw did not answer within %v: %v; log: %s", startTimeout, err, s.logTail())
+			return fmt.Errorf("versitygw did not answer within %v: %v; log: %s", startTimeout, err, p.LogTail(30))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// logTail returns the end of the server's log.
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(s.logPath)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }
 
 // binary finds a tool built into bin/: in $TFK8S_BIN, else in the bin/ directory of

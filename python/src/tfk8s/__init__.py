@@ -25,7 +25,7 @@ from ._errors import (
     NotSubmitted,
     StorageNotConfigured,
     Tfk8sError,
-    TimeoutError,
+    WaitTimeout,
 )
 from ._types import Artifact, Condition, Job, LogLine, Replica
 from ._version import __version__
@@ -47,7 +47,7 @@ __all__ = [
     "Replica",
     "StorageNotConfigured",
     "Tfk8sError",
-    "TimeoutError",
+    "WaitTimeout",
     "__version__",
     "find_binary",
 ]

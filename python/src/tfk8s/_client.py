@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ._errors import JobEnded, Tfk8sError, TimeoutError, from_stderr
+from ._errors import JobEnded, Tfk8sError, WaitTimeout, from_stderr
 from ._submit import SUBMIT_FLAGS, SubmitMixin
 from ._types import FINISHED_STATES, Artifact, Job, LogLine, parse_time
 
@@ -249,7 +249,7 @@ class Client(SubmitMixin):
 
         States: Created, Running, Restarting, Suspended, Succeeded, Failed. A job that
         finishes in another state raises JobEnded at once; timeout seconds without
-        the state raise TimeoutError.
+        the state raise WaitTimeout.
         """
         wanted = set(status)
         unknown = wanted - JOB_STATES
@@ -264,7 +264,7 @@ class Client(SubmitMixin):
                 raise JobEnded(f"tfjob {name} is {job.state}, not {' or '.join(sorted(wanted))}", job)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(
+                raise WaitTimeout(
                     f"tfjob {name} is {job.state or 'not yet seen by the controller'} after "
                     f"{timeout:g}s, not {' or '.join(sorted(wanted))}"
                 )

@@ -48,8 +48,9 @@ class AccessDenied(Tfk8sError, PermissionError):
     """The cluster or S3 refused the credentials, or the permission."""
 
 
-class TimeoutError(Tfk8sError, builtins.TimeoutError):
-    """A wait ran out of time."""
+class WaitTimeout(Tfk8sError, builtins.TimeoutError):
+    """A wait ran out of time; also the builtin TimeoutError, whose name it does not
+    take, so that a module importing it keeps the builtin."""
 
 
 class JobEnded(Tfk8sError, RuntimeError):
@@ -79,7 +80,7 @@ _TYPES: dict[str, type[Tfk8sError]] = {
     "ClusterUnavailable": ClusterUnavailable,
     "StorageNotConfigured": StorageNotConfigured,
     "AccessDenied": AccessDenied,
-    "Timeout": TimeoutError,
+    "Timeout": WaitTimeout,
 }
 
 
