@@ -472,7 +472,7 @@ chart:
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
 	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
-	cp config/grafana/tfk8s-controller.json charts/tfk8s/files/
+	cp config/grafana/tfk8s-controller.json config/grafana/tfk8s-job.json charts/tfk8s/files/
 
 # The Python SDK, python/: a wheel for each of PY_PLATFORMS into _out/python/, each
 # carrying the tfk8s binary for its platform, built with the tag sdk (the CLI less
