@@ -39,6 +39,7 @@ COREDNS_VERSION := v1.14.7
 DISTRIBUTION_VERSION := v3.1.2
 KUEUE_VERSION := v0.19.2
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
+PROMETHEUS_VERSION := v0.316.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.10.0
 TRAINING_OPERATOR_VERSION := v1.9.4
@@ -53,6 +54,7 @@ COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
+PROMETHEUS_STAMP := $(STAMP)/prometheus-server-$(PROMETHEUS_VERSION)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
@@ -68,7 +70,7 @@ kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP)
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
 # with the cluster's build.
@@ -93,7 +95,7 @@ prerequisites: $(PREREQUISITES)
 
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools:
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(CONTROLLER_GEN_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
 node-tools:
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP)
@@ -212,6 +214,16 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 		cp "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(BIN)/prometheus-operator-crds/ && \
 		chmod u+w $(BIN)/prometheus-operator-crds/*.yaml
 	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-operator-* && touch $@
+
+# test/e2e's Prometheus test scrapes the local cluster's kubelet and the controller with
+# a real Prometheus, and evaluates the Grafana job dashboard's queries through its API.
+# Built without its service discoveries (remove_all_sd: the test's targets are static)
+# and without its web UI's assets, which only a browser would read. Its stamp is
+# prometheus-server-*, so that its rm leaves prometheus-operator's stamp alone.
+$(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod
+	cd hack/tools/prometheus && CGO_ENABLED=0 $(GO) build -trimpath -tags remove_all_sd -ldflags "$(TOOL_LDFLAGS)" \
+		-o $(BIN)/prometheus github.com/prometheus/prometheus/cmd/prometheus
+	mkdir -p $(STAMP) && rm -f $(STAMP)/prometheus-server-* && touch $@
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP)
