@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,9 +31,11 @@ var jobDashboard = filepath.Join("..", "..", "charts", "tfk8s", "files", "tfk8s-
 const (
 	prometheusWait     = 60 * time.Second
 	promScrapeInterval = 2 * time.Second
-	// promRateInterval stands for Grafana's $__rate_interval: four scrape intervals,
-	// its own rule.
-	promRateInterval = "8s"
+	// promRateInterval stands for Grafana's $__rate_interval, at least four scrape
+	// intervals by its rule: a minute here, as cAdvisor stamps its samples with its own
+	// housekeeping time (every 10 to 15 s), so a shorter window holds one sample and
+	// rate() none.
+	promRateInterval = "1m"
 )
 
 // perReplicaPanels are the job dashboard's panels whose queries must return a series
@@ -78,6 +81,7 @@ func testPrometheus(ctx context.Context, t *testing.T, c *jobsCluster, controlle
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
+				logScrapes(ctx, t, api)
 				t.Fatalf("panel %q: query %s returned series for pods %v after %v; want %v", q.panel, q.expr, pods, prometheusWait, want)
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -256,4 +260,26 @@ func promQuery(ctx context.Context, api, expr string) ([]string, error) {
 	}
 	slices.Sort(pods)
 	return pods, nil
+}
+
+// logScrapes logs what Prometheus scraped, for a failure's diagnosis: each target's
+// health and last error, and the pods cAdvisor's working set series name.
+func logScrapes(ctx context.Context, t *testing.T, api string) {
+	t.Helper()
+	for _, u := range []string{api + "/api/v1/targets?state=active",
+		api + "/api/v1/query?" + url.Values{"query": {"count by (namespace, pod) (container_memory_working_set_bytes)"}}.Encode()} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			t.Log(err)
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Logf("%s: %v", u, err)
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+		resp.Body.Close()
+		t.Logf("%s:\n%s", u, body)
+	}
 }
