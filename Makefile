@@ -29,6 +29,7 @@ COREDNS_VERSION := v1.14.7
 DISTRIBUTION_VERSION := v3.1.2
 KUEUE_VERSION := v0.19.2
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
+PROMETHEUS_VERSION := v0.316.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.10.0
 TRAINING_OPERATOR_VERSION := v1.9.4
@@ -44,6 +45,7 @@ COREDNS_STAMP := $(STAMP)/coredns-$(COREDNS_VERSION)
 DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
+PROMETHEUS_STAMP := $(STAMP)/prometheus-server-$(PROMETHEUS_VERSION)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
@@ -69,7 +71,7 @@ KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 go_tool = cd hack/tools/$(1) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(strip $(TOOL_LDFLAGS) $(3))" -o $(BIN)/$(1) $(2)
 stamp = mkdir -p $(STAMP) && rm -f $(STAMP)/$(1)-* && touch $@
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP)
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
 # with the cluster's build.
@@ -106,7 +108,7 @@ help-check: ## fails on a target without its "## " line for make help
 
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools: ## builds the upstream binaries tests and local mode run, into bin/
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
 node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
@@ -231,6 +233,16 @@ $(PROMETHEUS_OPERATOR_STAMP): hack/tools/prometheus-operator/go.mod hack/tools/p
 		cp "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(BIN)/prometheus-operator-crds/ && \
 		chmod u+w $(BIN)/prometheus-operator-crds/*.yaml
 	$(call stamp,prometheus-operator)
+
+# test/e2e's Prometheus test scrapes the local cluster's kubelet and the controller with
+# a real Prometheus, and evaluates the Grafana job dashboard's queries through its API.
+# Built without its service discoveries (remove_all_sd: the test's targets are static)
+# and without its web UI's assets, which only a browser would read. Its stamp is
+# prometheus-server-*, so that its rm leaves prometheus-operator's stamp alone.
+$(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod
+	cd hack/tools/prometheus && CGO_ENABLED=0 $(GO) build -trimpath -tags remove_all_sd -ldflags "$(TOOL_LDFLAGS)" \
+		-o $(BIN)/prometheus github.com/prometheus/prometheus/cmd/prometheus
+	$(call stamp,prometheus-server)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) ## regenerates deepcopy code, the CRDs, RBAC, the Python SDK's submit, the chart's copies and docs/reference
@@ -516,7 +528,7 @@ chart: ## refreshes the chart's copies of the CRD, policies, ClusterRole and das
 	cp config/crd/bases/tfk8s.io_tfjobs.yaml charts/tfk8s/crds/
 	cp config/crd/kubeflow/kubeflow.org_tfjobs.yaml config/policy/kubeflow/kubeflow-tfjob-policy.yaml charts/tfk8s/files/
 	cp config/policy/tfjob-policy.yaml config/policy/notebook-tfjob-policy.yaml config/rbac/role.yaml charts/tfk8s/files/
-	cp config/grafana/tfk8s-controller.json charts/tfk8s/files/
+	cp config/grafana/tfk8s-controller.json config/grafana/tfk8s-job.json charts/tfk8s/files/
 
 # The Python SDK, python/: a wheel for each of PY_PLATFORMS into _out/python/, each
 # carrying the tfk8s binary for its platform, built with the tag sdk (the CLI less

@@ -285,6 +285,8 @@ type runDocument struct {
 	Replicas []replicaDocument `json:"replicas"`
 	// Progress is the lead replica's progress record, scalars and series.
 	Progress *tfevents.Progress `json:"progress,omitempty"`
+	// Advice is the right-sizing advice of a finished run.
+	Advice []runs.Advice `json:"advice,omitempty"`
 }
 
 // replicaDocument is what one replica stored.
@@ -298,7 +300,7 @@ type replicaDocument struct {
 }
 
 func newRunDocument(d *runs.Details) runDocument {
-	doc := runDocument{Run: d.Run, End: d.End, Replicas: []replicaDocument{}}
+	doc := runDocument{Run: d.Run, End: d.End, Replicas: []replicaDocument{}, Advice: d.Advice}
 	if d.Progress != nil {
 		doc.Progress = d.Progress.Progress
 	}
@@ -363,6 +365,9 @@ func describeRun(w io.Writer, d *runs.Details, now time.Time) error {
 		return err
 	}
 	if err := describeRunUsage(w, d.Manifests); err != nil {
+		return err
+	}
+	if err := describeRunAdvice(w, d); err != nil {
 		return err
 	}
 	var live *tfv1.TFJob // whose figures may still move

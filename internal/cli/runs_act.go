@@ -10,6 +10,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/runs"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 func newRunsDeleteCommand(o *rootOptions) *cobra.Command {
@@ -69,7 +70,7 @@ func (o *rootOptions) deleteRun(ctx context.Context, name string, yes bool) erro
 // again. What the record said that was ignored is printed; why the job must be
 // confirmed with --yes, if it must, goes into f.unverified.
 func (o *rootOptions) runManifest(ctx context.Context, name string, f *submitFlags) (*tfv1.TFJob, error) {
-	_, r, err := o.findRun(ctx, name)
+	c, r, err := o.findRun(ctx, name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--from-run %s: %w", name, err)
@@ -85,5 +86,31 @@ func (o *rootOptions) runManifest(ctx context.Context, name string, f *submitFla
 		fmt.Fprintf(o.env.ErrOut, "warning: --from-run %s: ignored %s in run.json\n", name, ig)
 	}
 	f.unverified = m.unverified
+	if f.rightSize {
+		if err := o.rightSize(ctx, c, r, m.job); err != nil {
+			return nil, fmt.Errorf("--right-size: %w", err)
+		}
+	}
 	return m.job, nil
+}
+
+// rightSize applies run r's right-sizing advice to job, the job submit makes of it,
+// and says what it changed: a user who asked for it sees the new requests before
+// the job runs with them.
+func (o *rootOptions) rightSize(ctx context.Context, c *storage.Client, r runs.Run, job *tfv1.TFJob) error {
+	if r.Live {
+		return fmt.Errorf("run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
+	}
+	d, err := runs.Show(ctx, c, r)
+	if err != nil {
+		return err
+	}
+	changed := runs.ApplyAdvice(job, d.Advice)
+	if len(changed) == 0 {
+		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s has no advice (no usage recorded, or every request within twice its peak): nothing changed\n", r.Name, r.Run)
+	}
+	for _, ch := range changed {
+		fmt.Fprintf(o.env.ErrOut, "--right-size: %s\n", ch)
+	}
+	return nil
 }

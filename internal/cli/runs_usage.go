@@ -45,6 +45,20 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 	return nil
 }
 
+// describeRunAdvice writes a finished run's right-sizing advice, and how to apply
+// it; nothing when there is none, as most runs ask for about what they use.
+func describeRunAdvice(w io.Writer, d *runs.Details) error {
+	if len(d.Advice) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "Right-sizing:")
+	for _, a := range d.Advice {
+		fmt.Fprintf(w, "  %s\n", a)
+	}
+	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it\n", d.Name, d.Run.Run)
+	return err
+}
+
 // memoryLimit renders a usage record's limit.
 func memoryLimit(n int64) string {
 	if n == 0 {

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -40,6 +44,36 @@ func TestDescribeRunUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
 			if err := describeRunUsage(&b, tt.replicas); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, b.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDescribeRunAdvice(t *testing.T) {
+	advice := []runs.Advice{{ReplicaType: tfv1.ReplicaTypeWorker, Resource: corev1.ResourceMemory, Peak: 11 << 30 / 10,
+		Requested: resource.MustParse("8Gi"), Suggested: resource.MustParse("1536Mi")}}
+	tests := []struct {
+		name   string
+		advice []runs.Advice
+		want   string
+	}{{
+		name: "none, nothing printed",
+	}, {
+		name:   "the advice and how to apply it",
+		advice: advice,
+		want: "Right-sizing:\n" +
+			"  worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit\n" +
+			"  tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			d := &runs.Details{Run: runs.Run{Name: "mnist", Run: "0f3a9c2e"}, Advice: tt.advice}
+			if err := describeRunAdvice(&b, d); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, b.String()); diff != "" {

@@ -19,6 +19,8 @@ type submitFlags struct {
 	wait, follow bool
 	dryRun       bool
 	yes          bool
+	// rightSize, with fromRun, applies the run's right-sizing advice to its job.
+	rightSize bool
 	// unverified, set by --from-run, says why the run's job is shown rather than
 	// submitted unless --yes.
 	unverified      string
@@ -34,6 +36,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fs.StringVarP(&f.file, "filename", "f", "", "TFJob manifest (tfk8s.io/v1alpha1, or kubeflow.org/v1 converted) the flags apply over; - for stdin")
 	fs.StringVar(&f.fromRun, "from-run", "", "submit the job a stored run was submitted as (JOB for its newest run, or JOB/RUN), the flags over it")
 	fs.BoolVar(&f.yes, "yes", false, "with --from-run: submit the run's job even when run.json's spec differs from the job's in the cluster, or no job is left to compare with (by default it is only shown)")
+	fs.BoolVar(&f.rightSize, "right-size", false, "with --from-run: set each replica type's CPU and memory as the run's right-sizing advice says (tfk8s runs show prints it); flags given still apply over it")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the job succeeds or fails (exit code 1 if it fails)")
 	fs.BoolVar(&f.follow, "follow", false, "print the job's logs until it finishes, then wait as --wait")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the job instead of creating it: nothing is uploaded or created")
@@ -68,6 +71,9 @@ func parseArgs(cmd *cobra.Command, args []string) (submitArgs, error) {
 // params checks the job's parameters of the flags, with the command; flags not given
 // stay unset, so that a manifest's values stand.
 func (f *submitFlags) params(command []string) (jobspec.Values, error) {
+	if f.rightSize && f.fromRun == "" {
+		return jobspec.Values{}, fmt.Errorf("--right-size: it applies a stored run's advice, so it needs --from-run JOB[/RUN]")
+	}
 	p := f.p
 	p.Command = command
 	return p.Check(f.file != "" || f.fromRun != "")

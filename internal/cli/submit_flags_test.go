@@ -104,6 +104,7 @@ func TestSubmitFlagErrors(t *testing.T) {
 		{[]string{"--active-deadline", "-5m"}, `--active-deadline -5m0s: must not be negative`},
 		{[]string{"--active-deadline", "1.5s"}, `--active-deadline 1.5s: want whole seconds, e.g. 90s or 2h`},
 		{[]string{"--ttl-after-finished", "1000000h"}, `--ttl-after-finished 1000000h0m0s: at most 2147483647 seconds`},
+		{[]string{"--right-size"}, `--right-size: it applies a stored run's advice, so it needs --from-run JOB[/RUN]`},
 		{[]string{"--resume-from", "s3://bkt/runs/"}, `--resume-from "s3://bkt/runs/": want the name of an earlier job: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`},
 	}
 	for _, tc := range cases {

@@ -15,12 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/scheme"
@@ -181,6 +183,19 @@ func TestRunsPages(t *testing.T) {
 			`<tr class="usage" data-replica="chief-0"><td>chief-0</td><td>1</td><td>1.50</td><td>1.98</td><td>12.3 s</td><td>200.0 MiB</td><td>300.0 MiB</td><td>none</td><td>0</td></tr>`,
 			`<tr class="usage" data-replica="worker-0"><td>worker-0</td><td>2</td><td>0.25</td><td>1.00</td><td>3.0 s</td><td>10.0 MiB</td><td>12.0 MiB</td><td>64.0 MiB</td><td>1</td></tr>`,
 			`<p class="status error oom">worker-0 OOMKilled: the kernel killed 1 process(es) at the memory limit 64.0 MiB; peak 64.0 MiB charged, working set peak 12.0 MiB</p>`,
+		},
+		notShown: []string{`id="advice"`},
+	}, {
+		name: "a run's page, with its right-sizing advice",
+		cluster: runsCluster{page: &RunPage{Details: &runs.Details{Run: storedRun("mnist", "0f3a9c2e", 0.25), Advice: []runs.Advice{{
+			ReplicaType: tfv1.ReplicaTypeWorker, Resource: corev1.ResourceMemory, Peak: 11 << 30 / 10,
+			Requested: resource.MustParse("8Gi"), Suggested: resource.MustParse("1536Mi"),
+		}}}}},
+		target: "/runs/a/mnist/0f3a9c2e",
+		code:   http.StatusOK,
+		want: []string{
+			`<li class="advice" data-replica-type="Worker" data-resource="memory">worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit</li>`,
+			`tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it.`,
 		},
 	}, {
 		name:     "a run not stored",

@@ -66,6 +66,9 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 	if err := waitForSocket(ctx, containerd, p.containerdSocket); err != nil {
 		return err
 	}
+	if err := linkContainerdSocket(p.containerdSocket, cadvisorContainerdSocket); err != nil {
+		return err
+	}
 	for _, start := range []struct {
 		name string
 		args []string

@@ -17,6 +17,9 @@ import (
 type Details struct {
 	Run
 	Manifests []Replica
+	// Advice is the right-sizing advice of a run that ended (Advise); nil while it
+	// runs, as its peaks may still rise.
+	Advice []Advice
 }
 
 // Replica is what one replica of a run stored.
@@ -98,5 +101,8 @@ func Show(ctx context.Context, c *storage.Client, r Run) (*Details, error) {
 		}
 		d.Manifests[i] = Replica{Name: names[i], Manifest: m, Err: err, Usage: u, UsageErr: uerr}
 	})
+	if !r.Live {
+		d.Advice = Advise(r.Job, d.Manifests)
+	}
 	return d, nil
 }

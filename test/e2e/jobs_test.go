@@ -60,6 +60,9 @@ func TestTrainingJobs(t *testing.T) {
 	t.Run("a job cannot read the cluster's secrets", func(t *testing.T) { testSecretsHidden(ctx, t, c) })
 	t.Run("a job cannot read the storage credentials", func(t *testing.T) { testStorageCredentialsHidden(ctx, t, c) })
 	t.Run("etcd refuses clients without a certificate", func(t *testing.T) { testEtcdRefusesStrangers(t, opts.Dir, opts.Ports.Etcd) })
+	t.Run("Prometheus scrapes each replica for the Grafana job dashboard", func(t *testing.T) {
+		testPrometheus(ctx, t, c, opts.Ports.ControllerMetrics)
+	})
 	// Last: it brings the cluster down.
 	t.Run("local down keeps a running job's final uploads", func(t *testing.T) { testDownKeepsFinalUploads(ctx, t, c, opts) })
 }

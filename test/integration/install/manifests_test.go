@@ -285,6 +285,7 @@ func TestChartCopiesMatchConfig(t *testing.T) {
 		"files/kubeflow.org_tfjobs.yaml":   "config/crd/kubeflow/kubeflow.org_tfjobs.yaml",
 		"files/kubeflow-tfjob-policy.yaml": "config/policy/kubeflow/kubeflow-tfjob-policy.yaml",
 		"files/tfk8s-controller.json":      "config/grafana/tfk8s-controller.json",
+		"files/tfk8s-job.json":             "config/grafana/tfk8s-job.json",
 	} {
 		a, err1 := os.ReadFile(filepath.Join(chartDir, copy))
 		b, err2 := os.ReadFile(filepath.Join(repoRoot, orig))
@@ -390,12 +391,14 @@ func checkGrafanaConfigMap(t *testing.T, objs []*unstructured.Unstructured) {
 	if diff := cmp.Diff([]string{"monitoring", "1", "tfk8s"}, got); diff != "" {
 		t.Errorf("namespace, grafana_dashboard label, folder annotation (-want +got):\n%s", diff)
 	}
-	want, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "tfk8s-controller.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _, _ := unstructured.NestedString(cm.Object, "data", "tfk8s-controller.json")
-	if data != strings.TrimSuffix(string(want), "\n") || !json.Valid([]byte(data)) {
-		t.Errorf("the ConfigMap's dashboard (%d bytes) is not config/grafana/tfk8s-controller.json (%d bytes)", len(data), len(want))
+	for _, name := range []string{"tfk8s-controller.json", "tfk8s-job.json"} {
+		want, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ := unstructured.NestedString(cm.Object, "data", name)
+		if data != strings.TrimSuffix(string(want), "\n") || !json.Valid([]byte(data)) {
+			t.Errorf("the ConfigMap's dashboard %s (%d bytes) is not config/grafana/%s (%d bytes)", name, len(data), name, len(want))
+		}
 	}
 }

@@ -96,6 +96,7 @@ func TestServiceMonitorIsAcceptedByItsCRD(t *testing.T) {
 			checkSelectsMetricsService(t, stored)
 		})
 	}
+	t.Run("the job dashboard's sources", checkUsageServiceMonitors)
 }
 
 // installServiceMonitorCRD creates prometheus-operator's ServiceMonitor CRD, as

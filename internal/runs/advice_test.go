@@ -1,0 +1,120 @@
+package runs
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+const gib = 1 << 30
+
+// adviceJob is a job of the replica types given, each with requests (and equal
+// limits) of cpu and memory, as submit --cpu --memory makes them.
+func adviceJob(types map[tfv1.ReplicaType]int32, cpu, memory string) *tfv1.TFJob {
+	job := &tfv1.TFJob{Spec: tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}}}
+	for rt, n := range types {
+		res := corev1.ResourceList{}
+		if cpu != "" {
+			res[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			res[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		job.Spec.TFReplicaSpecs[rt] = &tfv1.ReplicaSpec{Replicas: ptr.To(n), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "tensorflow", Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()}}},
+		}}}
+	}
+	return job
+}
+
+func used(name string, cores float64, memory int64, oom int) Replica {
+	return Replica{Name: name, Usage: &storage.Usage{Samples: 10, CPUCoresPeak: cores, MemoryPeakBytes: memory, OOMKills: oom}}
+}
+
+func TestAdvise(t *testing.T) {
+	worker := map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 2}
+	tests := []struct {
+		name     string
+		job      *tfv1.TFJob
+		replicas []Replica
+		want     []string
+	}{{
+		name:     "the issue's example: 1.1 GiB of 8 GiB, the higher worker's peak counts",
+		job:      adviceJob(worker, "", "8Gi"),
+		replicas: []Replica{used("worker-0", 0, gib/2, 0), used("worker-1", 0, 11*gib/10, 0)},
+		want:     []string{"worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit"},
+	}, {
+		name:     "memory within twice the suggestion is not advised",
+		job:      adviceJob(worker, "", "3Gi"),
+		replicas: []Replica{used("worker-0", 0, 11*gib/10, 0)},
+	}, {
+		name:     "large peaks round to whole GiB",
+		job:      adviceJob(worker, "", "64Gi"),
+		replicas: []Replica{used("worker-0", 0, 10*gib, 0)},
+		want:     []string{"worker: memory peak 10.0 GiB of 64.0 GiB requested; --memory 13Gi would fit"},
+	}, {
+		name:     "CPU from the peak of cores, rounded up to 100m",
+		job:      adviceJob(worker, "4", ""),
+		replicas: []Replica{used("worker-0", 0.42, gib, 0)},
+		want:     []string{"worker: CPU peak 0.42 cores of 4 requested; --cpu 600m would fit"},
+	}, {
+		name:     "an OOM-killed type is not advised, whatever its other replicas used",
+		job:      adviceJob(worker, "8", "8Gi"),
+		replicas: []Replica{used("worker-0", 0.1, gib/4, 0), used("worker-1", 0.1, 8*gib, 1)},
+	}, {
+		name:     "no usage recorded, no advice",
+		job:      adviceJob(worker, "8", "8Gi"),
+		replicas: []Replica{{Name: "worker-0"}},
+	}, {
+		name:     "no request, nothing to compare with",
+		job:      adviceJob(worker, "", ""),
+		replicas: []Replica{used("worker-0", 0.1, gib/4, 0)},
+	}, {
+		name:     "each type on its own, in order",
+		job:      adviceJob(map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 1, tfv1.ReplicaTypePS: 1}, "2", "2Gi"),
+		replicas: []Replica{used("ps-0", 0.1, 100<<20, 0), used("worker-0", 1.9, 2*gib, 0)},
+		want: []string{
+			"ps: memory peak 100.0 MiB of 2.0 GiB requested; --memory 256Mi would fit",
+			"ps: CPU peak 0.10 cores of 2 requested; --cpu 200m would fit",
+		},
+	}, {
+		name: "no job recorded",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, a := range Advise(tt.job, tt.replicas) {
+				got = append(got, a.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Advise() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyAdvice(t *testing.T) {
+	job := adviceJob(map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 2}, "4", "8Gi")
+	advice := Advise(job, []Replica{used("worker-0", 0.42, 11*gib/10, 0)})
+	changed := ApplyAdvice(job, advice)
+	if diff := cmp.Diff([]string{"worker memory 8Gi -> 1536Mi", "worker cpu 4 -> 600m"}, changed); diff != "" {
+		t.Errorf("ApplyAdvice() changes (-want +got):\n%s", diff)
+	}
+	c := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
+	got := map[string]string{}
+	for name, list := range map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
+		for r, q := range list {
+			got[name+"."+string(r)] = q.String()
+		}
+	}
+	want := map[string]string{"requests.cpu": "600m", "requests.memory": "1536Mi", "limits.cpu": "600m", "limits.memory": "1536Mi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resources after ApplyAdvice (-want +got):\n%s", diff)
+	}
+}
