@@ -39,6 +39,7 @@ SUBMIT_FLAGS: dict[str, tuple[str, str]] = {
     "artifacts_interval": ("--artifacts-interval", "duration"),
     "expose_storage_credentials": ("--expose-storage-credentials", "bool"),
     "from_run": ("--from-run", "string"),
+    "right_size": ("--right-size", "bool"),
     "s3_cluster_endpoint": ("--s3-cluster-endpoint", "string"),
     "storage_secret": ("--storage-secret", "string"),
     "yes": ("--yes", "bool"),
@@ -81,6 +82,7 @@ class SubmitMixin:
         artifacts_interval: str | float | timedelta | None = None,
         expose_storage_credentials: bool | None = None,
         from_run: str | None = None,
+        right_size: bool | None = None,
         s3_cluster_endpoint: str | None = None,
         storage_secret: str | None = None,
         yes: bool | None = None,
@@ -156,6 +158,9 @@ class SubmitMixin:
                 (--expose-storage-credentials)
             from_run: submit the job a stored run was submitted as (JOB for its newest
                 run, or JOB/RUN), the flags over it (--from-run)
+            right_size: with --from-run: set each replica type's CPU and memory as the
+                run's right-sizing advice says (tfk8s runs show prints it); flags given
+                still apply over it (--right-size)
             s3_cluster_endpoint: S3 endpoint as pods reach it, when not at --s3-endpoint
                 (--s3-cluster-endpoint)
             storage_secret: existing Secret of the job's namespace that its pods read
