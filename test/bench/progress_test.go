@@ -63,7 +63,7 @@ func BenchmarkProgressStatus(b *testing.B) {
 		waitAllReporting(b, r.c, ns, n)
 		r.settle()
 
-		window := time.Duration(sized(120, 35)) * time.Second
+		window := time.Duration(sized(120, 5)) * time.Second
 		cpuBefore, requestsBefore, pollsBefore := cpuSeconds(), r.requestCounts(), polls.Load()
 		time.Sleep(window) // a rate is measured over a time, not until something happens
 		cpuAfter, requestsAfter := cpuSeconds(), r.requestCounts()
