@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
 // The act steps on a job's pods carry out what decide planned, and return what the API
@@ -46,7 +47,7 @@ func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []
 		return out, minPositive(requeue, wait), errors.Join(errs...)
 	}
 	takenBy, err := r.ensureService(ctx, job)
-	if takenBy == "" && err == nil && servicePerReplica(job) {
+	if takenBy == "" && err == nil && build.ServicePerReplica(job) {
 		takenBy, err = r.ensureReplicaServices(ctx, job)
 	}
 	if takenBy != "" {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -129,9 +130,9 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, foreign []*
 	sp.opts = r.PodOptions
 	sp.opts.Agent.ImageVolume = r.imageVolumes.imageVolumes()
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
-		sp.opts.HostPorts, sp.err = allocateHostPorts(job, r.HostPortRange)
+		sp.opts.HostPorts, sp.err = build.AllocateHostPorts(job, r.HostPortRange)
 	}
-	sp.opts.tfConfigs = sp.opts.newTFConfigs(job)
+	sp.opts.TFConfigs = sp.opts.NewTFConfigs(job)
 	return sp
 }
 
@@ -140,7 +141,7 @@ func tfConfigRefusal(job *tfv1.TFJob, sp *startPlan) string {
 	if len(sp.missing) == 0 || sp.err != nil {
 		return ""
 	}
-	return sp.opts.tfConfigs.Refusal(tfjob.UsesStorage(job))
+	return sp.opts.TFConfigs.Refusal(tfjob.UsesStorage(job))
 }
 
 // planRetries sorts the failed pods into those whose retry delay is over and those

@@ -262,7 +262,7 @@ func allReplicasRunning(job *tfv1.TFJob, o *observation, types []tfv1.ReplicaTyp
 			if done.Has(i) {
 				continue
 			}
-			pod := o.pods[ReplicaKey{rt, i}]
+			pod := o.pods[ReplicaKey{Type: rt, Index: i}]
 			if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 				return false
 			}

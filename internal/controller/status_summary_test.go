@@ -81,7 +81,7 @@ func TestFailureOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := failureOf(tc.pod, ReplicaKey{tfv1.ReplicaTypeWorker, 0}, now)
+			got := failureOf(tc.pod, ReplicaKey{Type: tfv1.ReplicaTypeWorker, Index: 0}, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failure (-want +got):\n%s", diff)
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -36,13 +37,13 @@ func (r *TFJobReconciler) syncTensorBoard(ctx context.Context, job *tfv1.TFJob, 
 	var errs []error
 	deploy := &appsv1.Deployment{}
 	if err := r.Get(ctx, key, deploy); apierrors.IsNotFound(err) {
-		deploy = constructTensorBoard(job, r.PodOptions)
+		deploy = build.TensorBoard(job, r.PodOptions)
 		errs = append(errs, createOwned(ctx, r.Client, deploy))
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("reading the TensorBoard deployment: %w", err))
 	}
 	if err := r.Get(ctx, key, &corev1.Service{}); apierrors.IsNotFound(err) {
-		errs = append(errs, createOwned(ctx, r.Client, constructTensorBoardService(job)))
+		errs = append(errs, createOwned(ctx, r.Client, build.TensorBoardService(job)))
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("reading the TensorBoard service: %w", err))
 	}
@@ -91,3 +92,29 @@ func (r *TFJobReconciler) deleteTensorBoard(ctx context.Context, job *tfv1.TFJob
 }
 
 func ptrUID(obj client.Object) *types.UID { u := obj.GetUID(); return &u }
+
+// defaultTensorBoardTTL is how long TensorBoard stays after the job finished.
+const defaultTensorBoardTTL = time.Hour
+
+// tensorBoardExpiry is when the job's TensorBoard is deleted: its time to live after
+// the job finished or after `tfk8s tensorboard` last asked for it, whichever is later;
+// zero while the job has not finished.
+func tensorBoardExpiry(job *tfv1.TFJob, st *tfv1.TFJobStatus) time.Time {
+	if !jobFinished(st) || st.CompletionTime == nil {
+		return time.Time{}
+	}
+	ttl := defaultTensorBoardTTL
+	if s := job.Spec.TensorBoard.TTLSecondsAfterFinished; s != nil {
+		ttl = time.Duration(*s) * time.Second
+	}
+	from := st.CompletionTime.Time
+	if t, err := time.Parse(time.RFC3339, job.Annotations[tfv1.AnnotationTensorBoardRequested]); err == nil && t.After(from) {
+		from = t
+	}
+	return from.Add(ttl)
+}
+
+// tensorBoardURL is the TensorBoard's address inside the cluster.
+func tensorBoardURL(job *tfv1.TFJob) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d/", tfjob.TensorBoardName(job.Name), job.Namespace, tfjob.TensorBoardPort)
+}
