@@ -194,3 +194,11 @@ func recordStart(st *tfv1.TFJobStatus, out startOutcome, now metav1.Time) {
 		finish(st, tfv1.JobFailed, out.failReason, out.failMessage, now)
 	}
 }
+
+// minPositive is the sooner of two requeue delays, 0 standing for none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}

@@ -23,7 +23,6 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Options configure the reconciler.
@@ -221,17 +220,6 @@ func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.T
 	return job, stored, nil
 }
 
-// exitSummary says how a failed pod ended, for an event.
-func exitSummary(pod *corev1.Pod) string {
-	if t := tfjob.Terminated(pod); t != nil {
-		return fmt.Sprintf("exit code %d", t.ExitCode)
-	}
-	if pod.Status.Reason != "" {
-		return pod.Status.Reason
-	}
-	return "no exit code"
-}
-
 // While pods are being created, routine status changes (the Created condition, counts of
 // active pods) wait: a status write on a TFJob costs the API server several pod
 // creations, and the pods are what the user waits for. statusQuietPeriod is how long
@@ -319,48 +307,4 @@ func (r *TFJobReconciler) deleteExpired(ctx context.Context, job *tfv1.TFJob, st
 		return 0, fmt.Errorf("deleting TFJob after its TTL: %w", err)
 	}
 	return 0, nil
-}
-
-func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(job, nil, eventType, reason, reason, format, args...)
-	}
-}
-
-// typesOf returns the replica types of the job, in tfk8s's order.
-func typesOf(job *tfv1.TFJob) []tfv1.ReplicaType {
-	var out []tfv1.ReplicaType
-	for _, rt := range tfv1.ReplicaTypes {
-		if job.Spec.TFReplicaSpecs[rt] != nil {
-			out = append(out, rt)
-		}
-	}
-	return out
-}
-
-type typedFailure struct {
-	rt      tfv1.ReplicaType
-	failure *tfv1.ReplicaFailure
-}
-
-// lastFailure is the newest failure of any replica type.
-func lastFailure(st *tfv1.TFJobStatus) *typedFailure {
-	var last *typedFailure
-	for _, rt := range tfv1.ReplicaTypes {
-		rs := st.ReplicaStatuses[rt]
-		if rs == nil || rs.LastFailure == nil {
-			continue
-		}
-		if last == nil || last.failure.Time.Before(&rs.LastFailure.Time) {
-			last = &typedFailure{rt, rs.LastFailure}
-		}
-	}
-	return last
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	if a <= 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }
