@@ -142,15 +142,6 @@ func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) e
 	return errors.Join(errs...)
 }
 
-// releaseOrphanedPods releases the pods of a job that no longer exists.
-func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, key string) error {
-	orphans, err := r.podsOf(ctx, namespace, key)
-	if err != nil {
-		return err
-	}
-	return r.releasePods(ctx, orphans)
-}
-
 // clearForeignPods releases and deletes the pods an earlier job of the same name left
 // behind (deleted, then submitted again at once, or while tfk8s was down): their
 // finalizers would otherwise keep them, and the names this job's pods need, forever.

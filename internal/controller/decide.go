@@ -71,7 +71,7 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 		p.run.Spec.RunPolicy.Suspend = ptr.To(true)
 	}
 	run := p.run
-	p.o = observe(run, pods, now)
+	p.o = observePods(run, pods, now)
 	st := p.o.status
 	switch {
 	case rival != "" && !jobFinished(st):
