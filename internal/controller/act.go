@@ -3,11 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // The act steps on a job's pods carry out what decide planned, and return what the API
@@ -46,7 +49,7 @@ func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []
 		return out, minPositive(requeue, wait), errors.Join(errs...)
 	}
 	takenBy, err := r.ensureService(ctx, job)
-	if takenBy == "" && err == nil && servicePerReplica(job) {
+	if takenBy == "" && err == nil && build.ServicePerReplica(job) {
 		takenBy, err = r.ensureReplicaServices(ctx, job)
 	}
 	if takenBy != "" {
@@ -111,4 +114,15 @@ func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob
 		due = append(due, pod)
 	}
 	return r.deletePods(ctx, job, due)
+}
+
+// exitSummary says how a failed pod ended, for an event.
+func exitSummary(pod *corev1.Pod) string {
+	if t := tfjob.Terminated(pod); t != nil {
+		return fmt.Sprintf("exit code %d", t.ExitCode)
+	}
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason
+	}
+	return "no exit code"
 }

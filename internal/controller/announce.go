@@ -78,3 +78,10 @@ func findCondition(st *tfv1.TFJobStatus, typ tfv1.JobState) *metav1.Condition {
 	}
 	return nil
 }
+
+// event records an event on the job; unit tests run the reconciler without a recorder.
+func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(job, nil, eventType, reason, reason, format, args...)
+	}
+}

@@ -155,8 +155,8 @@ func TestStrippedPodsObserveTheSame(t *testing.T) {
 				}
 				stripped = append(stripped, s.(*cachedPod).pod())
 			}
-			want := summarize(observe(job.DeepCopy(), whole, now))
-			if diff := cmp.Diff(want, summarize(observe(job.DeepCopy(), stripped, now))); diff != "" {
+			want := summarize(observePods(job.DeepCopy(), whole, now))
+			if diff := cmp.Diff(want, summarize(observePods(job.DeepCopy(), stripped, now))); diff != "" {
 				t.Errorf("observation on stripped pods (-whole +stripped):\n%s", diff)
 			}
 			wantMsg, _ := scheduleTimedOut(job, whole, now.Time)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -85,10 +86,10 @@ func missingReplicas(job *tfv1.TFJob, o *observation, taken sets.Set[string]) []
 		rs := o.status.ReplicaStatuses[rt]
 		done := parseIndexes(rs.SucceededIndexes).Union(parseIndexes(rs.FailedIndexes))
 		for i := range tfjob.Replicas(job.Spec.TFReplicaSpecs[rt]) {
-			if done.Has(i) || o.pods[ReplicaKey{rt, i}] != nil || taken.Has(tfjob.PodName(job.Name, rt, i)) {
+			if done.Has(i) || o.pods[ReplicaKey{Type: rt, Index: i}] != nil || taken.Has(tfjob.PodName(job.Name, rt, i)) {
 				continue
 			}
-			missing = append(missing, ReplicaKey{rt, i})
+			missing = append(missing, ReplicaKey{Type: rt, Index: i})
 		}
 	}
 	return missing
@@ -141,15 +142,6 @@ func (r *TFJobReconciler) releasePods(ctx context.Context, pods []*corev1.Pod) e
 	return errors.Join(errs...)
 }
 
-// releaseOrphanedPods releases the pods of a job that no longer exists.
-func (r *TFJobReconciler) releaseOrphanedPods(ctx context.Context, namespace, key string) error {
-	orphans, err := r.podsOf(ctx, namespace, key)
-	if err != nil {
-		return err
-	}
-	return r.releasePods(ctx, orphans)
-}
-
 // clearForeignPods releases and deletes the pods an earlier job of the same name left
 // behind (deleted, then submitted again at once, or while tfk8s was down): their
 // finalizers would otherwise keep them, and the names this job's pods need, forever.
@@ -194,7 +186,7 @@ func (r *TFJobReconciler) ensureService(ctx context.Context, job *tfv1.TFJob) (t
 	err = r.Get(ctx, key, svc)
 	switch {
 	case apierrors.IsNotFound(err):
-		err = r.Create(ctx, constructService(job))
+		err = r.Create(ctx, build.Service(job))
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return "", fmt.Errorf("creating service %s: %w", job.Name, err)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -70,7 +71,7 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 		p.run.Spec.RunPolicy.Suspend = ptr.To(true)
 	}
 	run := p.run
-	p.o = observe(run, pods, now)
+	p.o = observePods(run, pods, now)
 	st := p.o.status
 	switch {
 	case rival != "" && !jobFinished(st):
@@ -129,9 +130,9 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, foreign []*
 	sp.opts = r.PodOptions
 	sp.opts.Agent.ImageVolume = r.imageVolumes.imageVolumes()
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
-		sp.opts.HostPorts, sp.err = allocateHostPorts(job, r.HostPortRange)
+		sp.opts.HostPorts, sp.err = build.AllocateHostPorts(job, r.HostPortRange)
 	}
-	sp.opts.tfConfigs = sp.opts.newTFConfigs(job)
+	sp.opts.TFConfigs = sp.opts.NewTFConfigs(job)
 	return sp
 }
 
@@ -140,7 +141,7 @@ func tfConfigRefusal(job *tfv1.TFJob, sp *startPlan) string {
 	if len(sp.missing) == 0 || sp.err != nil {
 		return ""
 	}
-	return sp.opts.tfConfigs.Refusal(tfjob.UsesStorage(job))
+	return sp.opts.TFConfigs.Refusal(tfjob.UsesStorage(job))
 }
 
 // planRetries sorts the failed pods into those whose retry delay is over and those
@@ -192,4 +193,12 @@ func recordStart(st *tfv1.TFJobStatus, out startOutcome, now metav1.Time) {
 	if out.failReason != "" {
 		finish(st, tfv1.JobFailed, out.failReason, out.failMessage, now)
 	}
+}
+
+// minPositive is the sooner of two requeue delays, 0 standing for none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

@@ -61,10 +61,10 @@ func TestDecide(t *testing.T) {
 		want  planView
 	}{
 		{name: "a new job creates every pod", job: job().Obj(),
-			want: planView{Start: true, Missing: []ReplicaKey{{tfv1.ReplicaTypePS, 0}, {tfv1.ReplicaTypeWorker, 0}, {tfv1.ReplicaTypeWorker, 1}}}},
+			want: planView{Start: true, Missing: []ReplicaKey{{Type: tfv1.ReplicaTypePS, Index: 0}, {Type: tfv1.ReplicaTypeWorker, Index: 0}, {Type: tfv1.ReplicaTypeWorker, Index: 1}}}},
 		{name: "a running job creates the pod it lacks", job: job().Obj(),
 			pods: []*corev1.Pod{pod(tfv1.ReplicaTypePS, 0).Phase(corev1.PodRunning).Obj(), pod(tfv1.ReplicaTypeWorker, 1).Phase(corev1.PodRunning).Obj()},
-			want: planView{Start: true, Missing: []ReplicaKey{{tfv1.ReplicaTypeWorker, 0}}}},
+			want: planView{Start: true, Missing: []ReplicaKey{{Type: tfv1.ReplicaTypeWorker, Index: 0}}}},
 		{name: "a suspended job deletes its active pods", job: job().Suspend(true).Obj(),
 			pods: []*corev1.Pod{pod(tfv1.ReplicaTypePS, 0).Phase(corev1.PodRunning).Obj(), pod(tfv1.ReplicaTypeWorker, 0).Phase(corev1.PodSucceeded).Obj()},
 			want: planView{Remove: []string{"j-ps-0"}}},
@@ -171,9 +171,9 @@ func TestRecordStart(t *testing.T) {
 		wantActive int32
 		want       map[tfv1.JobState]string
 	}{
-		{name: "pods created", out: startOutcome{created: []ReplicaKey{{tfv1.ReplicaTypeWorker, 0}, {tfv1.ReplicaTypeWorker, 1}}, accepted: true},
+		{name: "pods created", out: startOutcome{created: []ReplicaKey{{Type: tfv1.ReplicaTypeWorker, Index: 0}, {Type: tfv1.ReplicaTypeWorker, Index: 1}}, accepted: true},
 			wantActive: 2, want: map[tfv1.JobState]string{}},
-		{name: "refused", out: startOutcome{created: []ReplicaKey{{tfv1.ReplicaTypeWorker, 0}}, refusal: "exceeded quota"},
+		{name: "refused", out: startOutcome{created: []ReplicaKey{{Type: tfv1.ReplicaTypeWorker, Index: 0}}, refusal: "exceeded quota"},
 			wantActive: 1, want: map[tfv1.JobState]string{tfv1.JobPodCreationRefused: "True " + tfv1.ReasonPodCreationFailed}},
 		{name: "accepted again", conditions: refused, out: startOutcome{accepted: true},
 			want: map[tfv1.JobState]string{tfv1.JobPodCreationRefused: "False " + tfv1.ReasonPodsCreated}},

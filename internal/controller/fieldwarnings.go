@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
 // schedulingPath is the path of the fields ignoredFields names.
@@ -92,4 +93,37 @@ func (r *TFJobReconciler) announceIgnoredFields(job *tfv1.TFJob, before, after *
 		return
 	}
 	r.event(job, corev1.EventTypeWarning, tfv1.ReasonFieldsIgnored, "%s", now.Message)
+}
+
+// reservedTemplateFields lists, by path, the reserved labels and annotations of the
+// job's replica templates, which build.Pod leaves out of the pods.
+func reservedTemplateFields(job *tfv1.TFJob) []ignoredField {
+	var out []ignoredField
+	for _, rt := range tfv1.ReplicaTypes {
+		spec, ok := job.Spec.TFReplicaSpecs[rt]
+		if !ok || spec == nil {
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			m    map[string]string
+		}{{"labels", spec.Template.Labels}, {"annotations", spec.Template.Annotations}} {
+			_, dropped := build.WithoutReserved(f.m)
+			for _, k := range dropped {
+				out = append(out, ignoredField{path: fmt.Sprintf("tfReplicaSpecs.%s.template.metadata.%s[%s]", rt, f.name, k)})
+			}
+		}
+	}
+	return out
+}
+
+// reservedFieldsMessage says that the controller left the reserved labels and
+// annotations of the templates out of the pods, each by its path.
+func reservedFieldsMessage(fields []ignoredField) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = "spec." + f.path
+	}
+	return fmt.Sprintf("labels and annotations under %s/ are written by the controller alone: ignored %s",
+		strings.Join(build.ReservedDomains, "/ and "), strings.Join(names, ", "))
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestIgnoredFields checks which gang scheduling fields each default provider leaves
@@ -82,5 +84,40 @@ func TestNoteIgnoredFields(t *testing.T) {
 	noteIgnoredFields(gangJob(nil), "", st, now)
 	if c := findCondition(st, tfv1.JobFieldsIgnored); c != nil {
 		t.Errorf("condition %+v once the fields are gone; want none", c)
+	}
+}
+
+// TestConstructPodDropsReservedLabels checks that a template cannot put a job's pod
+// behind a notebook's Service or a TensorBoard's, nor set the controller's own
+// labels, and that the job's FieldsIgnored condition names each key left out.
+func TestConstructPodDropsReservedLabels(t *testing.T) {
+	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").Workers(1).Obj()
+	tmpl := &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template
+	tmpl.Labels = map[string]string{"app": "mnist", tfv1.LabelNotebook: "nb-b", tfv1.LabelJobName: "other"}
+	tmpl.Annotations = map[string]string{tfv1.AnnotationFailuresInARow: "0"}
+
+	pod := buildPod(t, job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
+	wantLabels := map[string]string{"app": "mnist", tfv1.LabelJobName: "mnist", tfv1.LabelReplicaType: "worker", tfv1.LabelReplicaIndex: "0"}
+	if diff := cmp.Diff(wantLabels, pod.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
+	}
+	if len(pod.Annotations) != 0 {
+		t.Errorf("pod annotations %v, want none", pod.Annotations)
+	}
+
+	st := &tfv1.TFJobStatus{}
+	noteIgnoredFields(job, "", st, metav1.Now())
+	c := findCondition(st, tfv1.JobFieldsIgnored)
+	if c == nil {
+		t.Fatal("no FieldsIgnored condition; want one naming the reserved keys")
+	}
+	for _, want := range []string{
+		"spec.tfReplicaSpecs.Worker.template.metadata.labels[tfk8s.io/notebook]",
+		"spec.tfReplicaSpecs.Worker.template.metadata.labels[tfk8s.io/job-name]",
+		"spec.tfReplicaSpecs.Worker.template.metadata.annotations[tfk8s.io/failures-in-a-row]",
+	} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q does not name %s", c.Message, want)
+		}
 	}
 }

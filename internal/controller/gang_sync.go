@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=create
@@ -32,7 +33,7 @@ import (
 // job. A group that exists already (a job resumed after a suspension) is kept as it is:
 // its policy is immutable in every provider.
 func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (refused string, err error) {
-	provider := gangProvider(job, r.Gang.DefaultProvider)
+	provider := build.GangProvider(job, r.Gang.DefaultProvider)
 	if provider == "" || len(pods) > 0 {
 		return "", nil
 	}
@@ -45,7 +46,7 @@ func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods 
 		return fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s/%s",
 			provider, kind.Kind, kind.Group, strings.Join(kind.versions, " or ")), nil
 	}
-	group := ConstructGang(job, provider, version)
+	group := build.Gang(job, provider, version)
 	if err := r.Create(ctx, group); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating %s %s: %w", kind.Kind, group.GetName(), err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
@@ -97,7 +98,7 @@ func (r *TFJobReconciler) adoptTrainingOperatorPod(ctx context.Context, job *tfv
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	maps.Copy(pod.Labels, replicaLabels(job.Name, key.Type))
+	maps.Copy(pod.Labels, build.ReplicaLabels(job.Name, key.Type))
 	pod.Labels[tfv1.LabelReplicaIndex] = strconv.Itoa(int(key.Index))
 	if pod.DeletionTimestamp == nil && !slices.Contains(pod.Finalizers, tfv1.TrackingFinalizer) {
 		pod.Finalizers = append(pod.Finalizers, tfv1.TrackingFinalizer)
@@ -116,12 +117,6 @@ func apiObject(job *tfv1.TFJob) client.Object {
 		return job
 	}
 	return &kubeflowv1.TFJob{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, UID: job.UID}}
-}
-
-// controllerRef is the controller reference of everything the job owns, to the object of the
-// job's API: its deletion deletes them, and its reconciler is called on their events.
-func controllerRef(job *tfv1.TFJob) metav1.OwnerReference {
-	return *metav1.NewControllerRef(job, kubeflow.GVKOf(job))
 }
 
 // ownerKey names a job among the jobs of both APIs: a tfk8s.io job by its name, a

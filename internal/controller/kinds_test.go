@@ -22,29 +22,6 @@ func kubeflowModel() *tfv1.TFJob {
 	return job
 }
 
-// TestConstructPodOfKubeflowJob: the pod of a kubeflow.org job is owned by that job and
-// carries Kubeflow's labels beside tfk8s's; worker 0 is the master without a chief.
-func TestConstructPodOfKubeflowJob(t *testing.T) {
-	pod, err := ConstructPod(kubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantOwner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", UID: "uid-1",
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-	if diff := cmp.Diff([]metav1.OwnerReference{wantOwner}, pod.OwnerReferences); diff != "" {
-		t.Errorf("owner (-want +got):\n%s", diff)
-	}
-	want := map[string]string{
-		"tfk8s.io/job-name": "mnist", "tfk8s.io/replica-type": "worker", "tfk8s.io/replica-index": "0",
-		"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/replica-type": "worker",
-		"training.kubeflow.org/replica-index": "0", "training.kubeflow.org/operator-name": "tfjob-controller",
-		"training.kubeflow.org/job-role": "master",
-	}
-	if diff := cmp.Diff(want, pod.Labels); diff != "" {
-		t.Errorf("labels (-want +got):\n%s", diff)
-	}
-}
-
 // TestPodOwnerTellsTheAPIsApart: the pod index keys a pod by its job's API as well as
 // its name, so a kubeflow.org job never reads the pods of a tfk8s.io job of its name.
 func TestPodOwnerTellsTheAPIsApart(t *testing.T) {

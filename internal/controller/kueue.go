@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/kubeflow"
 )
 
@@ -40,7 +41,7 @@ import (
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get
 
 // WorkloadGVK is the Kueue API tfk8s writes: the Workload of each queued job.
-var WorkloadGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
+var WorkloadGVK = build.WorkloadGVK
 
 // Condition types of a Workload, as Kueue names them.
 const (
@@ -131,7 +132,7 @@ func decideKueue(job *tfv1.TFJob, pods []*corev1.Pod, v *kueueView) kueuePlan {
 		p.active = &active
 	}
 	if active {
-		p.holdReason, p.holdMsg = kueueHold(WorkloadName(job), v.status, v.queue)
+		p.holdReason, p.holdMsg = kueueHold(build.WorkloadName(job), v.status, v.queue)
 		if p.holdReason == "" {
 			p.admission = v.status.Admission
 			return p

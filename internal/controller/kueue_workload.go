@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,28 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
-// The parts of Kueue's objects tfk8s writes or reads, with Kueue's JSON names.
+// The parts of Kueue's objects tfk8s reads, with Kueue's JSON names.
 type (
-	workloadSpec struct {
-		PodSets          []podSet          `json:"podSets"`
-		QueueName        string            `json:"queueName"`
-		PriorityClassRef *priorityClassRef `json:"priorityClassRef,omitempty"`
-		Priority         *int32            `json:"priority,omitempty"`
-		Active           *bool             `json:"active,omitempty"`
-	}
-	podSet struct {
-		Name     string                 `json:"name"`
-		Count    int32                  `json:"count"`
-		Template corev1.PodTemplateSpec `json:"template"`
-	}
-	priorityClassRef struct {
-		Group string `json:"group"`
-		Kind  string `json:"kind"`
-		Name  string `json:"name"`
-	}
 	workloadStatus struct {
 		Conditions []metav1.Condition `json:"conditions,omitempty"`
 		Admission  *workloadAdmission `json:"admission,omitempty"`
@@ -65,59 +47,25 @@ func (s *workloadStatus) hasQuota() bool {
 	return meta.IsStatusConditionTrue(s.Conditions, wlQuotaReserved)
 }
 
-// WorkloadName is the name of a job's Workload.
-func WorkloadName(job *tfv1.TFJob) string { return "tfjob-" + job.Name }
-
-// podSetName is the pod set of a replica type: Kueue's names are DNS labels.
-func podSetName(rt tfv1.ReplicaType) string { return strings.ToLower(string(rt)) }
-
 // replicaTypeOfPodSet is the replica type a pod set of the job's Workload stands for.
 func replicaTypeOfPodSet(job *tfv1.TFJob, name string) (tfv1.ReplicaType, bool) {
 	for rt := range job.Spec.TFReplicaSpecs {
-		if podSetName(rt) == name {
+		if build.PodSetName(rt) == name {
 			return rt, true
 		}
 	}
 	return "", false
 }
 
-// ConstructWorkload builds a job's Workload: one pod set per replica type, each with
-// its replica count and pod template, so that Kueue reserves quota for all of them at
-// once. It is owned by the job: deleting the job deletes it.
-func ConstructWorkload(job *tfv1.TFJob, queue string, ref *priorityClassRef, priority *int32) (*unstructured.Unstructured, error) {
-	spec := workloadSpec{QueueName: queue, PriorityClassRef: ref, Priority: priority, Active: ptr.To(!jobSuspended(job))}
-	for _, rt := range typesOf(job) {
-		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
-		if n == 0 {
-			continue
-		}
-		tmpl := job.Spec.TFReplicaSpecs[rt].Template.DeepCopy()
-		tmpl.ObjectMeta = metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations}
-		spec.PodSets = append(spec.PodSets, podSet{Name: podSetName(rt), Count: n, Template: *tmpl})
-	}
-	u := newKueueObject(WorkloadGVK.Kind)
-	u.SetName(WorkloadName(job))
-	u.SetNamespace(job.Namespace)
-	// Kueue names the job by this label in its messages (a preemptor's, a preemptee's).
-	u.SetLabels(map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelKueueJobUID: string(job.UID)})
-	u.SetOwnerReferences([]metav1.OwnerReference{controllerRef(job)})
-	var m map[string]any
-	if err := fromUnstructured(spec, &m, "Workload spec"); err != nil {
-		return nil, err
-	}
-	u.Object["spec"] = m
-	return u, nil
-}
-
 // getWorkload reads the job's Workload, or nil when there is none. A Workload of an
 // earlier job of the same name is an error until garbage collection deletes it.
 func (r *TFJobReconciler) getWorkload(ctx context.Context, job *tfv1.TFJob) (*unstructured.Unstructured, error) {
 	u := newKueueObject(WorkloadGVK.Kind)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: WorkloadName(job)}, u); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: build.WorkloadName(job)}, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("reading Workload %s: %w", WorkloadName(job), err)
+		return nil, fmt.Errorf("reading Workload %s: %w", build.WorkloadName(job), err)
 	}
 	if ref := metav1.GetControllerOf(u); ref == nil || ref.UID != job.UID {
 		return nil, fmt.Errorf("waiting for Workload %s of an earlier job of the same name to be deleted", u.GetName())
@@ -131,7 +79,7 @@ func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, q
 	if err != nil {
 		return nil, err
 	}
-	wl, err := ConstructWorkload(job, queue, ref, priority)
+	wl, err := build.Workload(job, queue, ref, priority)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +93,7 @@ func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, q
 // workloadPriority is the job's priority for Kueue: its WorkloadPriorityClass (label
 // kueue.x-k8s.io/priority-class), else the PriorityClass of its pods
 // (runPolicy.schedulingPolicy.priorityClass), else none.
-func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob) (*priorityClassRef, *int32, error) {
+func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob) (*build.PriorityClassRef, *int32, error) {
 	if name := job.Labels[tfv1.LabelKueuePriorityClass]; name != "" {
 		u := newKueueObject("WorkloadPriorityClass")
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
@@ -155,14 +103,14 @@ func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the value of WorkloadPriorityClass %s: %w", name, err)
 		}
-		return &priorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptr.To(int32(v)), nil
+		return &build.PriorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptr.To(int32(v)), nil
 	}
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" {
 		pc := &schedulingv1.PriorityClass{}
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: sp.PriorityClass}, pc); err != nil {
 			return nil, nil, fmt.Errorf("reading PriorityClass %s (runPolicy.schedulingPolicy.priorityClass): %w", sp.PriorityClass, err)
 		}
-		return &priorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptr.To(pc.Value), nil
+		return &build.PriorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptr.To(pc.Value), nil
 	}
 	return nil, nil, nil
 }

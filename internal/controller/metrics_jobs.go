@@ -14,6 +14,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -182,7 +183,7 @@ func (r *TFJobReconciler) recordGangWait(job *tfv1.TFJob, o *observation, now ti
 	if _, timed := gangWaiting.LoadOrStore(job.UID, struct{}{}); timed {
 		return
 	}
-	gang := string(gangProvider(job, r.Gang.DefaultProvider))
+	gang := string(build.GangProvider(job, r.Gang.DefaultProvider))
 	if gang == "" {
 		gang = "none"
 	}

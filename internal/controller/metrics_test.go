@@ -51,12 +51,12 @@ func TestGangWaitTimedOnce(t *testing.T) {
 		return m.GetHistogram().GetSampleCount()
 	}
 	start := count()
-	unbound := observe(tfjob, []*corev1.Pod{bound(0), worker(1).Obj()}, now)
+	unbound := observePods(tfjob, []*corev1.Pod{bound(0), worker(1).Obj()}, now)
 	r.recordGangWait(tfjob, unbound, now.Time)
 	if got := count() - start; got != 0 {
 		t.Fatalf("timed %d jobs with a pod unbound, want 0", got)
 	}
-	all := observe(tfjob, []*corev1.Pod{bound(0), bound(1)}, now)
+	all := observePods(tfjob, []*corev1.Pod{bound(0), bound(1)}, now)
 	updateConditions(tfjob, all, now) // Running, in the status about to be written
 	if findCondition(all.status, "Running") == nil {
 		t.Fatal("the observation of two running workers is not Running")

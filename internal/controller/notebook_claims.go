@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
 // namedClaim is a claim a job mounts by name, and the field that names it.
@@ -27,7 +28,7 @@ func namedClaims(job *tfv1.TFJob) []namedClaim {
 	for i := range job.Spec.Volumes {
 		v := &job.Spec.Volumes[i]
 		if v.ExistingClaim == "" {
-			own[ClaimName(job, v)] = true
+			own[build.ClaimName(job, v)] = true
 			continue
 		}
 		out = append(out, namedClaim{field: fmt.Sprintf("spec.volumes[%d].existingClaim", i), name: v.ExistingClaim})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -72,7 +73,7 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 	// 1000-worker job's pods hold 47 MB of TF_CONFIG, and only the pods in flight are
 	// kept in memory.
 	create := func(key ReplicaKey, name string) {
-		pod, err := ConstructPod(job, key.Type, key.Index, opts)
+		pod, err := build.Pod(job, key.Type, key.Index, opts)
 		if err != nil {
 			err = fmt.Errorf("building pod %s: %w", name, err)
 		} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); apierrors.IsAlreadyExists(err) {

@@ -195,7 +195,7 @@ func TestRefusedPodsSlowStartAndBackOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o = observe(job, pods, metav1.NewTime(clk.Now()))
+		o = observePods(job, pods, metav1.NewTime(clk.Now()))
 		before := c.posts.Load()
 		wait, err = createMissing(ctx, r, job, o)
 		if err != nil {
@@ -261,7 +261,7 @@ func TestPodCreationErrors(t *testing.T) {
 			c.refuse = tc.err
 			r := NewTFJobReconciler(c, nil, Options{})
 			job := testutil.MakeTFJob("big", "ns").UID("uid-big").Workers(100).Obj()
-			o := observe(job, nil, metav1.Now())
+			o := observePods(job, nil, metav1.Now())
 			wait, err := createMissing(context.Background(), r, job, o)
 			if posts := c.posts.Load(); posts != 1 {
 				t.Errorf("%d creations, want 1: the first batch failed", posts)

@@ -104,7 +104,7 @@ func TestPermanentFailure(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakeTFJob("j", "ml").Chief().PS(1).Workers(2).Evaluator().Obj()
-			failed, msg := permanentFailure(observe(job, tc.pods, now))
+			failed, msg := permanentFailure(observePods(job, tc.pods, now))
 			if diff := cmp.Diff(tc.want, verdict{failed, msg}); diff != "" {
 				t.Errorf("permanentFailure (-want +got):\n%s", diff)
 			}
@@ -239,7 +239,7 @@ func TestTypesToStart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := typesToStart(tc.job, observe(tc.job, tc.pods, now))
+			got := typesToStart(tc.job, observePods(tc.job, tc.pods, now))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("types to start (-want +got):\n%s", diff)
 			}

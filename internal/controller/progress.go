@@ -77,7 +77,7 @@ func progressSource(job *tfv1.TFJob, pods []*corev1.Pod) (*corev1.Pod, string) {
 	}
 	for _, pod := range pods {
 		key, ok := podKey(pod)
-		if !ok || key != (ReplicaKey{lead, 0}) || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil ||
+		if !ok || key != (ReplicaKey{Type: lead, Index: 0}) || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil ||
 			pod.Status.PodIP == "" || pod.Spec.HostNetwork {
 			continue
 		}

@@ -9,13 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -105,57 +104,6 @@ func recordGaveUp(pod *corev1.Pod, now time.Time) string {
 	return ""
 }
 
-// constructRecordPod builds a finished job's record pod: the agent writing end.json at
-// the run's prefix, with the S3 credentials of the job's storage Secret as the replicas
-// get them, under a restricted security context, owned by the job.
-func constructRecordPod(job *tfv1.TFJob, st *tfv1.TFJobStatus, opts PodOptions) *corev1.Pod {
-	image := opts.Agent.Image
-	if image == "" {
-		image = DefaultAgentImage
-	}
-	env := storageEnv(job.Spec.Storage)
-	for _, kv := range [][2]string{
-		{tfjob.EnvArtifactsDestination, job.Spec.Artifacts.Destination},
-		{tfjob.EnvNamespace, job.Namespace},
-		{tfjob.EnvJobName, job.Name},
-		{tfjob.EnvRun, tfjob.RunID(string(job.UID))},
-		{tfjob.EnvRunEnd, mustJSON(tfjob.EndOf(st))},
-	} {
-		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
-	}
-	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            tfjob.RecordPodName(job.Name),
-			Namespace:       job.Namespace,
-			Labels:          map[string]string{tfv1.LabelJobName: job.Name, tfjob.LabelRecord: job.Name},
-			OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyOnFailure,
-			AutomountServiceAccountToken: ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](65532),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name:            "record",
-				Image:           image,
-				ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{"tfk8s-agent", "record"},
-				Env:             env,
-				Resources:       corev1.ResourceRequirements{Requests: small, Limits: small},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
-}
-
 // isRecordPod reports whether a pod of the job is its record pod, not a replica.
 func isRecordPod(pod *corev1.Pod) bool {
 	return pod.Labels[tfjob.LabelRecord] != ""
@@ -170,7 +118,7 @@ func (r *TFJobReconciler) actOnRecord(ctx context.Context, job *tfv1.TFJob, st *
 	switch {
 	case rp.create:
 		log.FromContext(ctx).V(2).Info("Creating the record pod", "pod", tfjob.RecordPodName(job.Name))
-		err := r.Create(ctx, constructRecordPod(job, st, r.PodOptions))
+		err := r.Create(ctx, build.RecordPod(job, st, r.PodOptions))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating pod %s: %w", tfjob.RecordPodName(job.Name), err)
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -116,7 +117,7 @@ func TestConstructRecordPod(t *testing.T) {
 		Conditions:      []metav1.Condition{{Type: string(tfv1.JobFailed), Status: metav1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "worker 0 failed"}},
 		ReplicaStatuses: map[tfv1.ReplicaType]*tfv1.ReplicaStatus{tfv1.ReplicaTypeWorker: {Failed: 1}},
 	}
-	pod := constructRecordPod(job, st, PodOptions{Agent: AgentOptions{Image: "registry/tfk8s-agent:dev"}})
+	pod := build.RecordPod(job, st, PodOptions{Agent: AgentOptions{Image: "registry/tfk8s-agent:dev"}})
 	if pod.Name != "mnist-record" || !metav1.IsControlledBy(pod, job) || !isRecordPod(pod) || pod.Labels[tfv1.LabelJobName] != "mnist" {
 		t.Errorf("pod %s, labels %v, owners %v", pod.Name, pod.Labels, pod.OwnerReferences)
 	}

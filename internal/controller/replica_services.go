@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,8 +13,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/kubeflow"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
 
 // A kubeflow.org job annotated kubeflowv1.AnnotationTrainingOperatorServices is
@@ -23,61 +21,12 @@ import (
 // naming those Services. A program that dials <job>-worker-0 itself keeps working, and
 // the pods of a job adopted from training-operator agree with those tfk8s re-creates.
 
-// servicePerReplica reports whether the job asked for training-operator's Services.
-// Only a kubeflow.org job may: the Services select on the training.kubeflow.org labels,
-// which only its pods carry.
-func servicePerReplica(job *tfv1.TFJob) bool {
-	return kubeflow.IsKubeflow(job) && job.Annotations[kubeflowv1.AnnotationTrainingOperatorServices] == "true"
-}
-
-// constructReplicaServices builds the Service of each replica, named and selecting as
-// training-operator v1.9 did. They carry tfk8s's job-name label too, which brings them
-// into the controller's cache; publishNotReadyAddresses makes a name resolve as soon as
-// its pod has an IP, as the job's headless Service does.
-func constructReplicaServices(job *tfv1.TFJob) []*corev1.Service {
-	var svcs []*corev1.Service
-	for _, rt := range tfv1.ReplicaTypes {
-		spec := job.Spec.TFReplicaSpecs[rt]
-		if spec == nil {
-			continue
-		}
-		port := corev1.ServicePort{Name: tfjob.PortName, Port: replicaPort(job, rt), Protocol: corev1.ProtocolTCP}
-		for i := range tfjob.Replicas(spec) {
-			selector := map[string]string{
-				kubeflowv1.LabelOperatorName: kubeflowv1.OperatorName,
-				kubeflowv1.LabelJobName:      job.Name,
-				kubeflowv1.LabelReplicaType:  tfjob.TaskType(rt),
-				kubeflowv1.LabelReplicaIndex: strconv.Itoa(int(i)),
-			}
-			labels := map[string]string{tfv1.LabelJobName: job.Name}
-			for k, v := range selector {
-				labels[k] = v
-			}
-			svcs = append(svcs, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{
-					Name:            tfjob.PodName(job.Name, rt, i),
-					Namespace:       job.Namespace,
-					Labels:          labels,
-					OwnerReferences: []metav1.OwnerReference{controllerRef(job)},
-				},
-				Spec: corev1.ServiceSpec{
-					ClusterIP:                corev1.ClusterIPNone,
-					Selector:                 selector,
-					Ports:                    []corev1.ServicePort{port},
-					PublishNotReadyAddresses: true,
-				},
-			})
-		}
-	}
-	return svcs
-}
-
 // ensureReplicaServices creates each replica's Service unless it exists. One the job
 // controls already (training-operator's, of a job tfk8s took over) is adopted: it gets
 // tfk8s's job-name label, which brings it into the cache. One that belongs to anything
 // else holds the name for good: it returns whose it is, for the job to fail on.
 func (r *TFJobReconciler) ensureReplicaServices(ctx context.Context, job *tfv1.TFJob) (takenBy string, err error) {
-	for _, want := range constructReplicaServices(job) {
+	for _, want := range build.ReplicaServices(job) {
 		key := client.ObjectKeyFromObject(want)
 		svc := &corev1.Service{}
 		err := r.Get(ctx, key, svc)
@@ -130,7 +79,7 @@ func (r *TFJobReconciler) adoptReplicaService(ctx context.Context, job *tfv1.TFJ
 // re-creates then names its peers as the adopted pods do, and answers to the name they
 // know it by. The annotation shows on the job why it is addressed so.
 func (r *TFJobReconciler) keepTrainingOperatorNames(ctx context.Context, job *tfv1.TFJob) error {
-	if servicePerReplica(job) && adopted(job) {
+	if build.ServicePerReplica(job) && build.Adopted(job) {
 		return nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"true",%q:"true"}}}`,
@@ -140,9 +89,4 @@ func (r *TFJobReconciler) keepTrainingOperatorNames(ctx context.Context, job *tf
 	}
 	log.FromContext(ctx).V(2).Info("Keeping training-operator's Services and host names for an adopted job")
 	return nil
-}
-
-// adopted is whether tfk8s adopted the job's pods from training-operator.
-func adopted(job *tfv1.TFJob) bool {
-	return kubeflow.IsKubeflow(job) && job.Annotations[kubeflowv1.AnnotationAdopted] == "true"
 }

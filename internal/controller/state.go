@@ -117,3 +117,34 @@ func finish(st *tfv1.TFJobStatus, typ tfv1.JobState, reason, msg string, now met
 	}
 	st.CompletionTime = &now
 }
+
+// typesOf returns the replica types of the job, in tfk8s's order.
+func typesOf(job *tfv1.TFJob) []tfv1.ReplicaType {
+	var out []tfv1.ReplicaType
+	for _, rt := range tfv1.ReplicaTypes {
+		if job.Spec.TFReplicaSpecs[rt] != nil {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+type typedFailure struct {
+	rt      tfv1.ReplicaType
+	failure *tfv1.ReplicaFailure
+}
+
+// lastFailure is the newest failure of any replica type.
+func lastFailure(st *tfv1.TFJobStatus) *typedFailure {
+	var last *typedFailure
+	for _, rt := range tfv1.ReplicaTypes {
+		rs := st.ReplicaStatuses[rt]
+		if rs == nil || rs.LastFailure == nil {
+			continue
+		}
+		if last == nil || last.failure.Time.Before(&rs.LastFailure.Time) {
+			last = &typedFailure{rt, rs.LastFailure}
+		}
+	}
+	return last
+}

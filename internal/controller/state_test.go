@@ -100,7 +100,7 @@ func TestUpdateConditions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.job.Status = tc.status
-			o := observe(tc.job, tc.pods, now)
+			o := observePods(tc.job, tc.pods, now)
 			requeue := updateConditions(tc.job, o, now)
 			if diff := cmp.Diff(tc.want, viewConditions(o.status)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)

@@ -99,10 +99,10 @@ func classify(spec *tfv1.ReplicaSpec, pod *corev1.Pod, key ReplicaKey, suspended
 	}
 }
 
-// observe counts the outcome of every finished pod into a copy of the job's status. A
+// observePods counts the outcome of every finished pod into a copy of the job's status. A
 // pod is counted once: only while it carries the tracking finalizer and its UID is not
 // yet in status.recordedPods. Once the job has finished, nothing more is counted.
-func observe(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation {
+func observePods(job *tfv1.TFJob, pods []*corev1.Pod, now metav1.Time) *observation {
 	o := newObservation(job)
 	suspended := jobSuspended(job)
 	for _, pod := range pods {
@@ -262,7 +262,7 @@ func allReplicasRunning(job *tfv1.TFJob, o *observation, types []tfv1.ReplicaTyp
 			if done.Has(i) {
 				continue
 			}
-			pod := o.pods[ReplicaKey{rt, i}]
+			pod := o.pods[ReplicaKey{Type: rt, Index: i}]
 			if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 				return false
 			}

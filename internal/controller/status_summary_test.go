@@ -81,7 +81,7 @@ func TestFailureOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := failureOf(tc.pod, ReplicaKey{tfv1.ReplicaTypeWorker, 0}, now)
+			got := failureOf(tc.pod, ReplicaKey{Type: tfv1.ReplicaTypeWorker, Index: 0}, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failure (-want +got):\n%s", diff)
 			}
@@ -109,7 +109,7 @@ func TestAllReplicasRunning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakeTFJob("j", "ml").Workers(2).Obj()
 			job.Status.ReplicaStatuses = map[tfv1.ReplicaType]*tfv1.ReplicaStatus{tfv1.ReplicaTypeWorker: {SucceededIndexes: tc.succeeded}}
-			o := observe(job, tc.pods, now)
+			o := observePods(job, tc.pods, now)
 			if got := allReplicasRunning(job, o, []tfv1.ReplicaType{tfv1.ReplicaTypeWorker}); got != tc.want {
 				t.Errorf("allReplicasRunning = %v, want %v", got, tc.want)
 			}

@@ -96,7 +96,7 @@ func checkObservations(t *testing.T, cases []observeCase) {
 			job := testutil.MakeTFJob("j", "ml").Workers(2).RestartPolicy(tfv1.ReplicaTypeWorker, tc.policy).Suspend(tc.suspend).Obj()
 			job.Status = tc.status
 			before := job.DeepCopy()
-			got := summarize(observe(job, tc.pods, now))
+			got := summarize(observePods(job, tc.pods, now))
 			// An empty recordedPods is written as none: nil and empty are the same.
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("observation (-want +got):\n%s", diff)
@@ -422,7 +422,7 @@ func TestObserveLiveContainerFailure(t *testing.T) {
 				pod = restarted(*tc.finished)
 				pod.Status.ContainerStatuses[0].State.Running.StartedAt = tc.restartedAt
 			}
-			got := observe(job, []*corev1.Pod{pod}, now).status.ReplicaStatuses[tfv1.ReplicaTypeWorker]
+			got := observePods(job, []*corev1.Pod{pod}, now).status.ReplicaStatuses[tfv1.ReplicaTypeWorker]
 			if diff := cmp.Diff(tc.want, got.LastFailure); diff != "" {
 				t.Errorf("lastFailure (-want +got):\n%s", diff)
 			}

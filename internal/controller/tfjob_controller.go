@@ -23,7 +23,6 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Options configure the reconciler.
@@ -120,43 +119,51 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return res, err
 }
 
-// reconcile observes, decides and then acts: everything it writes is a named step after
-// decide, which reads nothing and writes nothing.
+// reconcile observes, decides and then acts: it reads everything before deciding, and
+// everything it writes is a named step after decide, which reads nothing and writes
+// nothing.
 func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	job, stored, err := r.getJob(ctx, req)
-	if job == nil || err != nil {
+	// 1. Observe: the job, its pods and record pod, those an earlier job of its name
+	// left behind, its Kueue Workload, a job of the other API with its name, its
+	// TensorBoard, and the clock.
+	w, err := r.observe(ctx, req)
+	if w == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("tfjob", klog.KObj(job)))
-
-	// 1. Observe: the job's pods, those an earlier job of its name left behind, its record pod.
-	pods, foreign, recordPod, err := r.listPods(ctx, job)
-	if err != nil {
-		return ctrl.Result{}, err
+	// 2. A job that is gone only releases its pods, so that garbage collection can
+	// delete them.
+	if w.job == nil {
+		r.refusals.forget(req.NamespacedName)
+		return ctrl.Result{}, r.releasePods(ctx, w.orphans)
 	}
-	// 2. Act only on a cache that shows tfk8s's own last writes.
-	if !r.expectations.satisfied(job.UID, job.ResourceVersion, pods) {
-		log.FromContext(ctx).V(2).Info("Waiting for the cache to show the last writes")
+	job := w.job
+	logger := log.FromContext(ctx).WithValues("tfjob", klog.KObj(job))
+	ctx = log.IntoContext(ctx, logger)
+	switch {
+	case w.stale:
+		// 3. Act only on a cache that shows tfk8s's own last writes.
+		logger.V(2).Info("Waiting for the cache to show the last writes")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	// 3. A job being deleted only releases its pods.
-	if job.DeletionTimestamp != nil {
+	case job.DeletionTimestamp != nil:
+		// 4. A job being deleted only releases its pods.
 		r.expectations.forget(job.UID)
-		return ctrl.Result{}, r.releasePods(ctx, pods)
-	}
-	// 4. Observe the job's Kueue Workload and a job of the other API with its name.
-	kv, rival, err := r.observeNeighbours(ctx, job, pods)
-	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.releasePods(ctx, w.pods)
 	}
 
-	// 5. Decide, without a write: the job's new status and what each step below writes.
-	now := metav1.NewTime(r.clock.Now())
-	p := r.decide(job, pods, foreign, kv, rival, now)
+	// 5. Decide, without a write: the job's new status and what each step of act writes.
+	p := r.decide(job, w.pods, w.foreign, w.kueue, w.rival, w.now)
+	// 6. Act, the status written once.
+	return r.act(ctx, w, p)
+}
 
-	// 6. Act: Kueue's admission and release, and the suspension of a job not scheduled
+// act carries out the plan in a fixed order: Kueue and suspension, the pods and what
+// they need, the TensorBoard, the status, and last what waits on the status being
+// written (releasing pods, the end record, the TTL).
+func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Result, error) {
+	job, now := w.job, w.now
+	// 1. Act: Kueue's admission and release, and the suspension of a job not scheduled
 	// in time; the rest of the reconcile acts on the job as they left it.
-	if err := r.syncWorkload(ctx, job, kv, p.kueue, now.Time); err != nil {
+	if err := r.syncWorkload(ctx, job, w.kueue, p.kueue, now.Time); err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.suspend {
@@ -166,70 +173,41 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	run, st := p.run, p.o.status
 
-	// 7. Act on the pods, the claims, the gang and the Service, then the TensorBoard;
-	// what the API server said of them goes into the status.
-	out, requeue, err := r.actOnPods(ctx, run, pods, p)
+	// 2. Act on the pods, the claims, the gang and the Service; what the API server
+	// said of them goes into the status.
+	out, requeue, err := r.actOnPods(ctx, run, w.pods, p)
 	requeue = minPositive(requeue, p.requeue)
 	errs := []error{err}
 	recordStart(st, out, now)
-	tb, wait, err := r.syncTensorBoard(ctx, run, st, now.Time)
-	st.TensorBoard = tb
-	requeue = minPositive(requeue, wait)
-	errs = append(errs, err)
 
-	// 8. Decide the end record of a finished job that stores in S3, and poll a running
-	// job's progress when due (progress.go): both go into this status write.
-	rp := decideRecord(run, st, recordPod, now.Time)
+	// 3. Decide the TensorBoard and the end record of a finished job that stores in S3
+	// from the status the pods' outcome left; write the TensorBoard's objects. Poll a
+	// running job's progress when due (progress.go); it goes into this status write.
+	tp := decideTensorBoard(run, st, w.tensorBoard, r.PodOptions, now.Time)
+	st.TensorBoard, requeue = tp.status, minPositive(requeue, tp.requeue)
+	errs = append(errs, r.syncTensorBoard(ctx, tp))
+	rp := decideRecord(run, st, w.record, now.Time)
 	rp.setCondition(st, now)
-	requeue = minPositive(requeue, r.syncProgress(ctx, run, pods, st, now))
+	requeue = minPositive(requeue, r.syncProgress(ctx, run, w.pods, st, now))
 
-	// 9. Write the status once, if it changed; right after pods were created, routine
+	// 4. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
 	if wait := r.statusDeferral(run, p.o); wait > 0 {
 		requeue = minPositive(requeue, wait)
-	} else if err := r.writeStatus(ctx, run, stored, st); err != nil {
+	} else if err := r.writeStatus(ctx, run, w.stored, st); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	} else {
 		r.announce(run, p.o, now)
 	}
 
-	// 10. The outcomes are recorded: release the finished pods, act on the end record,
+	// 5. The outcomes are recorded: release the finished pods, act on the end record,
 	// and delete the job once its TTL after finishing has passed and its end is recorded.
-	wait, err = r.finish(ctx, run, st, p.o.release, rp, now.Time)
+	wait, err := r.finish(ctx, run, st, p.o.release, rp, now.Time)
 	requeue = minPositive(requeue, wait)
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-// getJob reads the job to reconcile, and a Kubeflow job's stored status (readJob); nil
-// when it is gone, after releasing its pods so that garbage collection can delete them,
-// or when another controller manages it.
-func (r *TFJobReconciler) getJob(ctx context.Context, req ctrl.Request) (*tfv1.TFJob, *kubeflowv1.JobStatus, error) {
-	job, stored, err := r.readJob(ctx, req.NamespacedName)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			r.refusals.forget(req.NamespacedName)
-			return nil, nil, r.releaseOrphanedPods(ctx, req.Namespace, r.keyOf(req.Name))
-		}
-		return nil, nil, err
-	}
-	if !managedByTFK8s(job) {
-		return nil, nil, nil
-	}
-	return job, stored, nil
-}
-
-// exitSummary says how a failed pod ended, for an event.
-func exitSummary(pod *corev1.Pod) string {
-	if t := tfjob.Terminated(pod); t != nil {
-		return fmt.Sprintf("exit code %d", t.ExitCode)
-	}
-	if pod.Status.Reason != "" {
-		return pod.Status.Reason
-	}
-	return "no exit code"
 }
 
 // While pods are being created, routine status changes (the Created condition, counts of
@@ -319,48 +297,4 @@ func (r *TFJobReconciler) deleteExpired(ctx context.Context, job *tfv1.TFJob, st
 		return 0, fmt.Errorf("deleting TFJob after its TTL: %w", err)
 	}
 	return 0, nil
-}
-
-func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(job, nil, eventType, reason, reason, format, args...)
-	}
-}
-
-// typesOf returns the replica types of the job, in tfk8s's order.
-func typesOf(job *tfv1.TFJob) []tfv1.ReplicaType {
-	var out []tfv1.ReplicaType
-	for _, rt := range tfv1.ReplicaTypes {
-		if job.Spec.TFReplicaSpecs[rt] != nil {
-			out = append(out, rt)
-		}
-	}
-	return out
-}
-
-type typedFailure struct {
-	rt      tfv1.ReplicaType
-	failure *tfv1.ReplicaFailure
-}
-
-// lastFailure is the newest failure of any replica type.
-func lastFailure(st *tfv1.TFJobStatus) *typedFailure {
-	var last *typedFailure
-	for _, rt := range tfv1.ReplicaTypes {
-		rs := st.ReplicaStatuses[rt]
-		if rs == nil || rs.LastFailure == nil {
-			continue
-		}
-		if last == nil || last.failure.Time.Before(&rs.LastFailure.Time) {
-			last = &typedFailure{rt, rs.LastFailure}
-		}
-	}
-	return last
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	if a <= 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }

@@ -11,61 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/controller/build"
 )
-
-// ClaimName is the claim tfk8s creates for a job's volume, or the existing claim it names.
-func ClaimName(job *tfv1.TFJob, v *tfv1.JobVolume) string {
-	if v.ExistingClaim != "" {
-		return v.ExistingClaim
-	}
-	return job.Name + "-" + v.Name
-}
-
-// podVolumeName is the pod volume of a job volume; the prefix keeps it apart from the
-// template's own volumes.
-func podVolumeName(v *tfv1.JobVolume) string { return "tfk8s-volume-" + v.Name }
-
-// addJobVolumes mounts the job's volumes in every container of the pod.
-func addJobVolumes(job *tfv1.TFJob, spec *corev1.PodSpec) {
-	for i := range job.Spec.Volumes {
-		v := &job.Spec.Volumes[i]
-		spec.Volumes = append(spec.Volumes, corev1.Volume{
-			Name: podVolumeName(v),
-			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-				ClaimName: ClaimName(job, v), ReadOnly: v.ReadOnly,
-			}},
-		})
-		for j := range spec.Containers {
-			c := &spec.Containers[j]
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: podVolumeName(v), MountPath: v.MountPath, ReadOnly: v.ReadOnly})
-		}
-	}
-}
-
-// constructClaim builds the claim of a volume tfk8s creates: owned by the job, so
-// garbage collection deletes it with the job, unless the volume is retained.
-func constructClaim(job *tfv1.TFJob, v *tfv1.JobVolume) *corev1.PersistentVolumeClaim {
-	modes := v.AccessModes
-	if len(modes) == 0 {
-		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
-	}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      ClaimName(job, v),
-			Namespace: job.Namespace,
-			Labels:    map[string]string{tfv1.LabelJobName: job.Name, tfv1.LabelVolume: v.Name},
-		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      modes,
-			StorageClassName: v.StorageClassName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *v.Size}},
-		},
-	}
-	if !v.Retain {
-		pvc.OwnerReferences = []metav1.OwnerReference{controllerRef(job)}
-	}
-	return pvc
-}
 
 // ensureClaims makes sure every volume's claim exists before the job's pods are
 // created: it creates the claims tfk8s owns and checks the existing claims and storage
@@ -95,7 +42,7 @@ func (r *TFJobReconciler) ensureClaims(ctx context.Context, job *tfv1.TFJob) (in
 				return "", fmt.Errorf("reading storage class %s: %w", *sc, err)
 			}
 		}
-		err := r.Create(ctx, constructClaim(job, v))
+		err := r.Create(ctx, build.Claim(job, v))
 		if apierrors.IsAlreadyExists(err) {
 			invalid, err = r.checkClaimReuse(ctx, job, i)
 			if invalid != "" || err != nil {
@@ -104,7 +51,7 @@ func (r *TFJobReconciler) ensureClaims(ctx context.Context, job *tfv1.TFJob) (in
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("creating claim %s: %w", ClaimName(job, v), err)
+			return "", fmt.Errorf("creating claim %s: %w", build.ClaimName(job, v), err)
 		}
 	}
 	return "", nil
@@ -115,8 +62,8 @@ func (r *TFJobReconciler) ensureClaims(ctx context.Context, job *tfv1.TFJob) (in
 func (r *TFJobReconciler) checkClaimReuse(ctx context.Context, job *tfv1.TFJob, i int) (invalid string, err error) {
 	v := &job.Spec.Volumes[i]
 	claim := &corev1.PersistentVolumeClaim{}
-	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ClaimName(job, v)}, claim); err != nil {
-		return "", fmt.Errorf("reading claim %s: %w", ClaimName(job, v), err)
+	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: build.ClaimName(job, v)}, claim); err != nil {
+		return "", fmt.Errorf("reading claim %s: %w", build.ClaimName(job, v), err)
 	}
 	if whose := claimForeign(job, v, claim); whose != "" {
 		return fmt.Sprintf("spec.volumes[%d].name %q: claim %s already exists and %s; the controller mounts only a claim "+

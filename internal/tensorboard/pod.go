@@ -36,13 +36,13 @@ const (
 	// AnnotationRuns lists the pod's runs, JOB/RUN separated by commas, for a reader.
 	AnnotationRuns = "tfk8s.io/runs"
 
-	// Dir is where the mirrors write, one directory <job>-<run> per run, and where
-	// TensorBoard reads.
+	// Dir is where the mirrors write (here one directory <job>-<run> per run) and
+	// where TensorBoard reads, in this pod and in a job's TensorBoard alike.
 	Dir = "/tensorboard"
-	// volume is the emptyDir shared by the mirrors and TensorBoard.
-	volume = "summaries"
-	// mirrorInterval is how often a mirror looks for new summaries in S3, as the
-	// controller's TensorBoard does.
+	// Volume is the emptyDir shared by the mirrors and TensorBoard.
+	Volume = "summaries"
+	// mirrorInterval is how often a mirror looks for new summaries in S3; the
+	// replicas upload them every artifacts.interval.
 	mirrorInterval = "5s"
 )
 
@@ -172,22 +172,14 @@ func Pod(s Spec) *corev1.Pod {
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	mount := corev1.VolumeMount{Name: volume, MountPath: Dir}
 	var containers []corev1.Container
 	names := make([]string, len(s.Runs))
 	for i, r := range s.Runs {
 		names[i] = r.Job + "/" + r.Run
-		containers = append(containers, corev1.Container{
-			Name:            "mirror-" + strconv.Itoa(i),
-			Image:           agentImage,
-			ImagePullPolicy: corev1.PullIfNotPresent,
-			Command: []string{"tfk8s-agent", "mirror", "--from", r.Prefix, "--to", Dir + "/" + r.Name(),
-				"--interval", mirrorInterval, "--include", "*tfevents*"},
-			Env:          tfjob.StorageEnv(corev1.LocalObjectReference{Name: s.Secret}),
-			VolumeMounts: []corev1.VolumeMount{mount},
-		})
+		env := tfjob.StorageEnv(corev1.LocalObjectReference{Name: s.Secret})
+		containers = append(containers, Mirror("mirror-"+strconv.Itoa(i), agentImage, r.Prefix, Dir+"/"+r.Name(), env))
 	}
-	containers = append(containers, tensorBoardContainer(s.Image))
+	containers = append(containers, Container(s.Image, Dir, corev1.VolumeMount{Name: Volume, MountPath: Dir, ReadOnly: true}))
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        PodName(s.Runs),
@@ -199,30 +191,52 @@ func Pod(s Spec) *corev1.Pod {
 			AutomountServiceAccountToken: ptr.To(false),
 			ActiveDeadlineSeconds:        ptr.To(int64(ttl / time.Second)),
 			RestartPolicy:                corev1.RestartPolicyAlways,
-			Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{
-				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(MirrorSizeLimit.DeepCopy())},
-			}}},
-			Containers: containers,
+			Volumes:                      []corev1.Volume{SummariesVolume()},
+			Containers:                   containers,
 		},
 	}
 }
 
-// tensorBoardContainer serves TensorBoard on Dir, each subdirectory a run, ready
-// once it answers.
-func tensorBoardContainer(image string) corev1.Container {
+// Container serves TensorBoard over logDir, which it mounts read-only by mount,
+// ready once it answers; image is images.TensorFlow when empty. The pods of
+// tfk8s tensorboard and the controller's TensorBoards run it alike.
+func Container(image, logDir string, mount corev1.VolumeMount) corev1.Container {
 	if image == "" {
 		image = images.TensorFlow
 	}
 	return corev1.Container{
 		Name:  "tensorboard",
 		Image: image,
-		Command: []string{"tensorboard", "--logdir", Dir, "--bind_all", "--port", strconv.Itoa(int(tfjob.TensorBoardPort)),
+		Command: []string{"tensorboard", "--logdir", logDir, "--bind_all", "--port", strconv.Itoa(int(tfjob.TensorBoardPort)),
 			"--reload_interval", "5", "--reload_multifile", "true"},
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: tfjob.TensorBoardPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}},
 			PeriodSeconds: 2,
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: volume, MountPath: Dir, ReadOnly: true}},
+		VolumeMounts: []corev1.VolumeMount{mount},
 	}
+}
+
+// Mirror is the agent copying the event files under the s3:// prefix from into the
+// directory to of SummariesVolume, every mirrorInterval, reading S3 as env says:
+// TensorBoard's own loader then reads local files, with no S3 plugin in its image.
+func Mirror(name, agentImage, from, to string, env []corev1.EnvVar) corev1.Container {
+	return corev1.Container{
+		Name:            name,
+		Image:           agentImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"tfk8s-agent", "mirror", "--from", from, "--to", to,
+			"--interval", mirrorInterval, "--include", "*tfevents*"},
+		Env:          env,
+		VolumeMounts: []corev1.VolumeMount{{Name: Volume, MountPath: Dir}},
+	}
+}
+
+// SummariesVolume is the emptyDir, bounded by MirrorSizeLimit, the mirrors write
+// into and TensorBoard reads, mounted at Dir.
+func SummariesVolume() corev1.Volume {
+	return corev1.Volume{Name: Volume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(MirrorSizeLimit.DeepCopy())},
+	}}
 }

@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"fmt"
@@ -14,12 +14,12 @@ type PortRange struct{ Min, Max int32 }
 // DefaultHostPortRange is the range HostNetwork replicas get their ports from.
 var DefaultHostPortRange = PortRange{Min: 20000, Max: 29999}
 
-// allocateHostPorts gives every replica of a HostNetwork job a distinct port from r.
+// AllocateHostPorts gives every replica of a HostNetwork job a distinct port from r.
 // The ports are a pure function of the job's UID, so they are the same after a
 // controller restart, and start at a different offset for every job so that jobs
 // sharing a node rarely collide; each pod declares its port as a hostPort, so the
 // scheduler never puts two pods using one port on the same node.
-func allocateHostPorts(job *tfv1.TFJob, r PortRange) (map[ReplicaKey]int32, error) {
+func AllocateHostPorts(job *tfv1.TFJob, r PortRange) (map[ReplicaKey]int32, error) {
 	size := r.Max - r.Min + 1
 	total := tfjob.TotalReplicas(job)
 	if size <= 0 || total > size {

@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func referenceTFConfig(t *testing.T, job *tfv1.TFJob, rt tfv1.ReplicaType, index
 		return ""
 	}
 	address := func(typ tfv1.ReplicaType, i int32) string {
-		port := replicaPort(job, typ)
+		port := ReplicaPort(job, typ)
 		if p, ok := opts.HostPorts[ReplicaKey{typ, i}]; ok {
 			port = p
 		}
@@ -128,7 +128,7 @@ func (s tfConfigShape) options(t *testing.T) PodOptions {
 	t.Helper()
 	opts := PodOptions{AddressOptions: AddressOptions{ClusterDomain: s.domain}, CompactTFConfigAbove: s.compactAbove}
 	if s.hostPorts != nil {
-		ports, err := allocateHostPorts(s.job, *s.hostPorts)
+		ports, err := AllocateHostPorts(s.job, *s.hostPorts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func programTFConfig(t *testing.T, pod *corev1.Pod) (string, bool) {
 // what to do.
 func TestTFConfigBytesPerPod(t *testing.T) {
 	carried := func(job *tfv1.TFJob) (string, error) {
-		pod, err := ConstructPod(job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
+		pod, err := Pod(job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
 		if err != nil {
 			return "", err
 		}

@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"testing"
@@ -55,7 +55,7 @@ func TestConstructService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, constructService(tc.job)); diff != "" {
+			if diff := cmp.Diff(tc.want, Service(tc.job)); diff != "" {
 				t.Errorf("service (-want +got):\n%s", diff)
 			}
 		})
@@ -70,7 +70,7 @@ func TestConstructServicePorts(t *testing.T) {
 	withPort(job, tfv1.ReplicaTypePS, 4000)
 	withPort(job, tfv1.ReplicaTypeWorker, 3000)
 
-	svc := constructService(job)
+	svc := Service(job)
 	var got []int32
 	names := map[string]bool{}
 	for _, p := range svc.Spec.Ports {

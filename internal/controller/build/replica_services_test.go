@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/kubeflow"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -48,7 +49,7 @@ func TestConstructReplicaServices(t *testing.T) {
 		svc("mnist-worker-0", "worker", "0", 2222),
 		svc("mnist-worker-1", "worker", "1", 2222),
 	}
-	if diff := cmp.Diff(want, constructReplicaServices(job)); diff != "" {
+	if diff := cmp.Diff(want, ReplicaServices(job)); diff != "" {
 		t.Errorf("Services (-want +got):\n%s", diff)
 	}
 }
@@ -72,7 +73,7 @@ func TestServicePerReplica(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := servicePerReplica(tc.job); got != tc.want {
+			if got := ServicePerReplica(tc.job); got != tc.want {
 				t.Errorf("servicePerReplica = %v, want %v", got, tc.want)
 			}
 		})
@@ -145,4 +146,11 @@ func TestAdoptedJobsPodsJoinNoGang(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kubeflowModel is the model of a kubeflow.org job named mnist with a PS and two workers.
+func kubeflowModel() *tfv1.TFJob {
+	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
+	job.SetGroupVersionKind(kubeflow.GVK)
+	return job
 }

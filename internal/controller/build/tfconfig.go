@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"errors"
@@ -70,8 +70,8 @@ func NewTFConfigs(job *tfv1.TFJob, opts AddressOptions, compactAbove int) *TFCon
 	return t
 }
 
-// newTFConfigs prepares the TF_CONFIGs of job's replicas as o says.
-func (o PodOptions) newTFConfigs(job *tfv1.TFJob) *TFConfigs {
+// NewTFConfigs prepares the TF_CONFIGs of job's replicas as o says.
+func (o PodOptions) NewTFConfigs(job *tfv1.TFJob) *TFConfigs {
 	above := DefaultCompactTFConfigAbove
 	if o.CompactTFConfigAbove != nil {
 		above = *o.CompactTFConfigAbove
@@ -138,14 +138,14 @@ func jobCluster(job *tfv1.TFJob, opts AddressOptions) *tfconfig.Cluster {
 		Domain:        opts.ClusterDomain,
 		DynamicWorker: job.Spec.EnableDynamicWorker,
 		// A program may dial training-operator's names itself; the job asked for them.
-		ServicePerReplica: servicePerReplica(job),
+		ServicePerReplica: ServicePerReplica(job),
 	}
 	for _, rt := range tfv1.ReplicaTypes {
 		n := tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
 		if n <= 0 {
 			continue
 		}
-		r := tfconfig.Replicas{Type: rt, Count: n, Port: replicaPort(job, rt)}
+		r := tfconfig.Replicas{Type: rt, Count: n, Port: ReplicaPort(job, rt)}
 		if len(opts.HostPorts) > 0 {
 			ports := make([]int32, n)
 			for i := range ports {
@@ -161,9 +161,9 @@ func jobCluster(job *tfv1.TFJob, opts AddressOptions) *tfconfig.Cluster {
 	return c
 }
 
-// replicaPort is the container port named tfjob-port of the replica type's TensorFlow
+// ReplicaPort is the container port named tfjob-port of the replica type's TensorFlow
 // container, else tfjob.DefaultPort.
-func replicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
+func ReplicaPort(job *tfv1.TFJob, rt tfv1.ReplicaType) int32 {
 	spec := job.Spec.TFReplicaSpecs[rt]
 	if spec == nil {
 		return tfjob.DefaultPort

@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"encoding/json"

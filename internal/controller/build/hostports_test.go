@@ -1,4 +1,4 @@
-package controller
+package build
 
 import (
 	"testing"
@@ -27,15 +27,15 @@ func TestAllocateHostPorts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ports, err := allocateHostPorts(job, tc.r)
+			ports, err := AllocateHostPorts(job, tc.r)
 			if tc.wantErr {
 				if err == nil {
-					t.Fatalf("allocateHostPorts gave %d ports from %d-%d and no error", len(ports), tc.r.Min, tc.r.Max)
+					t.Fatalf("AllocateHostPorts gave %d ports from %d-%d and no error", len(ports), tc.r.Min, tc.r.Max)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("allocateHostPorts: %v", err)
+				t.Fatalf("AllocateHostPorts: %v", err)
 			}
 			var wantKeys []ReplicaKey
 			for _, rt := range tfv1.ReplicaTypes {
@@ -77,9 +77,9 @@ func TestAllocateHostPortsStable(t *testing.T) {
 	}
 	alloc := func(job *tfv1.TFJob) map[ReplicaKey]int32 {
 		t.Helper()
-		ports, err := allocateHostPorts(job, DefaultHostPortRange)
+		ports, err := AllocateHostPorts(job, DefaultHostPortRange)
 		if err != nil {
-			t.Fatalf("allocateHostPorts: %v", err)
+			t.Fatalf("AllocateHostPorts: %v", err)
 		}
 		return ports
 	}

@@ -1,7 +1,6 @@
-package controller
+package build
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,7 +10,6 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tensorboard"
-	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // emptyDirLimits maps each emptyDir of a pod spec to its sizeLimit, "none" when unset.
@@ -55,7 +53,7 @@ func TestEmptyDirSizeLimits(t *testing.T) {
 		},
 		{
 			name: "a job's TensorBoard",
-			spec: &constructTensorBoard(job, PodOptions{}).Spec.Template.Spec,
+			spec: &TensorBoard(job, PodOptions{}).Spec.Template.Spec,
 			want: map[string]string{"summaries": "4Gi"},
 		},
 		{name: "the TensorBoard of runs", spec: &runs.Spec, want: map[string]string{"summaries": "4Gi"}},
@@ -64,37 +62,6 @@ func TestEmptyDirSizeLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, emptyDirLimits(tc.spec)); diff != "" {
 				t.Errorf("emptyDir sizeLimits (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestAgentPodRefusal checks that a job whose pods would run the agent beside
-// containers sharing its process namespace is refused, naming the field, and that
-// the field alone, without the agent, is left to admission.
-func TestAgentPodRefusal(t *testing.T) {
-	shared := func(job *tfv1.TFJob) *tfv1.TFJob {
-		job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.ShareProcessNamespace = ptr.To(true)
-		return job
-	}
-	missing := &startPlan{missing: []ReplicaKey{{tfv1.ReplicaTypeWorker, 0}}}
-	cases := []struct {
-		name string
-		job  *tfv1.TFJob
-		sp   *startPlan
-		want string
-	}{
-		{name: "agent job sharing its process namespace", job: shared(agentJob()), sp: missing,
-			want: "spec.tfReplicaSpecs.Worker.template.spec.shareProcessNamespace is true"},
-		{name: "agent job, processes apart", job: agentJob(), sp: missing},
-		{name: "shared, but no agent", job: shared(testutil.MakeTFJob("plain", "ml").Workers(2).Obj()), sp: missing},
-		{name: "no pod to create", job: shared(agentJob()), sp: &startPlan{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := agentPodRefusal(tc.job, tc.sp)
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Errorf("agentPodRefusal = %q, want one containing %q", got, tc.want)
 			}
 		})
 	}
