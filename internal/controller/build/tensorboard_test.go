@@ -70,11 +70,11 @@ func TestTensorBoardSource(t *testing.T) {
 	}
 }
 
-// TestTensorBoard checks the whole Deployment of a job's TensorBoard for both sources:
+// TestTensorBoardDeployment checks the whole Deployment of a job's TensorBoard for both sources:
 // the agent mirroring the run's summaries from S3 into an emptyDir TensorBoard reads,
 // or TensorBoard alone reading the job's "logs" volume; each owned by the job, one
 // replica, recreated rather than rolled.
-func TestTensorBoard(t *testing.T) {
+func TestTensorBoardDeployment(t *testing.T) {
 	mirrored := testutil.MakeTFJob("mnist", "ml").UID("uid-1").Workers(1).Artifacts("s3://runs/", "/logs").Obj()
 	onVolume := testutil.MakeTFJob("mnist", "ml").UID("uid-1").Workers(1).Obj()
 	onVolume.Spec.Volumes = []tfv1.JobVolume{{Name: "logs", MountPath: "/logs"}}
