@@ -551,7 +551,8 @@ PY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 python-venv: $(PY_STAMP) ## the venv of the Python SDK's pinned tools, under _out/
 $(PY_STAMP): $(PY_REQUIREMENTS)
 	rm -rf $(PY_VENV) && $(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQUIREMENTS)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PY_REQUIREMENTS)
+	$(PY_VENV)/bin/pip check -q --disable-pip-version-check
 	touch $@
 
 python: $(PY_STAMP) ## builds the Python SDK's wheels into _out/python/

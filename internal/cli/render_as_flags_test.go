@@ -7,7 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
 // TestRenderToTFK8sPrintsTheFlags: render --to tfk8s says on stderr the submit
@@ -46,9 +51,34 @@ func TestShellWord(t *testing.T) {
 	for in, want := range map[string]string{
 		"--name": "--name", "B=x=y": "B=x=y", "s3://b/runs/": "s3://b/runs/",
 		"x y": "'x y'", "": "''", "it's": `'it'\''s'`, "$HOME": "'$HOME'",
+		// A terminal's escape sequence, a carriage return, a bidi override and an
+		// invalid byte, from an untrusted run.json, in bash's ANSI-C quoting.
+		"img\x1b]0;pwned\x07": `$'img\x1b]0;pwned\x07'`, "ok\rfake": `$'ok\x0dfake'`,
+		"a\u202eb": `$'a\xe2\x80\xaeb'`, "\xff'\\": `$'\xff\'\\'`, "tab\tx": `$'tab\x09x'`,
+		"café": "'café'",
 	} {
 		if got := shellWord(in); got != want {
 			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestAsFlagsQuotesTheUnsaidPaths: a replica type with a control character, which
+// the flags leave out, is named in ANSI-C quoting, not written raw to the terminal.
+func TestAsFlagsQuotesTheUnsaidPaths(t *testing.T) {
+	job := &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Labels: map[string]string{"app": "a"}},
+		Spec: tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
+			tfv1.ReplicaTypeWorker: {Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "tensorflow", Image: "tf\x1b[31m"}}}}},
+			"Evil\x1b[2J": {Replicas: ptr.To[int32](1)}}}}
+	var out bytes.Buffer
+	printAsFlags(&out, job)
+	if strings.ContainsRune(out.String(), 0x1b) {
+		t.Fatalf("an escape character written raw:\n%q", out.String())
+	}
+	for _, want := range []string{`--image $'tf\x1b[31m'`, `spec.tfReplicaSpecs.Evil\x1b[2J`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%s not in:\n%s", want, out.String())
 		}
 	}
 }

@@ -34,6 +34,8 @@ type kubeCluster struct {
 	// locations remembers where the jobs this session looked at store, so that the
 	// job page's polled progress lists S3 once per job.
 	locations jobs.Locations
+	// usage remembers the jobs' usage records for a while, read at each poll.
+	usage usageCache
 }
 
 // NewKubeCluster returns the NewClusterFunc of a dashboard that reaches the API

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
+	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfevents"
 )
 
@@ -38,6 +41,9 @@ type Progress struct {
 	Finished bool
 	// Usage is the usage records of the same replicas, those that stored one.
 	Usage []replicaUsage
+	// UsageErr says why some replicas' usage records could not be read; nil when all
+	// were.
+	UsageErr error
 }
 
 // Progress reads the progress records of a job's replicas from S3. S3 is reached as
@@ -66,10 +72,66 @@ func (d *kubeCluster) Progress(ctx context.Context, namespace, name string) (*Pr
 	if p.Replicas, p.More, err = jobs.ReplicaProgress(ctx, c, job, base, maxCurveReplicas); err != nil {
 		return nil, fmt.Errorf("reading the progress of tfjob %s: %w", name, err)
 	}
-	if p.Usage, err = readUsage(ctx, c, job, base, maxCurveReplicas); err != nil {
-		return nil, fmt.Errorf("reading the usage of tfjob %s: %w", name, err)
+	// A usage record that fails to read hides the usage charts' missing lines, not the
+	// training curves: the section shows what was read and says why the rest is not.
+	if p.Usage, err = d.usage.read(ctx, c, job, base); err != nil {
+		p.UsageErr = fmt.Errorf("reading the usage of tfjob %s: %w", name, err)
 	}
 	return p, nil
+}
+
+// usageCacheFor is the longest the job page shows a job's usage records without
+// reading them again: they change once per upload interval (a minute by default),
+// while the page asks every progressRefresh for up to maxCurveReplicas of them.
+const usageCacheFor = 30 * time.Second
+
+// maxUsageCached bounds the jobs a usageCache remembers; past it, it starts afresh.
+const maxUsageCached = 512
+
+// usageCache remembers the usage records of the jobs a session looked at, each for
+// usageCacheFor or the job's upload interval if shorter. It keeps only records read
+// without an error. The zero value is ready; it is safe for concurrent use.
+type usageCache struct {
+	mu    sync.Mutex
+	known map[usageKey]usageEntry
+}
+
+// usageKey is a job by its UID and where its replicas store.
+type usageKey struct {
+	uid  types.UID
+	base string
+}
+
+type usageEntry struct {
+	records []replicaUsage
+	until   time.Time
+}
+
+// read is readUsage of the job's first maxCurveReplicas replicas under base,
+// remembered for a while.
+func (u *usageCache) read(ctx context.Context, c *storage.Client, job *tfv1.TFJob, base storage.URI) ([]replicaUsage, error) {
+	key, now := usageKey{job.UID, base.String()}, time.Now()
+	u.mu.Lock()
+	e, ok := u.known[key]
+	u.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.records, nil
+	}
+	records, err := readUsage(ctx, c, job, base, maxCurveReplicas)
+	if err != nil || job.UID == "" {
+		return records, err
+	}
+	ttl := usageCacheFor
+	if interval := jobs.UploadInterval(job); interval > 0 && interval < ttl {
+		ttl = interval
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.known == nil || len(u.known) >= maxUsageCached {
+		u.known = map[usageKey]usageEntry{}
+	}
+	u.known[key] = usageEntry{records: records, until: now.Add(ttl)}
+	return records, nil
 }
 
 // progressView is the job page's progress section.
@@ -88,6 +150,9 @@ type progressView struct {
 	// UsageCurves is the charts of every replica's CPU and memory, as JSON
 	// (usageChartsJSON); "" when none has a usage record.
 	UsageCurves string
+	// UsageNote says that some usage curves are missing, the log saying why; "" when
+	// none is.
+	UsageNote string
 	// Refresh is the hx-trigger that reads the section again, every Every seconds; ""
 	// once nothing more will come.
 	Refresh string
@@ -108,6 +173,10 @@ func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, sess *sessi
 	p, err := sess.cluster.Progress(r.Context(), ns, name)
 	if err == nil {
 		err = v.show(p)
+	}
+	if err == nil && p.UsageErr != nil {
+		fmt.Fprintf(s.opts.Log, "dashboard: %s %s: %v\n", r.Method, r.URL.Path, p.UsageErr)
+		v.UsageNote = "Some replicas' usage records could not be read from S3, and their usage curves are missing; the dashboard's log says why. The page tries again."
 	}
 	if err != nil {
 		code = statusOf(err)

@@ -258,7 +258,23 @@ def test_not_submitted_carries_the_shown_job() -> None:
 def test_wait_timeout_is_both() -> None:
     err = tfk8s.WaitTimeout("slow")
     assert isinstance(err, TimeoutError) and isinstance(err, tfk8s.Tfk8sError)
-    assert not hasattr(tfk8s, "TimeoutError"), "the SDK's name shadows the builtin"
+    assert "TimeoutError" not in tfk8s.__all__, "a star import would shadow the builtin"
+
+
+def test_timeout_error_is_a_deprecated_alias() -> None:
+    """A user's `except tfk8s.TimeoutError:` from before the rename still catches a
+    timeout, with a DeprecationWarning, rather than raising AttributeError."""
+    with pytest.warns(DeprecationWarning, match="WaitTimeout"):
+        alias = tfk8s.TimeoutError
+    assert alias is tfk8s.WaitTimeout
+    caught = ""
+    try:
+        raise tfk8s.WaitTimeout("slow")
+    except alias as err:
+        caught = err.message
+    assert caught == "slow"
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        tfk8s.NoSuchName  # noqa: B018
 
 
 def test_job_from_manifest() -> None:

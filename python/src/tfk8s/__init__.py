@@ -14,6 +14,9 @@ The package runs the tfk8s CLI (the wheel carries it) and reads its JSON, so tha
 packing, uploads, validation and error messages are the CLI's own.
 """
 
+import warnings
+from typing import Any
+
 from ._client import JOB_STATES, Client, find_binary
 from ._errors import (
     AccessDenied,
@@ -51,3 +54,15 @@ __all__ = [
     "__version__",
     "find_binary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """tfk8s.TimeoutError, WaitTimeout's name before its rename: kept so that
+    a user's `except tfk8s.TimeoutError:` still catches a timeout rather than raising
+    AttributeError. Deprecated, and left out of __all__ so that `from tfk8s import *`
+    does not shadow the builtin TimeoutError."""
+    if name == "TimeoutError":
+        warnings.warn("tfk8s.TimeoutError is deprecated: use tfk8s.WaitTimeout",
+                      DeprecationWarning, stacklevel=2)
+        return WaitTimeout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
