@@ -169,7 +169,7 @@ func hasJobSeries(port int, job string) (bool, error) {
 		return false, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "tfk8s_job_steps_per_second{") && strings.Contains(line, `job="`+job+`"`) {
+		if strings.HasPrefix(line, "tfk8s_job_steps_per_second{") && strings.Contains(line, `tfjob="`+job+`"`) {
 			return true, nil
 		}
 	}
