@@ -508,7 +508,9 @@ push: ## pushes the images to $(REGISTRY)/<name>:$(VERSION)
 # plain HTTP (a test's registry). The binaries name REGISTRY as their images'
 # repository (the last -X wins): the controller's default agent image is the release's.
 # A VERSION that is not a pre-release (no -suffix) needs its "## VERSION" section in
-# CHANGELOG.md, or nothing is built: write the notes first.
+# RELEASE_CHANGELOG, not marked unreleased, or nothing is built: write the notes and
+# date them first. The release test points RELEASE_CHANGELOG at a changelog of its own.
+RELEASE_CHANGELOG ?= CHANGELOG.md
 RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
 RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
@@ -518,7 +520,7 @@ release: $(HELM_STAMP) ## builds and publishes a release: make release VERSION=v
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
 	$(GO) run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
 		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
-		--helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http)
+		--changelog "$(RELEASE_CHANGELOG)" --helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http)
 
 # The chart carries copies of the CRD, the admission policy, the ClusterRole and the
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,

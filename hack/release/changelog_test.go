@@ -9,7 +9,7 @@ import (
 // TestCheckChangelog checks which versions a changelog lets make release publish.
 func TestCheckChangelog(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "CHANGELOG.md")
-	text := "# Changelog\n\n## v0.2.0 (2026-12-01)\n\n- a change\n\n## v0.1.0\n\n- the first\n\n### v0.3.0 is a subsection\n"
+	text := "# Changelog\n\n## v0.2.0 (2026-12-01)\n\n- a change\n\n## v0.1.0\n\n- the first\n\n### v0.3.0 is a subsection\n\n## v0.4.0 (Unreleased)\n\n- to come\n"
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +26,8 @@ func TestCheckChangelog(t *testing.T) {
 		{"v0.1.0-rc.1", true}, // a release candidate, a pre-release
 		{"v0.10.0", false},    // v0.1.0's section is not v0.10.0's
 		{"v0.2.0.1", false},   // not the section's version either
+		{"v0.4.0", false},     // a section that says it is unreleased
+		{"v0.4.0-rc.1", true}, // which a pre-release of it needs not
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			err := checkChangelog(file, tc.version)

@@ -5,8 +5,8 @@
 //		[--out _out/release] [--release-url URL] [--plain-http] [--make make] [--python python]
 //		[--changelog CHANGELOG.md]
 //
-// A version that is not a pre-release must have its section in the changelog, or
-// nothing is built.
+// A version that is not a pre-release must have its section in the changelog, not
+// marked unreleased, or nothing is built.
 //
 // In order, each step timed:
 //   - images: make images tensorflow-image into OUT/VERSION/build, stamped with the

@@ -19,7 +19,7 @@ import (
 // Only tfk8s.io jobs have one: kubeflow.org's status has no progress.
 var jobStepRates = &jobStepRateCollector{desc: prometheus.NewDesc("tfk8s_job_steps_per_second",
 	"Training steps per second of each running TFJob, by the trainer's clock, as its lead replica last reported them.",
-	[]string{"namespace", "job"}, nil)}
+	[]string{"namespace", "tfjob"}, nil)}
 
 func init() {
 	metrics.Registry.MustRegister(jobStepRates)

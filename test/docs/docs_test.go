@@ -239,10 +239,17 @@ func TestHereBlocksRun(t *testing.T) {
 // runCLI runs the built tfk8s from the repository's root, as the docs' commands run.
 func runCLI(t *testing.T, args, env []string) ([]byte, error) {
 	t.Helper()
+	return runCommand(t, root, cli, args, env)
+}
+
+// runCommand runs name with args in dir, with env its whole environment, for a minute
+// at most, and returns what it printed.
+func runCommand(t *testing.T, dir, name string, args, env []string) ([]byte, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.Dir = root
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
 	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

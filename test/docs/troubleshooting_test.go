@@ -2,7 +2,6 @@ package docs
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,16 +82,27 @@ func pageErrors(t *testing.T) map[string]string {
 	return errs
 }
 
-// notRoot runs tfk8s local up as user and group 65534.
+// notRoot runs tfk8s local up as user and group 65534, for a minute at most, with a
+// $HOME and a state directory of its own, not root's: the check for root comes before
+// anything is made.
 func notRoot(t *testing.T) string {
 	if err := os.Chmod(filepath.Dir(cli), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", cli, "local", "up")
-	cmd.Dir = "/"
-	out, err := cmd.CombinedOutput()
+	tmp := t.TempDir()
+	// Readable by user 65534, so that it fails on being no root rather than on the
+	// directory; not writable, so that it could make nothing there either.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCommand(t, "/", "setpriv", []string{"--reuid=65534", "--regid=65534", "--clear-groups",
+		cli, "local", "up", "--dir", filepath.Join(tmp, "state")},
+		[]string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp})
 	if err == nil {
 		t.Fatalf("local up as user 65534 succeeded:\n%s", out)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("local up as user 65534 made %v in %s before refusing", entries, tmp)
 	}
 	return string(out)
 }

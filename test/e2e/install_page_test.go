@@ -3,10 +3,12 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -67,18 +69,36 @@ func pageBlocks(t *testing.T, path, marker string) []string {
 // assignmentLine is a line that sets a shell variable, and nothing else.
 var assignmentLine = regexp.MustCompile(`^([A-Z_]+)=`)
 
-// setVariables returns block with each line that sets one of vars set to vars' value
-// instead: the only change the test makes to what the page says.
-func setVariables(block string, vars map[string]string) string {
-	lines := strings.Split(block, "\n")
-	for i, line := range lines {
-		if m := assignmentLine.FindStringSubmatch(line); m != nil {
-			if v, ok := vars[m[1]]; ok {
-				lines[i] = m[1] + "=" + v
+// setVariables returns blocks, joined, with each line that sets one of vars set to
+// vars' value instead: the only change the test makes to what the page says. A
+// variable of vars that no line sets (renamed or gone from the page) is an error:
+// kept, the page's own value would send the blocks to github.com and ghcr.io.
+func setVariables(blocks []string, vars map[string]string) (string, error) {
+	set := map[string]bool{}
+	var script strings.Builder
+	for _, block := range blocks {
+		lines := strings.Split(block, "\n")
+		for i, line := range lines {
+			if m := assignmentLine.FindStringSubmatch(line); m != nil {
+				if v, ok := vars[m[1]]; ok {
+					lines[i] = m[1] + "=" + v
+					set[m[1]] = true
+				}
 			}
 		}
+		script.WriteString(strings.Join(lines, "\n"))
 	}
-	return strings.Join(lines, "\n")
+	var unset []string
+	for name := range vars {
+		if !set[name] {
+			unset = append(unset, name)
+		}
+	}
+	if len(unset) > 0 {
+		sort.Strings(unset)
+		return "", fmt.Errorf("no line of the blocks sets %s: the page's variables changed", strings.Join(unset, ", "))
+	}
+	return script.String(), nil
 }
 
 // A pageShell runs shell scripts as a user who followed installPage would: in a
@@ -113,7 +133,9 @@ func newPageShell(t *testing.T, binDir, kubeconfig, s3Config string) *pageShell 
 		}
 	}
 	env := append(sdkEnviron(), "HOME="+home, "PATH="+strings.Join(path, ":"), "KUBECONFIG="+kubeconfig,
-		"TFK8S_CONFIG="+s3Config, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")
+		"TFK8S_CONFIG="+s3Config, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1",
+		// krew built with a gitTag asks api.github.com for its newest version otherwise.
+		"KREW_NO_UPGRADE_CHECK=1")
 	return &pageShell{dir: dir, env: env}
 }
 
@@ -138,12 +160,12 @@ func runInstallPage(ctx context.Context, t *testing.T, root string, sh *pageShel
 	if len(blocks) != 4 {
 		t.Fatalf("%s has %d blocks marked %s, want 4: the chart, the CLI, the plugin, the SDK", installPage, len(blocks), installPageMarker)
 	}
-	var script strings.Builder
-	for _, b := range blocks {
-		script.WriteString(setVariables(b, vars))
+	script, err := setVariables(blocks, vars)
+	if err != nil {
+		t.Fatalf("%s: %v", installPage, err)
 	}
 	start := time.Now()
-	out := sh.run(ctx, t, script.String())
+	out := sh.run(ctx, t, script)
 	t.Logf("%s's four blocks ran in %.1f s:\n%s", installPage, time.Since(start).Seconds(), lastLines(out, 40))
 }
 
@@ -173,4 +195,18 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestSetVariables: the page's variables are set to the test's values in every block,
+// and a variable the page no longer sets fails rather than leaving the page's value.
+func TestSetVariables(t *testing.T) {
+	blocks := []string{"VERSION=v9.9.9\nhelm install x --version \"${VERSION#v}\"\n", "REGISTRY=ghcr.io/tfk8s\nVERSION=v9.9.9\n"}
+	got, err := setVariables(blocks, map[string]string{"VERSION": "v0.1.1", "REGISTRY": "127.0.0.1:5000/tfk8s"})
+	want := "VERSION=v0.1.1\nhelm install x --version \"${VERSION#v}\"\nREGISTRY=127.0.0.1:5000/tfk8s\nVERSION=v0.1.1\n"
+	if err != nil || got != want {
+		t.Errorf("setVariables = %q, %v; want %q", got, err, want)
+	}
+	if _, err := setVariables(blocks, map[string]string{"VERSION": "v0.1.1", "URL": "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "URL") {
+		t.Errorf("setVariables with a variable no line sets: %v, want an error naming URL", err)
+	}
 }

@@ -44,7 +44,7 @@ type progressRow struct {
 // testProgress runs a Keras job of known length (400 steps) and watches it as kubectl
 // get tfjobs does, through the API server's Table of the job's printer columns: STEP
 // and PROGRESS move, ETA falls, and the controller's steps-per-second gauge has the
-// job's series while it runs and none once it has finished.
+// job's series while it runs and none soon after it has succeeded, as it must.
 func testProgress(ctx context.Context, t *testing.T, c *jobsCluster, metricsPort int) {
 	dir := t.TempDir()
 	example, err := os.ReadFile("../../examples/tensorflow/multi_worker_mirrored.py")
@@ -77,10 +77,18 @@ func testProgress(ctx context.Context, t *testing.T, c *jobsCluster, metricsPort
 		}
 		return row.State == string(tfv1.JobSucceeded) || row.State == string(tfv1.JobFailed), nil
 	})
-	checkProgressMoved(t, seen)
-	if gone, err := hasJobSeries(metricsPort, "progress"); err != nil || gone {
-		t.Errorf("after the job: tfk8s_job_steps_per_second has its series: %v (%v)", gone, err)
+	// The wait ends on failure too, so as not to sit out its time: the job must have
+	// succeeded, or its progress was not a whole run's.
+	if last := seen[len(seen)-1]; last.State != string(tfv1.JobSucceeded) {
+		t.Fatalf("the job ended %s, want %s:\n%v", last.State, tfv1.JobSucceeded, seen)
 	}
+	checkProgressMoved(t, seen)
+	// The gauge reads the controller's cache, which may see the final state a moment
+	// after the API server did: wait, bounded, for the series to go.
+	c.eventually(ctx, t, "tfk8s_job_steps_per_second to drop the finished job's series", func() (bool, error) {
+		has, err := hasJobSeries(metricsPort, "progress")
+		return err == nil && !has, err
+	})
 }
 
 // checkProgressMoved wants, among the rows seen while the job ran, two steps and
@@ -169,7 +177,7 @@ func hasJobSeries(port int, job string) (bool, error) {
 		return false, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "tfk8s_job_steps_per_second{") && strings.Contains(line, `job="`+job+`"`) {
+		if strings.HasPrefix(line, "tfk8s_job_steps_per_second{") && strings.Contains(line, `tfjob="`+job+`"`) {
 			return true, nil
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // jobDashboard is the chart's Grafana dashboard of one TFJob's replicas.
@@ -45,8 +46,10 @@ const (
 var perReplicaPanels = []string{"CPU per replica", "Memory per replica"}
 
 // testPrometheus: a real Prometheus (bin/prometheus, built from its Go module) scrapes
-// the cluster's kubelet cAdvisor, with the cluster's token, and the controller, as the
-// chart's ServiceMonitors do (their labels honoured); each query of the chart's job
+// the cluster's kubelet cAdvisor, with the cluster's token, and the controller, from
+// static targets with the scheme, path and honoured labels that the chart's
+// ServiceMonitors set; neither prometheus-operator nor the ServiceMonitors themselves
+// (their service discovery and relabelling) take part. Each query of the chart's job
 // dashboard, its variables set to a running two-worker job, evaluates through
 // Prometheus's HTTP API, and the CPU and memory panels return one series for each
 // replica's pod (issue 39).
@@ -166,24 +169,18 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeLocalAddress(t)
-	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	// Started as the other servers are: in a process group of its own, killed by the
+	// kernel if the test dies first (Pdeathsig), its output in dir/prometheus.log.
+	p, err := proc.Start("prometheus", prom, []string{"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr, "--log.level=warn"},
+		dir, proc.Options{OwnGroup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
+		_ = p.Stop(5 * time.Second)
 		if t.Failed() {
-			if log, err := os.ReadFile(logFile.Name()); err == nil {
-				t.Logf("prometheus's log:\n%s", log)
-			}
+			t.Logf("prometheus's log:\n%s", p.LogTail(100))
 		}
 	})
 	api := "http://" + addr

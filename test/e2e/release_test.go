@@ -75,7 +75,13 @@ func TestRelease(t *testing.T) {
 	downloads := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer downloads.Close()
 	releaseURL := downloads.URL + "/" + releaseVersion
-	makeRelease(ctx, t, root, registry, releaseVersion, out, "RELEASE_URL="+releaseURL)
+	// make release wants releaseVersion's dated section in the changelog; the repository's
+	// has none (the version is the test's), so the test gives one of its own.
+	changelog := filepath.Join(t.TempDir(), "CHANGELOG.md")
+	if err := os.WriteFile(changelog, []byte("# Changelog\n\n## "+releaseVersion+" (the release test)\n\n- Released by TestRelease.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	makeRelease(ctx, t, root, registry, releaseVersion, out, "RELEASE_URL="+releaseURL, "RELEASE_CHANGELOG="+changelog)
 	dir := filepath.Join(out, releaseVersion)
 	t.Run("the wheels are released, and this platform's installs", func(t *testing.T) {
 		checkWheels(ctx, t, dir, releaseVersion, releasePythonVersion)

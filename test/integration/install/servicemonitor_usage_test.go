@@ -11,7 +11,8 @@ import (
 // sources (the kubelet's cAdvisor, DCGM exporter) are off by default, and on they are
 // accepted by prometheus-operator's CRD as the chart writes them: the stored
 // endpoint scrapes cAdvisor's path over https with the pods' own namespace and pod
-// labels, and keeps only the series the dashboard reads.
+// labels, DCGM exporter's without honouring its labels, each in its one namespace, and
+// keeps only the series the dashboard reads.
 func checkUsageServiceMonitors(t *testing.T) {
 	objs, err := renderChartValues(`{}`)
 	if err != nil {
@@ -28,8 +29,11 @@ func checkUsageServiceMonitors(t *testing.T) {
 	}
 	want := map[string][]string{
 		"tfk8s-cadvisor":      {"https-metrics", "https", "/metrics/cadvisor", "true", "container_cpu_usage_seconds_total|container_memory_working_set_bytes"},
-		"tfk8s-dcgm-exporter": {"metrics", "", "", "true", "DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED"},
+		"tfk8s-dcgm-exporter": {"metrics", "", "", "", "DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED"},
 	}
+	// Each scrapes its exporter's one namespace: a tenant's Service labelled as DCGM
+	// exporter's elsewhere must not be scraped, nor its labels honoured.
+	namespaces := map[string]string{"tfk8s-cadvisor": "kube-system", "tfk8s-dcgm-exporter": "gpu-operator"}
 	for name, want := range want {
 		sm := find(objs, "ServiceMonitor", name)
 		if sm == nil {
@@ -44,10 +48,14 @@ func checkUsageServiceMonitors(t *testing.T) {
 		if len(endpoints) != 1 {
 			t.Fatalf("ServiceMonitor %s stored %d endpoints, want 1", name, len(endpoints))
 		}
+		matchNames, _, _ := unstructured.NestedStringSlice(stored.Object, "spec", "namespaceSelector", "matchNames")
+		if anyNS, _, _ := unstructured.NestedBool(stored.Object, "spec", "namespaceSelector", "any"); anyNS || !cmp.Equal(matchNames, []string{namespaces[name]}) {
+			t.Errorf("ServiceMonitor %s selects namespaces %v (any: %v), want only %s", name, matchNames, anyNS, namespaces[name])
+		}
 		e := endpoints[0].(map[string]any)
 		relabel, _ := e["metricRelabelings"].([]any)
 		var keep string
-		if len(relabel) == 1 {
+		if len(relabel) >= 1 && relabel[0].(map[string]any)["action"] == "keep" {
 			keep, _ = relabel[0].(map[string]any)["regex"].(string)
 		}
 		got := []string{str(e["port"]), str(e["scheme"]), str(e["path"]), str(e["honorLabels"]), keep}
