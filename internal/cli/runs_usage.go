@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -46,14 +47,24 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 }
 
 // describeRunAdvice writes a finished run's right-sizing advice, and how to apply
-// it; nothing when there is none, as most runs ask for about what they use.
+// it, and why a type has none where some replica recorded its usage; nothing
+// otherwise, as most runs ask for about what they use.
 func describeRunAdvice(w io.Writer, d *runs.Details) error {
-	if len(d.Advice) == 0 {
+	recorded := slices.ContainsFunc(d.Manifests, func(r runs.Replica) bool { return r.Usage != nil })
+	if len(d.Advice) == 0 && (len(d.NoAdvice) == 0 || !recorded) {
 		return nil
 	}
 	fmt.Fprintln(w, "Right-sizing:")
 	for _, a := range d.Advice {
 		fmt.Fprintf(w, "  %s\n", a)
+	}
+	if recorded {
+		for _, why := range d.NoAdvice {
+			fmt.Fprintf(w, "  %s\n", why)
+		}
+	}
+	if len(d.Advice) == 0 {
+		return nil
 	}
 	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it\n", d.Name, d.Run.Run)
 	return err

@@ -69,21 +69,32 @@ func (a Advice) String() string {
 		tfjob.TaskType(a.ReplicaType), name, peak, requested, a.Flag(), a.Suggested.String())
 }
 
-// Advise is the right-sizing advice of a run: per replica type of job, the memory
-// and CPU whose request was more than twice the peak with headroom. A type is not
-// advised when a replica of it was OOM-killed (its peak is the limit's, not its
-// need) or when none of its replicas recorded its usage. Nil job, nil advice.
-func Advise(job *tfv1.TFJob, replicas []Replica) []Advice {
-	if job == nil {
-		return nil
+// minUsageSamples is the fewest samples a replica's usage record must hold for its
+// type to be advised: at the agent's 2 s interval, about 10 s of running. Fewer are a
+// replica that ended while it was starting (loading data, building its graph), whose
+// peak is not the one of a run that trained.
+const minUsageSamples = 5
+
+// Advise is the right-sizing advice of run r: per replica type of its job, the
+// memory and CPU whose request was more than twice the peak with headroom. Advice
+// is given only from a run that ended Succeeded, for a type whose every replica
+// recorded its usage over at least minUsageSamples samples, in its first attempt
+// (a record covers only the latest attempt, so a restart hides what the earlier
+// ones used, an OOM kill among them), and none was OOM-killed (its peak is the
+// limit's, not its need). Where it gives none, why says so, one line each, for the
+// run or per type.
+func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
+	job := r.Job
+	switch {
+	case job == nil:
+		return nil, []string{"no advice: no record of the job (run.json)"}
+	case r.State != string(tfv1.JobSucceeded):
+		return nil, []string{fmt.Sprintf("no advice: the run is %s, not Succeeded: only a whole, successful run shows what the job needs", r.State)}
 	}
-	usage := make(map[string]*storage.Usage, len(replicas))
-	for _, r := range replicas {
-		if r.Usage != nil {
-			usage[r.Name] = r.Usage
-		}
+	byName := make(map[string]Replica, len(replicas))
+	for _, rep := range replicas {
+		byName[rep.Name] = rep
 	}
-	var out []Advice
 	for _, rt := range slices.Sorted(maps.Keys(job.Spec.TFReplicaSpecs)) {
 		spec := job.Spec.TFReplicaSpecs[rt]
 		if spec == nil {
@@ -93,26 +104,50 @@ func Advise(job *tfv1.TFJob, replicas []Replica) []Advice {
 		if c == nil {
 			continue
 		}
-		peakMem, peakCPU, seen, oom := 0.0, 0.0, false, false
+		peakMem, peakCPU, reason := 0.0, 0.0, ""
 		for i := range tfjob.Replicas(spec) {
-			u := usage[tfjob.ReplicaName(rt, i)]
-			if u == nil || u.Samples == 0 {
-				continue
+			name := tfjob.ReplicaName(rt, i)
+			rep := byName[name]
+			u := rep.Usage
+			switch {
+			case u == nil:
+				reason = name + " stored no usage record"
+			case u.OOMKills > 0:
+				reason = name + " was OOM-killed: its peak is the limit's, not its need"
+			case restarted(rep):
+				reason = name + " restarted, and its record covers only its latest attempt"
+			case u.Samples < minUsageSamples:
+				reason = fmt.Sprintf("%s has %d usage samples, fewer than %d", name, u.Samples, minUsageSamples)
 			}
-			seen, oom = true, oom || u.OOMKills > 0
+			if reason != "" {
+				break
+			}
 			peakMem, peakCPU = max(peakMem, float64(u.MemoryPeakBytes)), max(peakCPU, u.CPUCoresPeak)
 		}
-		if !seen || oom {
+		if reason != "" {
+			why = append(why, fmt.Sprintf("no advice for %s: %s", tfjob.TaskType(rt), reason))
 			continue
 		}
 		if a, ok := adviseOne(rt, c, corev1.ResourceMemory, peakMem); ok {
-			out = append(out, a)
+			advice = append(advice, a)
 		}
 		if a, ok := adviseOne(rt, c, corev1.ResourceCPU, peakCPU); ok {
-			out = append(out, a)
+			advice = append(advice, a)
 		}
 	}
-	return out
+	return advice, why
+}
+
+// restarted is whether the replica ran more than one attempt, as its usage record
+// or its manifest says.
+func restarted(rep Replica) bool {
+	if rep.Usage != nil && rep.Usage.Attempt > 1 {
+		return true
+	}
+	if rep.Manifest == nil {
+		return false
+	}
+	return len(rep.Manifest.Attempts) > 1 || slices.ContainsFunc(rep.Manifest.Attempts, func(a storage.Attempt) bool { return a.Number > 1 })
 }
 
 // adviseOne advises one resource of a container whose replicas peaked at peak.

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestRightSizing: a run whose worker asked for 8 GiB and 4 cores and peaked at
 // 1.1 GiB and 0.42 cores. While its job runs, --right-size refuses (the peaks may
-// still rise); once it ended, runs show gives the advice, and submit --from-run
+// still rise); once it succeeded, runs show gives the advice, and submit --from-run
 // --right-size sets the requests it names and says what it changed.
 func TestRightSizing(t *testing.T) {
 	f := newFixture(t)
@@ -26,6 +27,10 @@ func TestRightSizing(t *testing.T) {
 		t.Errorf("submit --right-size of a running run: %s\nwant a failure saying %q", r, want)
 	}
 
+	f.waitPods("adv", "adv-worker-0")
+	kubelet().Bind(t, f.ns, "adv-worker-0", "node-a")
+	kubelet().SetExited(t, f.ns, "adv-worker-0", 0)
+	f.waitCondition("adv", tfv1.JobSucceeded)
 	f.mustSucceed("delete", "adv", "--wait")
 	shown := f.mustSucceed("runs", "show", "adv/"+run)
 	for _, want := range []string{
