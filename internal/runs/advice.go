@@ -41,7 +41,8 @@ type Advice struct {
 	ReplicaType tfv1.ReplicaType `json:"replicaType"`
 	// Resource is memory or cpu.
 	Resource corev1.ResourceName `json:"resource"`
-	// Peak is the highest use among the type's replicas: bytes of working set, or
+	// Peak is the highest use among the type's replicas: bytes of memory, the
+	// working set's peak or the kernel's high-water mark whichever is higher, or
 	// cores.
 	Peak float64 `json:"peak"`
 	// Requested is what each replica of the type requested.
@@ -122,7 +123,10 @@ func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 			if reason != "" {
 				break
 			}
-			peakMem, peakCPU = max(peakMem, float64(u.MemoryPeakBytes)), max(peakCPU, u.CPUCoresPeak)
+			// The kernel's high-water mark sees between samples too: it is the figure
+			// to set a limit by (storage.Usage).
+			peakMem = max(peakMem, float64(u.MemoryPeakBytes), float64(u.MemoryHighWaterBytes))
+			peakCPU = max(peakCPU, u.CPUCoresPeak)
 		}
 		if reason != "" {
 			why = append(why, fmt.Sprintf("no advice for %s: %s", tfjob.TaskType(rt), reason))
@@ -185,9 +189,9 @@ func suggestCPU(peak float64) int64 {
 }
 
 // ApplyAdvice sets the requests of job's replica types as advised, and their
-// limits where the container has one (a limit left above the new request would
-// no longer be what the job asked for). It returns what it changed, one line each:
-// "worker memory 8Gi -> 1536Mi".
+// limits where the limit equalled the old request (as submit --memory makes it); a
+// limit the user set above the request is theirs to keep. It returns what it
+// changed, one line each: "worker memory 8Gi -> 1536Mi".
 func ApplyAdvice(job *tfv1.TFJob, advice []Advice) []string {
 	var changed []string
 	for _, a := range advice {
@@ -203,7 +207,7 @@ func ApplyAdvice(job *tfv1.TFJob, advice []Advice) []string {
 			c.Resources.Requests = corev1.ResourceList{}
 		}
 		c.Resources.Requests[a.Resource] = a.Suggested
-		if _, ok := c.Resources.Limits[a.Resource]; ok {
+		if l, ok := c.Resources.Limits[a.Resource]; ok && l.Cmp(a.Requested) == 0 {
 			c.Resources.Limits[a.Resource] = a.Suggested
 		}
 		changed = append(changed, fmt.Sprintf("%s %s %s -> %s", tfjob.TaskType(a.ReplicaType), a.Resource, a.Requested.String(), a.Suggested.String()))

@@ -78,6 +78,12 @@ func TestAdvise(t *testing.T) {
 		replicas: []Replica{used("worker-0", 0, 10*gib, 0)},
 		want:     []string{"worker: memory peak 10.0 GiB of 64.0 GiB requested; --memory 13Gi would fit"},
 	}, {
+		name: "memory from the kernel's high-water mark where it is above the working set's peak",
+		job:  adviceJob(one, "", "8Gi"),
+		replicas: []Replica{{Name: "worker-0", Usage: &storage.Usage{Samples: 10, MemoryPeakBytes: gib / 2,
+			MemoryHighWaterBytes: 2 * gib}}},
+		want: []string{"worker: memory peak 2.0 GiB of 8.0 GiB requested; --memory 2816Mi would fit"},
+	}, {
 		name:     "CPU from the peak of cores, rounded up to 100m",
 		job:      adviceJob(one, "4", ""),
 		replicas: []Replica{used("worker-0", 0.42, gib, 0)},
@@ -171,14 +177,35 @@ func TestApplyAdvice(t *testing.T) {
 		t.Errorf("ApplyAdvice() changes (-want +got):\n%s", diff)
 	}
 	c := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
+	got := resources(c)
+	want := map[string]string{"requests.cpu": "600m", "requests.memory": "1536Mi", "limits.cpu": "600m", "limits.memory": "1536Mi"}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("resources after ApplyAdvice (-want +got):\n%s", diff)
+	}
+}
+
+// TestApplyAdviceKeepsLimit: a limit the user set above the request stays; only one
+// that equalled the request follows it down.
+func TestApplyAdviceKeepsLimit(t *testing.T) {
+	job := adviceJob(map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 1}, "4", "8Gi")
+	c := &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
+	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("16Gi")
+	advice, _ := Advise(Run{State: string(tfv1.JobSucceeded), Job: job}, []Replica{used("worker-0", 0.42, 11*gib/10, 0)})
+	ApplyAdvice(job, advice)
+	got := resources(*c)
+	want := map[string]string{"requests.cpu": "600m", "requests.memory": "1536Mi", "limits.cpu": "600m", "limits.memory": "16Gi"}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("resources after ApplyAdvice (-want +got):\n%s", diff)
+	}
+}
+
+// resources is a container's requests and limits as "requests.cpu": "600m".
+func resources(c corev1.Container) map[string]string {
 	got := map[string]string{}
 	for name, list := range map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
 		for r, q := range list {
 			got[name+"."+string(r)] = q.String()
 		}
 	}
-	want := map[string]string{"requests.cpu": "600m", "requests.memory": "1536Mi", "limits.cpu": "600m", "limits.memory": "1536Mi"}
-	if diff := gocmp.Diff(want, got); diff != "" {
-		t.Errorf("resources after ApplyAdvice (-want +got):\n%s", diff)
-	}
+	return got
 }
