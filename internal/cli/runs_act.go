@@ -98,7 +98,7 @@ func (o *rootOptions) runManifest(ctx context.Context, name string, f *submitFla
 // and says what it changed: a user who asked for it sees the new requests before
 // the job runs with them.
 func (o *rootOptions) rightSize(ctx context.Context, c *storage.Client, r runs.Run, job *tfv1.TFJob) error {
-	if r.Live {
+	if r.Running() {
 		return fmt.Errorf("run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
 	}
 	d, err := runs.Show(ctx, c, r)

@@ -47,10 +47,10 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 }
 
 // describeRunAdvice writes a finished run's right-sizing advice, and how to apply
-// it, and why a type has none where some replica recorded its usage; nothing
-// otherwise, as most runs ask for about what they use.
+// it, and why a type has none where some replica of a run that ended recorded its
+// usage; nothing otherwise, as most runs ask for about what they use.
 func describeRunAdvice(w io.Writer, d *runs.Details) error {
-	recorded := slices.ContainsFunc(d.Manifests, func(r runs.Replica) bool { return r.Usage != nil })
+	recorded := !d.Running() && slices.ContainsFunc(d.Manifests, func(r runs.Replica) bool { return r.Usage != nil })
 	if len(d.Advice) == 0 && (len(d.NoAdvice) == 0 || !recorded) {
 		return nil
 	}

@@ -87,6 +87,8 @@ const minUsageSamples = 5
 func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 	job := r.Job
 	switch {
+	case r.Running():
+		return nil, []string{"no advice while the run runs: its peaks may still rise"}
 	case job == nil:
 		return nil, []string{"no advice: no record of the job (run.json)"}
 	case r.State != string(tfv1.JobSucceeded):

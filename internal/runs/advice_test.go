@@ -59,6 +59,7 @@ func TestAdvise(t *testing.T) {
 	tests := []struct {
 		name     string
 		state    tfv1.JobState
+		live     bool
 		job      *tfv1.TFJob
 		replicas []Replica
 		want     []string
@@ -124,6 +125,19 @@ func TestAdvise(t *testing.T) {
 		replicas: []Replica{few},
 		why:      []string{"no advice for worker: worker-0 has 4 usage samples, fewer than 5"},
 	}, {
+		name:     "a job still running is not advised",
+		state:    tfv1.JobRunning,
+		live:     true,
+		job:      adviceJob(one, "8", "8Gi"),
+		replicas: []Replica{used("worker-0", 0.1, gib/4, 0)},
+		why:      []string{"no advice while the run runs: its peaks may still rise"},
+	}, {
+		name:     "a job that succeeded is advised before it is deleted",
+		live:     true,
+		job:      adviceJob(one, "", "8Gi"),
+		replicas: []Replica{used("worker-0", 0.1, gib, 0)},
+		want:     []string{"worker: memory peak 1.0 GiB of 8.0 GiB requested; --memory 1536Mi would fit"},
+	}, {
 		name:     "a failed run is not advised",
 		state:    tfv1.JobFailed,
 		job:      adviceJob(one, "8", "8Gi"),
@@ -153,7 +167,7 @@ func TestAdvise(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Run{State: string(cmp.Or(tt.state, tfv1.JobSucceeded)), Job: tt.job}
+			r := Run{State: string(cmp.Or(tt.state, tfv1.JobSucceeded)), Live: tt.live, Job: tt.job}
 			advice, why := Advise(r, tt.replicas)
 			var got []string
 			for _, a := range advice {
