@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -66,7 +67,11 @@ func describeRunAdvice(w io.Writer, d *runs.Details) error {
 	if len(d.Advice) == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it\n", d.Name, d.Run.Run)
+	also := ""
+	if flags := runs.AdviceFlags(d.Job, d.Advice); len(flags) > 0 {
+		also = ", as would " + strings.Join(flags, " ")
+	}
+	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it%s\n", d.Name, d.Run.Run, also)
 	return err
 }
 

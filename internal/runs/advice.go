@@ -59,15 +59,44 @@ func (a Advice) Flag() string {
 	return "--memory"
 }
 
-// String says it as one line, as tfk8s runs show prints it.
+// String says it as one line, as tfk8s runs show prints it. It names no flag:
+// submit's --memory and --cpu set every replica type, and the advice is of one.
 func (a Advice) String() string {
 	peak, requested := fmt.Sprintf("%.2f cores", a.Peak), a.Requested.String()
 	name := "CPU"
 	if a.Resource == corev1.ResourceMemory {
 		peak, requested, name = storage.FormatBytes(int64(a.Peak)), storage.FormatBytes(a.Requested.Value()), "memory"
 	}
-	return fmt.Sprintf("%s: %s peak %s of %s requested; %s %s would fit",
-		tfjob.TaskType(a.ReplicaType), name, peak, requested, a.Flag(), a.Suggested.String())
+	return fmt.Sprintf("%s: %s peak %s of %s requested; %s request %s would fit",
+		tfjob.TaskType(a.ReplicaType), name, peak, requested, name, a.Suggested.String())
+}
+
+// AdviceFlags are the submit flags that say the same as advice of job, "--memory
+// 1536Mi", for each resource whose advice every replica type of job has, all alike;
+// none where the types differ, as each flag sets them all.
+func AdviceFlags(job *tfv1.TFJob, advice []Advice) []string {
+	if job == nil {
+		return nil
+	}
+	var flags []string
+	for _, res := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
+		var same *Advice
+		n := 0
+		for _, a := range advice {
+			if a.Resource != res {
+				continue
+			}
+			if same != nil && same.Suggested.Cmp(a.Suggested) != 0 {
+				n = -1
+				break
+			}
+			same, n = &a, n+1
+		}
+		if same != nil && n == len(job.Spec.TFReplicaSpecs) {
+			flags = append(flags, same.Flag()+" "+same.Suggested.String())
+		}
+	}
+	return flags
 }
 
 // minUsageSamples is the fewest samples a replica's usage record must hold for its

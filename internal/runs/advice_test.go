@@ -68,7 +68,7 @@ func TestAdvise(t *testing.T) {
 		name:     "the issue's example: 1.1 GiB of 8 GiB, the higher worker's peak counts",
 		job:      adviceJob(worker, "", "8Gi"),
 		replicas: []Replica{used("worker-0", 0, gib/2, 0), used("worker-1", 0, 11*gib/10, 0)},
-		want:     []string{"worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit"},
+		want:     []string{"worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit"},
 	}, {
 		name:     "memory within twice the suggestion is not advised",
 		job:      adviceJob(one, "", "3Gi"),
@@ -77,18 +77,18 @@ func TestAdvise(t *testing.T) {
 		name:     "large peaks round to whole GiB",
 		job:      adviceJob(one, "", "64Gi"),
 		replicas: []Replica{used("worker-0", 0, 10*gib, 0)},
-		want:     []string{"worker: memory peak 10.0 GiB of 64.0 GiB requested; --memory 13Gi would fit"},
+		want:     []string{"worker: memory peak 10.0 GiB of 64.0 GiB requested; memory request 13Gi would fit"},
 	}, {
 		name: "memory from the kernel's high-water mark where it is above the working set's peak",
 		job:  adviceJob(one, "", "8Gi"),
 		replicas: []Replica{{Name: "worker-0", Usage: &storage.Usage{Samples: 10, MemoryPeakBytes: gib / 2,
 			MemoryHighWaterBytes: 2 * gib}}},
-		want: []string{"worker: memory peak 2.0 GiB of 8.0 GiB requested; --memory 2816Mi would fit"},
+		want: []string{"worker: memory peak 2.0 GiB of 8.0 GiB requested; memory request 2816Mi would fit"},
 	}, {
 		name:     "CPU from the peak of cores, rounded up to 100m",
 		job:      adviceJob(one, "4", ""),
 		replicas: []Replica{used("worker-0", 0.42, gib, 0)},
-		want:     []string{"worker: CPU peak 0.42 cores of 4 requested; --cpu 600m would fit"},
+		want:     []string{"worker: CPU peak 0.42 cores of 4 requested; CPU request 600m would fit"},
 	}, {
 		name:     "an OOM-killed type is not advised, whatever its other replicas used",
 		job:      adviceJob(worker, "8", "8Gi"),
@@ -118,7 +118,7 @@ func TestAdvise(t *testing.T) {
 		name:     "the first attempt's record is enough",
 		job:      adviceJob(one, "", "8Gi"),
 		replicas: []Replica{restartedIn(used("worker-0", 0, gib, 0), 1)},
-		want:     []string{"worker: memory peak 1.0 GiB of 8.0 GiB requested; --memory 1536Mi would fit"},
+		want:     []string{"worker: memory peak 1.0 GiB of 8.0 GiB requested; memory request 1536Mi would fit"},
 	}, {
 		name:     "too few samples",
 		job:      adviceJob(one, "8", "8Gi"),
@@ -136,7 +136,7 @@ func TestAdvise(t *testing.T) {
 		live:     true,
 		job:      adviceJob(one, "", "8Gi"),
 		replicas: []Replica{used("worker-0", 0.1, gib, 0)},
-		want:     []string{"worker: memory peak 1.0 GiB of 8.0 GiB requested; --memory 1536Mi would fit"},
+		want:     []string{"worker: memory peak 1.0 GiB of 8.0 GiB requested; memory request 1536Mi would fit"},
 	}, {
 		name:     "a failed run is not advised",
 		state:    tfv1.JobFailed,
@@ -158,8 +158,8 @@ func TestAdvise(t *testing.T) {
 		job:      adviceJob(map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 1, tfv1.ReplicaTypePS: 1}, "2", "2Gi"),
 		replicas: []Replica{used("ps-0", 0.1, 100<<20, 0), used("worker-0", 1.9, 2*gib, 0)},
 		want: []string{
-			"ps: memory peak 100.0 MiB of 2.0 GiB requested; --memory 256Mi would fit",
-			"ps: CPU peak 0.10 cores of 2 requested; --cpu 200m would fit",
+			"ps: memory peak 100.0 MiB of 2.0 GiB requested; memory request 256Mi would fit",
+			"ps: CPU peak 0.10 cores of 2 requested; CPU request 200m would fit",
 		},
 	}, {
 		name: "no job recorded",
@@ -222,4 +222,37 @@ func resources(c corev1.Container) map[string]string {
 		}
 	}
 	return got
+}
+
+// TestAdviceFlags: submit's --memory and --cpu set every replica type, so they are
+// named only where every type has the same advice.
+func TestAdviceFlags(t *testing.T) {
+	both := map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 1, tfv1.ReplicaTypePS: 1}
+	tests := []struct {
+		name     string
+		job      *tfv1.TFJob
+		replicas []Replica
+		want     []string
+	}{{
+		name:     "every type alike",
+		job:      adviceJob(both, "4", "8Gi"),
+		replicas: []Replica{used("ps-0", 0.42, gib, 0), used("worker-0", 0.4, gib, 0)},
+		want:     []string{"--memory 1536Mi", "--cpu 600m"},
+	}, {
+		name:     "types that differ",
+		job:      adviceJob(both, "4", "8Gi"),
+		replicas: []Replica{used("ps-0", 0.42, gib, 0), used("worker-0", 1.2, 2*gib, 0)},
+	}, {
+		name:     "one type advised of two",
+		job:      adviceJob(both, "4", "8Gi"),
+		replicas: []Replica{used("ps-0", 0.42, gib, 0), {Name: "worker-0"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			advice, _ := Advise(Run{State: string(tfv1.JobSucceeded), Job: tt.job}, tt.replicas)
+			if diff := gocmp.Diff(tt.want, AdviceFlags(tt.job, advice)); diff != "" {
+				t.Errorf("AdviceFlags() (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

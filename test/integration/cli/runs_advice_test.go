@@ -40,9 +40,9 @@ func TestRightSizing(t *testing.T) {
 	f.mustSucceed("delete", "adv", "--wait")
 	shown := f.mustSucceed("runs", "show", "adv/"+run)
 	for _, want := range []string{
-		"Right-sizing:\n  worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit\n",
-		"  worker: CPU peak 0.42 cores of 4 requested; --cpu 600m would fit\n",
-		"tfk8s submit --from-run adv/" + run + " --right-size applies it",
+		"Right-sizing:\n  worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit\n",
+		"  worker: CPU peak 0.42 cores of 4 requested; CPU request 600m would fit\n",
+		"tfk8s submit --from-run adv/" + run + " --right-size applies it, as would --memory 1536Mi --cpu 600m\n",
 	} {
 		if !strings.Contains(shown.stdout, want) {
 			t.Errorf("runs show lacks %q:\n%s", want, shown.stdout)
