@@ -98,7 +98,7 @@ func (o *rootOptions) runManifest(ctx context.Context, name string, f *submitFla
 // and says what it changed: a user who asked for it sees the new requests before
 // the job runs with them.
 func (o *rootOptions) rightSize(ctx context.Context, c *storage.Client, r runs.Run, job *tfv1.TFJob) error {
-	if r.Live {
+	if r.Running() {
 		return fmt.Errorf("run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
 	}
 	d, err := runs.Show(ctx, c, r)
@@ -106,8 +106,11 @@ func (o *rootOptions) rightSize(ctx context.Context, c *storage.Client, r runs.R
 		return err
 	}
 	changed := runs.ApplyAdvice(job, d.Advice)
+	for _, why := range d.NoAdvice {
+		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s: %s\n", r.Name, r.Run, why)
+	}
 	if len(changed) == 0 {
-		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s has no advice (no usage recorded, or every request within twice its peak): nothing changed\n", r.Name, r.Run)
+		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s has no advice to apply: nothing changed\n", r.Name, r.Run)
 	}
 	for _, ch := range changed {
 		fmt.Fprintf(o.env.ErrOut, "--right-size: %s\n", ch)

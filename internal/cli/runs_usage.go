@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/tfk8s/tfk8s/internal/runs"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -46,16 +48,30 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 }
 
 // describeRunAdvice writes a finished run's right-sizing advice, and how to apply
-// it; nothing when there is none, as most runs ask for about what they use.
+// it, and why a type has none where some replica of a run that ended recorded its
+// usage; nothing otherwise, as most runs ask for about what they use.
 func describeRunAdvice(w io.Writer, d *runs.Details) error {
-	if len(d.Advice) == 0 {
+	recorded := !d.Running() && slices.ContainsFunc(d.Manifests, func(r runs.Replica) bool { return r.Usage != nil })
+	if len(d.Advice) == 0 && (len(d.NoAdvice) == 0 || !recorded) {
 		return nil
 	}
 	fmt.Fprintln(w, "Right-sizing:")
 	for _, a := range d.Advice {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
-	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it\n", d.Name, d.Run.Run)
+	if recorded {
+		for _, why := range d.NoAdvice {
+			fmt.Fprintf(w, "  %s\n", why)
+		}
+	}
+	if len(d.Advice) == 0 {
+		return nil
+	}
+	also := ""
+	if flags := runs.AdviceFlags(d.Job, d.Advice); len(flags) > 0 {
+		also = ", as would " + strings.Join(flags, " ")
+	}
+	_, err := fmt.Fprintf(w, "  tfk8s submit --from-run %s/%s --right-size applies it%s\n", d.Name, d.Run.Run, also)
 	return err
 }
 

@@ -56,23 +56,58 @@ func TestDescribeRunUsage(t *testing.T) {
 func TestDescribeRunAdvice(t *testing.T) {
 	advice := []runs.Advice{{ReplicaType: tfv1.ReplicaTypeWorker, Resource: corev1.ResourceMemory, Peak: 11 << 30 / 10,
 		Requested: resource.MustParse("8Gi"), Suggested: resource.MustParse("1536Mi")}}
+	job := func(types ...tfv1.ReplicaType) *tfv1.TFJob {
+		j := &tfv1.TFJob{Spec: tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{}}}
+		for _, rt := range types {
+			j.Spec.TFReplicaSpecs[rt] = &tfv1.ReplicaSpec{}
+		}
+		return j
+	}
+	recorded := []runs.Replica{{Name: "worker-0", Usage: &storage.Usage{Samples: 10}}}
 	tests := []struct {
-		name   string
-		advice []runs.Advice
-		want   string
+		name     string
+		job      *tfv1.TFJob
+		advice   []runs.Advice
+		noAdvice []string
+		replicas []runs.Replica
+		want     string
 	}{{
 		name: "none, nothing printed",
 	}, {
-		name:   "the advice and how to apply it",
+		name:   "the advice and how to apply it; the flag too, as it is every type's",
+		job:    job(tfv1.ReplicaTypeWorker),
 		advice: advice,
 		want: "Right-sizing:\n" +
-			"  worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit\n" +
+			"  worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit\n" +
+			"  tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it, as would --memory 1536Mi\n",
+	}, {
+		name:     "no flag where a type's advice is not every type's: --memory sets them all",
+		job:      job(tfv1.ReplicaTypeWorker, tfv1.ReplicaTypePS),
+		advice:   advice,
+		noAdvice: []string{"no advice for ps: ps-0 stored no usage record"},
+		replicas: recorded,
+		want: "Right-sizing:\n" +
+			"  worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit\n" +
+			"  no advice for ps: ps-0 stored no usage record\n" +
 			"  tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it\n",
+	}, {
+		name:     "why there is none, where a replica recorded its usage",
+		job:      job(tfv1.ReplicaTypeWorker),
+		noAdvice: []string{"no advice: the run is Failed, not Succeeded: only a whole, successful run shows what the job needs"},
+		replicas: recorded,
+		want: "Right-sizing:\n" +
+			"  no advice: the run is Failed, not Succeeded: only a whole, successful run shows what the job needs\n",
+	}, {
+		name:     "nothing where none did",
+		job:      job(tfv1.ReplicaTypeWorker),
+		noAdvice: []string{"no advice for worker: worker-0 stored no usage record"},
+		replicas: []runs.Replica{{Name: "worker-0"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			d := &runs.Details{Run: runs.Run{Name: "mnist", Run: "0f3a9c2e"}, Advice: tt.advice}
+			d := &runs.Details{Run: runs.Run{Name: "mnist", Run: "0f3a9c2e", Job: tt.job}, Advice: tt.advice, NoAdvice: tt.noAdvice,
+				Manifests: tt.replicas}
 			if err := describeRunAdvice(&b, d); err != nil {
 				t.Fatal(err)
 			}

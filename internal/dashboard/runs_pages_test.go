@@ -194,7 +194,7 @@ func TestRunsPages(t *testing.T) {
 		target: "/runs/a/mnist/0f3a9c2e",
 		code:   http.StatusOK,
 		want: []string{
-			`<li class="advice" data-replica-type="Worker" data-resource="memory">worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit</li>`,
+			`<li class="advice" data-replica-type="Worker" data-resource="memory">worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit</li>`,
 			`tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it.`,
 		},
 	}, {

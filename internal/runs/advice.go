@@ -41,7 +41,8 @@ type Advice struct {
 	ReplicaType tfv1.ReplicaType `json:"replicaType"`
 	// Resource is memory or cpu.
 	Resource corev1.ResourceName `json:"resource"`
-	// Peak is the highest use among the type's replicas: bytes of working set, or
+	// Peak is the highest use among the type's replicas: bytes of memory, the
+	// working set's peak or the kernel's high-water mark whichever is higher, or
 	// cores.
 	Peak float64 `json:"peak"`
 	// Requested is what each replica of the type requested.
@@ -58,32 +59,74 @@ func (a Advice) Flag() string {
 	return "--memory"
 }
 
-// String says it as one line, as tfk8s runs show prints it.
+// String says it as one line, as tfk8s runs show prints it. It names no flag:
+// submit's --memory and --cpu set every replica type, and the advice is of one.
 func (a Advice) String() string {
 	peak, requested := fmt.Sprintf("%.2f cores", a.Peak), a.Requested.String()
 	name := "CPU"
 	if a.Resource == corev1.ResourceMemory {
 		peak, requested, name = storage.FormatBytes(int64(a.Peak)), storage.FormatBytes(a.Requested.Value()), "memory"
 	}
-	return fmt.Sprintf("%s: %s peak %s of %s requested; %s %s would fit",
-		tfjob.TaskType(a.ReplicaType), name, peak, requested, a.Flag(), a.Suggested.String())
+	return fmt.Sprintf("%s: %s peak %s of %s requested; %s request %s would fit",
+		tfjob.TaskType(a.ReplicaType), name, peak, requested, name, a.Suggested.String())
 }
 
-// Advise is the right-sizing advice of a run: per replica type of job, the memory
-// and CPU whose request was more than twice the peak with headroom. A type is not
-// advised when a replica of it was OOM-killed (its peak is the limit's, not its
-// need) or when none of its replicas recorded its usage. Nil job, nil advice.
-func Advise(job *tfv1.TFJob, replicas []Replica) []Advice {
+// AdviceFlags are the submit flags that say the same as advice of job, "--memory
+// 1536Mi", for each resource whose advice every replica type of job has, all alike;
+// none where the types differ, as each flag sets them all.
+func AdviceFlags(job *tfv1.TFJob, advice []Advice) []string {
 	if job == nil {
 		return nil
 	}
-	usage := make(map[string]*storage.Usage, len(replicas))
-	for _, r := range replicas {
-		if r.Usage != nil {
-			usage[r.Name] = r.Usage
+	var flags []string
+	for _, res := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
+		var same *Advice
+		n := 0
+		for _, a := range advice {
+			if a.Resource != res {
+				continue
+			}
+			if same != nil && same.Suggested.Cmp(a.Suggested) != 0 {
+				n = -1
+				break
+			}
+			same, n = &a, n+1
+		}
+		if same != nil && n == len(job.Spec.TFReplicaSpecs) {
+			flags = append(flags, same.Flag()+" "+same.Suggested.String())
 		}
 	}
-	var out []Advice
+	return flags
+}
+
+// minUsageSamples is the fewest samples a replica's usage record must hold for its
+// type to be advised: at the agent's 2 s interval, about 10 s of running. Fewer are a
+// replica that ended while it was starting (loading data, building its graph), whose
+// peak is not the one of a run that trained.
+const minUsageSamples = 5
+
+// Advise is the right-sizing advice of run r: per replica type of its job, the
+// memory and CPU whose request was more than twice the peak with headroom. Advice
+// is given only from a run that ended Succeeded, for a type whose every replica
+// recorded its usage over at least minUsageSamples samples, in its first attempt
+// (a record covers only the latest attempt, so a restart hides what the earlier
+// ones used, an OOM kill among them), and none was OOM-killed (its peak is the
+// limit's, not its need). Where it gives none, why says so, one line each, for the
+// run or per type.
+func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
+	job := r.Job
+	switch {
+	case r.Running():
+		return nil, []string{"no advice while the run runs: its peaks may still rise"}
+	case job == nil:
+		return nil, []string{"no advice: no record of the job (run.json)"}
+	case r.State != string(tfv1.JobSucceeded):
+		return nil, []string{fmt.Sprintf("no advice: the run is %s, not Succeeded: only a whole, successful run shows what the job needs", r.State)}
+	}
+	byName := make(map[string]Replica, len(replicas))
+	for _, rep := range replicas {
+		byName[rep.Name] = rep
+	}
 	for _, rt := range slices.Sorted(maps.Keys(job.Spec.TFReplicaSpecs)) {
 		spec := job.Spec.TFReplicaSpecs[rt]
 		if spec == nil {
@@ -93,26 +136,53 @@ func Advise(job *tfv1.TFJob, replicas []Replica) []Advice {
 		if c == nil {
 			continue
 		}
-		peakMem, peakCPU, seen, oom := 0.0, 0.0, false, false
+		peakMem, peakCPU, reason := 0.0, 0.0, ""
 		for i := range tfjob.Replicas(spec) {
-			u := usage[tfjob.ReplicaName(rt, i)]
-			if u == nil || u.Samples == 0 {
-				continue
+			name := tfjob.ReplicaName(rt, i)
+			rep := byName[name]
+			u := rep.Usage
+			switch {
+			case u == nil:
+				reason = name + " stored no usage record"
+			case u.OOMKills > 0:
+				reason = name + " was OOM-killed: its peak is the limit's, not its need"
+			case restarted(rep):
+				reason = name + " restarted, and its record covers only its latest attempt"
+			case u.Samples < minUsageSamples:
+				reason = fmt.Sprintf("%s has %d usage samples, fewer than %d", name, u.Samples, minUsageSamples)
 			}
-			seen, oom = true, oom || u.OOMKills > 0
-			peakMem, peakCPU = max(peakMem, float64(u.MemoryPeakBytes)), max(peakCPU, u.CPUCoresPeak)
+			if reason != "" {
+				break
+			}
+			// The kernel's high-water mark sees between samples too: it is the figure
+			// to set a limit by (storage.Usage).
+			peakMem = max(peakMem, float64(u.MemoryPeakBytes), float64(u.MemoryHighWaterBytes))
+			peakCPU = max(peakCPU, u.CPUCoresPeak)
 		}
-		if !seen || oom {
+		if reason != "" {
+			why = append(why, fmt.Sprintf("no advice for %s: %s", tfjob.TaskType(rt), reason))
 			continue
 		}
 		if a, ok := adviseOne(rt, c, corev1.ResourceMemory, peakMem); ok {
-			out = append(out, a)
+			advice = append(advice, a)
 		}
 		if a, ok := adviseOne(rt, c, corev1.ResourceCPU, peakCPU); ok {
-			out = append(out, a)
+			advice = append(advice, a)
 		}
 	}
-	return out
+	return advice, why
+}
+
+// restarted is whether the replica ran more than one attempt, as its usage record
+// or its manifest says.
+func restarted(rep Replica) bool {
+	if rep.Usage != nil && rep.Usage.Attempt > 1 {
+		return true
+	}
+	if rep.Manifest == nil {
+		return false
+	}
+	return len(rep.Manifest.Attempts) > 1 || slices.ContainsFunc(rep.Manifest.Attempts, func(a storage.Attempt) bool { return a.Number > 1 })
 }
 
 // adviseOne advises one resource of a container whose replicas peaked at peak.
@@ -150,9 +220,9 @@ func suggestCPU(peak float64) int64 {
 }
 
 // ApplyAdvice sets the requests of job's replica types as advised, and their
-// limits where the container has one (a limit left above the new request would
-// no longer be what the job asked for). It returns what it changed, one line each:
-// "worker memory 8Gi -> 1536Mi".
+// limits where the limit equalled the old request (as submit --memory makes it); a
+// limit the user set above the request is theirs to keep. It returns what it
+// changed, one line each: "worker memory 8Gi -> 1536Mi".
 func ApplyAdvice(job *tfv1.TFJob, advice []Advice) []string {
 	var changed []string
 	for _, a := range advice {
@@ -168,7 +238,7 @@ func ApplyAdvice(job *tfv1.TFJob, advice []Advice) []string {
 			c.Resources.Requests = corev1.ResourceList{}
 		}
 		c.Resources.Requests[a.Resource] = a.Suggested
-		if _, ok := c.Resources.Limits[a.Resource]; ok {
+		if l, ok := c.Resources.Limits[a.Resource]; ok && l.Cmp(a.Requested) == 0 {
 			c.Resources.Limits[a.Resource] = a.Suggested
 		}
 		changed = append(changed, fmt.Sprintf("%s %s %s -> %s", tfjob.TaskType(a.ReplicaType), a.Resource, a.Requested.String(), a.Suggested.String()))

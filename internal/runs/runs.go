@@ -297,6 +297,14 @@ func (r *Run) describe() {
 	r.Replicas = strings.Join(counts, ",")
 }
 
+// Running is whether the run has not ended: its TFJob exists (Live) and neither its
+// state nor an end record says it finished. A job that succeeded or failed and is not
+// yet deleted has ended.
+func (r *Run) Running() bool {
+	ended := r.End != nil || r.State == string(tfv1.JobSucceeded) || r.State == string(tfv1.JobFailed)
+	return r.Live && !ended
+}
+
 // Duration is how long the run ran: until its end, or until now while its job runs;
 // 0 when unknown.
 func (r *Run) Duration(now time.Time) time.Duration {

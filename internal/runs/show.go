@@ -18,8 +18,11 @@ type Details struct {
 	Run
 	Manifests []Replica
 	// Advice is the right-sizing advice of a run that ended (Advise); nil while it
-	// runs, as its peaks may still rise.
+	// runs (Running), as its peaks may still rise.
 	Advice []Advice
+	// NoAdvice says why a run, or a type of its replicas, has no advice: one line
+	// each (Advise).
+	NoAdvice []string
 }
 
 // Replica is what one replica of a run stored.
@@ -101,8 +104,6 @@ func Show(ctx context.Context, c *storage.Client, r Run) (*Details, error) {
 		}
 		d.Manifests[i] = Replica{Name: names[i], Manifest: m, Err: err, Usage: u, UsageErr: uerr}
 	})
-	if !r.Live {
-		d.Advice = Advise(r.Job, d.Manifests)
-	}
+	d.Advice, d.NoAdvice = Advise(r, d.Manifests)
 	return d, nil
 }

@@ -6,14 +6,16 @@ import (
 	"testing"
 	"time"
 
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // TestRightSizing: a run whose worker asked for 8 GiB and 4 cores and peaked at
 // 1.1 GiB and 0.42 cores. While its job runs, --right-size refuses (the peaks may
-// still rise); once it ended, runs show gives the advice, and submit --from-run
-// --right-size sets the requests it names and says what it changed.
+// still rise); once it succeeded, before its job is deleted and after, runs show
+// gives the advice, and submit --from-run --right-size sets the requests it names
+// and says what it changed.
 func TestRightSizing(t *testing.T) {
 	f := newFixture(t)
 	f.mustSucceed("submit", "--name", "adv", "--image", "tf:2.21", "--cpu", "4", "--memory", "8Gi", "--", "python3", "train.py")
@@ -26,12 +28,21 @@ func TestRightSizing(t *testing.T) {
 		t.Errorf("submit --right-size of a running run: %s\nwant a failure saying %q", r, want)
 	}
 
+	f.waitPods("adv", "adv-worker-0")
+	kubelet().Bind(t, f.ns, "adv-worker-0", "node-a")
+	kubelet().SetExited(t, f.ns, "adv-worker-0", 0)
+	f.waitCondition("adv", tfv1.JobSucceeded)
+	// A job that succeeded has ended, though its TFJob is not yet deleted.
+	r = f.mustSucceed("submit", "--from-run", "adv/"+run, "--right-size", "--dry-run")
+	if want := "--right-size: worker memory 8Gi -> 1536Mi\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("submit --right-size of a job that succeeded, not yet deleted: stderr lacks %q:\n%s", want, r.stderr)
+	}
 	f.mustSucceed("delete", "adv", "--wait")
 	shown := f.mustSucceed("runs", "show", "adv/"+run)
 	for _, want := range []string{
-		"Right-sizing:\n  worker: memory peak 1.1 GiB of 8.0 GiB requested; --memory 1536Mi would fit\n",
-		"  worker: CPU peak 0.42 cores of 4 requested; --cpu 600m would fit\n",
-		"tfk8s submit --from-run adv/" + run + " --right-size applies it",
+		"Right-sizing:\n  worker: memory peak 1.1 GiB of 8.0 GiB requested; memory request 1536Mi would fit\n",
+		"  worker: CPU peak 0.42 cores of 4 requested; CPU request 600m would fit\n",
+		"tfk8s submit --from-run adv/" + run + " --right-size applies it, as would --memory 1536Mi --cpu 600m\n",
 	} {
 		if !strings.Contains(shown.stdout, want) {
 			t.Errorf("runs show lacks %q:\n%s", want, shown.stdout)
