@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,11 +28,20 @@ import (
 
 // A running job's progress is polled from its lead replica's agent at most every
 // progressInterval: at 1,000 running jobs, some 2,000 status writes a minute, the
-// figure test/bench measures. A poll waits at most progressTimeout: it runs inside a
-// reconcile, and a pod that does not answer must not hold a worker for long.
+// figure test/bench measures. A poll waits at most progressTimeout, on one of
+// progressPollers goroutines and never on a reconcile worker: a pod that does not
+// answer (a default-deny NetworkPolicy drops the packets) must not hold the queue.
+// A job whose poll failed backs off, doubling from progressInterval up to
+// maxProgressBackoff.
 const (
-	progressInterval = 30 * time.Second
-	progressTimeout  = time.Second
+	progressInterval   = 30 * time.Second
+	progressTimeout    = time.Second
+	maxProgressBackoff = 10 * time.Minute
+	// progressPollers polls at once, and progressQueue polls wait; a job that finds
+	// the queue full is polled at its next turn. At 1,000 jobs every 30 s the pollers
+	// keep up while under a tenth of the polls time out.
+	progressPollers = 4
+	progressQueue   = 256
 	// maxProgressStep bounds what is believed of a step or a total: the largest
 	// integer a float64 holds exactly, and JavaScript's.
 	maxProgressStep = 1 << 53
@@ -39,10 +49,12 @@ const (
 	maxStepRate = 1e9
 )
 
-// syncProgress polls the lead replica's progress of a running job when it is due and
-// puts it into st; a finished job keeps its last progress without a rate or an ETA.
-// It returns when to poll again, or 0. It is the one hook of progress in reconcile,
-// between deciding the end record and writing the status.
+// syncProgress puts the last polled progress of a running job into st and, when the
+// job is due, asks for its next poll; a finished job keeps its last progress without
+// a rate or an ETA. It returns when to look again, or 0: a poll's result is read at
+// the job's next reconcile, at most progressInterval later, as it does not itself
+// requeue the job. It is the one hook of progress in reconcile, between deciding the
+// end record and writing the status, and it never waits on the network.
 func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, now metav1.Time) time.Duration {
 	if r.kubeflow {
 		return 0 // kubeflow.org's status has no field for it
@@ -56,15 +68,9 @@ func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pod
 	if pod == nil {
 		return 0 // the lead pod's update brings the next reconcile
 	}
-	if wait := progressPolls.due(job.UID, now.Time); wait > 0 {
-		return wait
-	}
-	lp, err := fetchLiveProgress(ctx, progressClient, url, string(pod.UID))
-	if err != nil {
-		log.FromContext(ctx).V(2).Info("Reading the lead replica's progress", "pod", pod.Name, "error", err.Error())
-	}
+	lp, wait := progressPolls.take(ctx, job.UID, pollRequest{url: url, podUID: string(pod.UID), pod: pod.Name}, now.Time)
 	st.Progress = decideProgress(st.Progress, lp, now)
-	return progressInterval
+	return wait
 }
 
 // progressSource is the lead replica's running pod that serves its progress, and the
@@ -212,43 +218,133 @@ func finishedProgress(p *tfv1.TrainingProgress) *tfv1.TrainingProgress {
 	return p
 }
 
-// progressPolls remembers when each running job was last polled, so that a reconcile
-// for another reason does not poll again within progressInterval. Entries of jobs
-// gone without finishing are swept once they are stale.
-var progressPolls = &pollTimes{}
+// progressPolls polls the running jobs' lead replicas for every reconciler.
+var progressPolls = newProgressPoller(progressClient, progressPollers, progressQueue)
 
-type pollTimes struct {
+// progressPoller polls on a fixed number of goroutines, fed by a bounded queue, and
+// keeps each job's last result until a reconcile takes it. Entries of jobs gone
+// without finishing are swept once they are stale.
+type progressPoller struct {
+	client  *http.Client
+	workers int
+	queue   chan pollRequest
+	start   sync.Once
+
 	mu    sync.Mutex
-	last  map[types.UID]time.Time
+	jobs  map[types.UID]*jobPoll
 	swept time.Time
 }
 
-// due returns how long until the job may be polled, or 0, and then counts it polled
-// at now.
-func (p *pollTimes) due(uid types.UID, now time.Time) time.Duration {
+// pollRequest is one poll of a job's lead replica.
+type pollRequest struct {
+	uid         types.UID
+	url, podUID string
+	pod         string // the pod's name, for the log
+	log         logr.Logger
+}
+
+// jobPoll is what the poller knows of a job.
+type jobPoll struct {
+	last     time.Time // when the reconcile last asked for a poll
+	failures int       // polls failed in a row
+	inFlight bool
+	result   *tfjob.LiveProgress // the last poll's answer, until taken
+}
+
+func newProgressPoller(c *http.Client, workers, queue int) *progressPoller {
+	return &progressPoller{client: c, workers: workers, queue: make(chan pollRequest, queue), jobs: map[types.UID]*jobPoll{}}
+}
+
+// progressBackoff is the wait before the next poll after failures failed polls in a
+// row: progressInterval, doubled by each failure up to maxProgressBackoff.
+func progressBackoff(failures int) time.Duration {
+	d := progressInterval
+	for range min(failures, 16) {
+		d = min(2*d, maxProgressBackoff)
+	}
+	return d
+}
+
+// take returns the job's last polled progress (nil when none arrived since the last
+// take) and how long until it is due again; when due and no poll of it is under way,
+// it queues one without waiting: a full queue skips this turn.
+func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollRequest, now time.Time) (*tfjob.LiveProgress, time.Duration) {
+	p.start.Do(func() {
+		for range p.workers {
+			go p.run()
+		}
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[types.UID]time.Time{}
+	jp := p.jobs[uid]
+	if jp == nil {
+		jp = &jobPoll{}
+		p.jobs[uid] = jp
 	}
-	if wait := p.last[uid].Add(progressInterval).Sub(now); wait > 0 && wait <= progressInterval {
-		return wait
+	lp := jp.result
+	jp.result = nil
+	backoff := progressBackoff(jp.failures)
+	if wait := jp.last.Add(backoff).Sub(now); wait > 0 && wait <= backoff {
+		return lp, wait
 	}
-	p.last[uid] = now
-	if now.Sub(p.swept) > 10*progressInterval {
-		for id, t := range p.last {
-			if now.Sub(t) > 4*progressInterval {
-				delete(p.last, id)
-			}
+	jp.last = now // the clock going back polls rather than waits for ever
+	if !jp.inFlight {
+		req.uid, req.log = uid, log.FromContext(ctx)
+		select {
+		case p.queue <- req:
+			jp.inFlight = true
+		default:
 		}
-		p.swept = now
 	}
-	return 0
+	p.sweep(now)
+	return lp, backoff
+}
+
+// sweep drops the jobs not asked about for long; the caller holds p.mu.
+func (p *progressPoller) sweep(now time.Time) {
+	if now.Sub(p.swept) <= 10*progressInterval {
+		return
+	}
+	for id, jp := range p.jobs {
+		if !jp.inFlight && now.Sub(jp.last) > 2*maxProgressBackoff {
+			delete(p.jobs, id)
+		}
+	}
+	p.swept = now
+}
+
+// run polls what is queued, for ever.
+func (p *progressPoller) run() {
+	for req := range p.queue {
+		ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
+		lp, err := fetchLiveProgress(ctx, p.client, req.url, req.podUID)
+		cancel()
+		if err != nil {
+			req.log.V(2).Info("Reading the lead replica's progress", "pod", req.pod, "error", err.Error())
+		}
+		p.done(req.uid, lp, err)
+	}
+}
+
+// done records a poll's outcome.
+func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	jp := p.jobs[uid]
+	if jp == nil {
+		return // forgotten meanwhile
+	}
+	jp.inFlight = false
+	if err != nil {
+		jp.failures++
+		return
+	}
+	jp.failures, jp.result = 0, lp
 }
 
 // forget drops a finished job.
-func (p *pollTimes) forget(uid types.UID) {
+func (p *progressPoller) forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.last, uid)
+	delete(p.jobs, uid)
 }

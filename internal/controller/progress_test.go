@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -207,28 +209,118 @@ func TestProgressSource(t *testing.T) {
 	}
 }
 
-func TestPollTimes(t *testing.T) {
-	p := &pollTimes{}
-	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	steps := []struct {
-		uid  types.UID
-		at   time.Duration
-		want time.Duration
-	}{
-		{"a", 0, 0},
-		{"a", 10 * time.Second, 20 * time.Second},
-		{"b", 10 * time.Second, 0},
-		{"a", 30 * time.Second, 0},
-		{"a", 29 * time.Second, 0}, // the clock went back: poll rather than wait forever
+func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		entered <- struct{}{}
+		<-release // never answers while the test runs
+	}))
+	defer srv.Close()
+	defer close(release)
+	// Every poll, whatever the pod's address, reaches the silent server.
+	c := &http.Client{Timeout: progressTimeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", srv.Listener.Addr().String())
+	}}}
+	saved := progressPolls
+	progressPolls = newProgressPoller(c, 1, 1)
+	defer func() { progressPolls = saved }()
+
+	job := testutil.MakeTFJob("j", "ns").Chief().Obj()
+	job.UID = "job-1"
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
+		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
+	st := &tfv1.TFJobStatus{}
+	start := time.Now()
+	wait := (&TFJobReconciler{}).syncProgress(context.Background(), job, []*corev1.Pod{pod}, st, metav1.Now())
+	if took := time.Since(start); took > progressTimeout/4 {
+		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}
-	for i, s := range steps {
-		if got := p.due(s.uid, t0.Add(s.at)); got != s.want {
-			t.Errorf("step %d: due(%s, +%v) = %v, want %v", i, s.uid, s.at, got, s.want)
+	if wait != progressInterval {
+		t.Errorf("syncProgress asked to come back in %v, want %v", wait, progressInterval)
+	}
+	select {
+	case <-entered: // the poll was made, on the poller, and is blocked still
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was never polled")
+	}
+}
+
+func TestProgressPollBacksOff(t *testing.T) {
+	for failures, want := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute} {
+		if got := progressBackoff(failures); got != want {
+			t.Errorf("progressBackoff(%d) = %v, want %v", failures, got, want)
 		}
 	}
-	p.due("c", t0.Add(time.Hour)) // sweeps a and b, long stale
-	if len(p.last) != 1 {
-		t.Errorf("%d jobs remembered after a sweep, want 1: %v", len(p.last), p.last)
+	p := newProgressPoller(nil, 0, 1) // no pollers: the test plays their part
+	ctx, t0 := context.Background(), time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	take := func(at time.Duration) time.Duration {
+		_, wait := p.take(ctx, "a", pollRequest{url: "http://10.1.2.3:2230/progress"}, t0.Add(at))
+		return wait
+	}
+	polled := func() bool {
+		select {
+		case <-p.queue:
+			return true
+		default:
+			return false
+		}
+	}
+	fail := errors.New("i/o timeout")
+	steps := []struct {
+		at       time.Duration
+		answer   bool // the poll queued by this step fails
+		wantWait time.Duration
+		wantPoll bool
+	}{
+		{at: 0, answer: true, wantWait: 30 * time.Second, wantPoll: true},
+		{at: 30 * time.Second, wantWait: 30 * time.Second}, // one failure: 60 s from the poll
+		{at: time.Minute, answer: true, wantWait: time.Minute, wantPoll: true},
+		{at: 2 * time.Minute, wantWait: time.Minute}, // two: 120 s
+		{at: 3 * time.Minute, wantWait: 2 * time.Minute, wantPoll: true},
+		{at: 5 * time.Minute, wantWait: 2 * time.Minute}, // due, but still in flight: not queued twice
+	}
+	for i, s := range steps {
+		wait := take(s.at)
+		got := polled()
+		if wait != s.wantWait || got != s.wantPoll {
+			t.Errorf("step %d at +%v: wait %v, polled %v; want %v, %v", i, s.at, wait, got, s.wantWait, s.wantPoll)
+		}
+		if got && s.answer {
+			p.done("a", nil, fail)
+		}
+	}
+	p.done("a", &tfjob.LiveProgress{Step: 1}, nil) // an answer ends the backoff
+	if wait := take(5*time.Minute + progressInterval); wait != progressInterval || !polled() {
+		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressInterval)
+	}
+}
+
+func TestProgressPollSkipsWhenTheQueueIsFull(t *testing.T) {
+	p := newProgressPoller(nil, 0, 1)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	p.take(context.Background(), "a", pollRequest{}, now)
+	p.take(context.Background(), "b", pollRequest{}, now) // the queue is full: b waits its next turn
+	if len(p.queue) != 1 || p.jobs["b"].inFlight {
+		t.Fatalf("queue %d long, b in flight %v; want a alone queued", len(p.queue), p.jobs["b"].inFlight)
+	}
+	<-p.queue
+	p.done("a", &tfjob.LiveProgress{Step: 5}, nil)
+	lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(time.Second))
+	if lp == nil || lp.Step != 5 {
+		t.Errorf("took %v, want the polled step 5", lp)
+	}
+	if lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(2*time.Second)); lp != nil {
+		t.Errorf("took %v again, want a result taken once", lp)
+	}
+	if wait := func() time.Duration {
+		_, w := p.take(context.Background(), "b", pollRequest{}, now.Add(progressInterval))
+		return w
+	}(); wait != progressInterval || len(p.queue) != 1 {
+		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressInterval)
 	}
 }
 
