@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,11 +75,13 @@ func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pod
 }
 
 // progressSource is the lead replica's running pod that serves its progress, and the
-// URL to poll; nil when there is none. The port is the pod's own setting, so a pod
-// created before the controller asked for it is not polled.
+// URL to poll; nil when there is none. A pod is polled only when the job asks its
+// lead to serve (tfjob.ServesProgress), it is not on the host's network, and its
+// container's port is the controller's own: a pod created before the controller set
+// it is not polled, nor is a port the user's environment chose.
 func progressSource(job *tfv1.TFJob, pods []*corev1.Pod) (*corev1.Pod, string) {
 	lead, ok := tfjob.LeadReplica(job)
-	if !ok {
+	if !ok || !tfjob.ServesProgress(job, lead, 0) {
 		return nil, ""
 	}
 	for _, pod := range pods {
@@ -88,9 +91,12 @@ func progressSource(job *tfv1.TFJob, pods []*corev1.Pod) (*corev1.Pod, string) {
 			continue
 		}
 		for _, c := range pod.Spec.Containers {
-			for _, e := range c.Env {
-				if port, err := strconv.Atoi(e.Value); e.Name == tfjob.EnvProgressPort && err == nil && port > 0 && port < 65536 {
-					return pod, "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + tfjob.ProgressPath
+			for _, e := range slices.Backward(c.Env) { // the last of a name is the one the container sees
+				if e.Name == tfjob.EnvProgressPort {
+					if e.Value != strconv.Itoa(tfjob.ProgressPort) {
+						break
+					}
+					return pod, "http://" + net.JoinHostPort(pod.Status.PodIP, e.Value) + tfjob.ProgressPath
 				}
 			}
 		}

@@ -170,8 +170,11 @@ func TestFetchLiveProgressTreatsTheBodyAsUntrusted(t *testing.T) {
 	}
 }
 
+// TestProgressSource checks which pod is polled, on whole pods and on the pods the
+// cache holds (stripPod), which must decide the same.
 func TestProgressSource(t *testing.T) {
 	job := testutil.MakeTFJob("j", "ns").Chief().Workers(2).Obj()
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
 	pod := func(rt tfv1.ReplicaType, index string, mutate func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + strings.ToLower(string(rt)) + index, UID: "u",
 			Labels: map[string]string{tfv1.LabelReplicaType: strings.ToLower(string(rt)), tfv1.LabelReplicaIndex: index}},
@@ -194,18 +197,39 @@ func TestProgressSource(t *testing.T) {
 		{name: "a pending chief: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })}},
 		{name: "a chief without the port: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.Containers[0].Env = nil })}},
 		{name: "a chief on the host's network: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.HostNetwork = true })}},
+		{name: "a port the user chose: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: tfjob.EnvProgressPort, Value: "10250"})
+		})}},
+		{name: "the last of the variable counts", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = append([]corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: "10250"}}, p.Spec.Containers[0].Env...)
+		})}, wantPod: "p-chief0", wantURL: "http://10.1.2.3:2230/progress"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, url := progressSource(job, tc.pods)
-			name := ""
-			if got != nil {
-				name = got.Name
+			var stripped []*corev1.Pod
+			for _, p := range tc.pods {
+				s, err := stripPod(p.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				stripped = append(stripped, s.(*cachedPod).pod())
 			}
-			if name != tc.wantPod || url != tc.wantURL {
-				t.Errorf("progressSource = %q, %q; want %q, %q", name, url, tc.wantPod, tc.wantURL)
+			for kind, pods := range map[string][]*corev1.Pod{"whole": tc.pods, "cached": stripped} {
+				got, url := progressSource(job, pods)
+				name := ""
+				if got != nil {
+					name = got.Name
+				}
+				if name != tc.wantPod || url != tc.wantURL {
+					t.Errorf("progressSource on %s pods = %q, %q; want %q, %q", kind, name, url, tc.wantPod, tc.wantURL)
+				}
 			}
 		})
+	}
+	hostChief := job.DeepCopy()
+	hostChief.Spec.TFReplicaSpecs[tfv1.ReplicaTypeChief].Template.Spec.HostNetwork = true
+	if got, _ := progressSource(hostChief, []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", nil)}); got != nil {
+		t.Errorf("progressSource polls %s, whose template is on the host's network", got.Name)
 	}
 }
 

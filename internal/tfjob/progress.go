@@ -53,10 +53,11 @@ func LeadReplica(job *tfv1.TFJob) (tfv1.ReplicaType, bool) {
 
 // ServesProgress reports whether the controller asks replica (rt, index) of job to
 // serve its progress: the lead replica, when its agent uploads artifacts (whose event
-// files it reads) and the pod has an IP of its own.
+// files it reads) and the pod has an IP of its own: neither the job's networking nor
+// the replica's template puts it on the host's network.
 func ServesProgress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32) bool {
 	lead, ok := LeadReplica(job)
 	a := job.Spec.Artifacts
 	return ok && rt == lead && index == 0 && a != nil && a.Destination != "" && len(a.Paths) > 0 &&
-		job.Spec.Networking.Mode != tfv1.NetworkingModeHostNetwork
+		job.Spec.Networking.Mode != tfv1.NetworkingModeHostNetwork && !job.Spec.TFReplicaSpecs[rt].Template.Spec.HostNetwork
 }
