@@ -74,11 +74,15 @@ func (l *liveProgress) set(p *tfevents.Progress) {
 
 // newLiveProgress is what is served of p: the step, the total (the program's, else
 // envTotal), the rate and the last values of the loss and then of the other scalars
-// by name, at most tfjob.MaxLiveMetrics.
+// by name, at most tfjob.MaxLiveMetrics. Names the status does not take
+// (tfjob.MetricNameFits) are left out before counting, as the controller would drop
+// them; so the body stays far under tfjob.MaxLiveProgressBytes.
 func newLiveProgress(p *tfevents.Progress, envTotal int64) tfjob.LiveProgress {
 	lp := tfjob.LiveProgress{Step: p.Step, TotalSteps: cmp.Or(p.TotalSteps, envTotal), StepsPerSecond: p.StepsPerSecond}
-	keys := slices.Sorted(maps.Keys(p.Scalars))
-	if loss, _, ok := p.Loss(); ok {
+	fit := &tfevents.Progress{Scalars: maps.Clone(p.Scalars)} // the loss too is one the status takes
+	maps.DeleteFunc(fit.Scalars, func(k string, _ tfevents.Last) bool { return !tfjob.MetricNameFits(k) })
+	keys := slices.Sorted(maps.Keys(fit.Scalars))
+	if loss, _, ok := fit.Loss(); ok {
 		keys = append([]string{loss}, slices.DeleteFunc(keys, func(k string) bool { return k == loss })...)
 	}
 	for _, k := range keys[:min(len(keys), tfjob.MaxLiveMetrics)] {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -191,26 +189,12 @@ func progressMetrics(in []tfjob.LiveMetric) []tfv1.ProgressMetric {
 			break
 		}
 		v, err := strconv.ParseFloat(m.Value, 64)
-		if err != nil || !printableName(m.Name) {
+		if err != nil || !tfjob.MetricNameFits(m.Name) {
 			continue
 		}
 		out = append(out, tfv1.ProgressMetric{Name: m.Name, Value: strconv.FormatFloat(v, 'g', 6, 64)})
 	}
 	return out
-}
-
-// printableName reports whether a metric's name fits the status: 1 to 128 bytes of
-// UTF-8 without control characters.
-func printableName(s string) bool {
-	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, c := range s {
-		if !unicode.IsPrint(c) {
-			return false
-		}
-	}
-	return true
 }
 
 // finishedProgress is a finished job's last progress: no rate nor time left, as
