@@ -44,8 +44,12 @@ const (
 	// maxProgressStep bounds what is believed of a step or a total: the largest
 	// integer a float64 holds exactly, and JavaScript's.
 	maxProgressStep = 1 << 53
-	// maxStepRate bounds the steps per second believed.
+	// maxStepRate bounds the steps per second believed, and a rate under
+	// minStepRate (a step in some 30 years) counts as none: written as a decimal
+	// without an exponent, with four significant digits, a rate is then at most 14
+	// characters.
 	maxStepRate = 1e9
+	minStepRate = 1e-9
 )
 
 // syncProgress puts the last polled progress of a running job into st and, when the
@@ -155,12 +159,12 @@ func decideProgress(prev *tfv1.TrainingProgress, lp *tfjob.LiveProgress, now met
 	}
 	p := &tfv1.TrainingProgress{Step: min(max(lp.Step, 0), maxProgressStep), Metrics: progressMetrics(lp.Metrics)}
 	rate := lp.StepsPerSecond
-	if math.IsNaN(rate) || rate <= 0 {
+	if math.IsNaN(rate) || rate < minStepRate {
 		rate = 0
 	}
 	rate = min(rate, maxStepRate)
 	if rate > 0 {
-		p.StepsPerSecond = strconv.FormatFloat(rate, 'g', 4, 64)
+		p.StepsPerSecond = formatStepRate(rate)
 	}
 	if total := lp.TotalSteps; total >= 1 && total <= maxProgressStep {
 		p.TotalSteps = ptr.To(total)
@@ -178,6 +182,14 @@ func decideProgress(prev *tfv1.TrainingProgress, lp *tfjob.LiveProgress, now met
 	}
 	p.LastUpdatedTime = now
 	return p
+}
+
+// formatStepRate writes rate, from minStepRate to maxStepRate, as the API says: a
+// decimal without an exponent ("12.5", "0.000001235", "12350"), to four significant
+// digits.
+func formatStepRate(rate float64) string {
+	rounded, _ := strconv.ParseFloat(strconv.FormatFloat(rate, 'g', 4, 64), 64)
+	return strconv.FormatFloat(rounded, 'f', -1, 64)
 }
 
 // progressMetrics keeps the first tfjob.MaxLiveMetrics metrics whose name is short and

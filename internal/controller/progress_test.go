@@ -80,7 +80,22 @@ func TestDecideProgress(t *testing.T) {
 			name: "a crawl of a huge total caps the time left",
 			lp:   &tfjob.LiveProgress{Step: 0, TotalSteps: 1 << 50, StepsPerSecond: 1e-9},
 			want: &tfv1.TrainingProgress{Step: 0, TotalSteps: ptr.To[int64](1 << 50), ProgressPercentage: ptr.To[int32](0),
-				EstimatedRemainingSeconds: ptr.To[int32](math.MaxInt32), StepsPerSecond: "1e-09", LastUpdatedTime: t1},
+				EstimatedRemainingSeconds: ptr.To[int32](math.MaxInt32), StepsPerSecond: "0.000000001", LastUpdatedTime: t1},
+		},
+		{
+			name: "a fast rate without an exponent",
+			lp:   &tfjob.LiveProgress{Step: 1, StepsPerSecond: 12345.6},
+			want: &tfv1.TrainingProgress{Step: 1, StepsPerSecond: "12350", LastUpdatedTime: t1},
+		},
+		{
+			name: "a rate under a step in 30 years is none",
+			lp:   &tfjob.LiveProgress{Step: 1, TotalSteps: 2, StepsPerSecond: 5e-324},
+			want: &tfv1.TrainingProgress{Step: 1, TotalSteps: ptr.To[int64](2), ProgressPercentage: ptr.To[int32](50), LastUpdatedTime: t1},
+		},
+		{
+			name: "the fastest rate believed",
+			lp:   &tfjob.LiveProgress{Step: 1, StepsPerSecond: math.Inf(1)},
+			want: &tfv1.TrainingProgress{Step: 1, StepsPerSecond: "1000000000", LastUpdatedTime: t1},
 		},
 		{
 			name: "no more than eight metrics",
