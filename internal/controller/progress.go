@@ -41,6 +41,9 @@ const (
 	// keep up while under a tenth of the polls time out.
 	progressPollers = 4
 	progressQueue   = 256
+	// progressCollect is when a reconcile that queued a poll looks again, to write
+	// its answer: a poll has ended by then unless its queue was long.
+	progressCollect = progressTimeout + time.Second
 	// maxProgressStep bounds what is believed of a step or a total: the largest
 	// integer a float64 holds exactly, and JavaScript's.
 	maxProgressStep = 1 << 53
@@ -54,10 +57,11 @@ const (
 
 // syncProgress puts the last polled progress of a running job into st and, when the
 // job is due, asks for its next poll; a finished job keeps its last progress without
-// a rate or an ETA. It returns when to look again, or 0: a poll's result is read at
-// the job's next reconcile, at most progressInterval later, as it does not itself
-// requeue the job. It is the one hook of progress in reconcile, between deciding the
-// end record and writing the status, and it never waits on the network.
+// a rate or an ETA. It returns when to look again, or 0: progressCollect after it
+// queued a poll, whose answer that reconcile writes (a poll's end does not itself
+// requeue the job; one that ends later is written at the next turn). It is the one
+// hook of progress in reconcile, between deciding the end record and writing the
+// status, and it never waits on the network.
 func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, now metav1.Time) time.Duration {
 	if r.kubeflow {
 		return 0 // kubeflow.org's status has no field for it
@@ -268,8 +272,9 @@ func progressBackoff(failures int) time.Duration {
 }
 
 // take returns the job's last polled progress (nil when none arrived since the last
-// take) and how long until it is due again; when due and no poll of it is under way,
-// it queues one without waiting: a full queue skips this turn.
+// take) and how long until it is due again, or progressCollect when it queued a poll:
+// when due and no poll of it is under way, it queues one without waiting, and a full
+// queue skips this turn.
 func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollRequest, now time.Time) (*tfjob.LiveProgress, time.Duration) {
 	p.start.Do(func() {
 		for range p.workers {
@@ -295,6 +300,8 @@ func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollReques
 		select {
 		case p.queue <- req:
 			jp.inFlight = true
+			p.sweep(now)
+			return lp, progressCollect
 		default:
 		}
 	}

@@ -278,8 +278,8 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 	if took := time.Since(start); took > progressTimeout/4 {
 		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}
-	if wait != progressInterval {
-		t.Errorf("syncProgress asked to come back in %v, want %v", wait, progressInterval)
+	if wait != progressCollect {
+		t.Errorf("syncProgress asked to come back in %v, want %v, for the poll's answer", wait, progressCollect)
 	}
 	select {
 	case <-entered: // the poll was made, on the poller, and is blocked still
@@ -315,11 +315,11 @@ func TestProgressPollBacksOff(t *testing.T) {
 		wantWait time.Duration
 		wantPoll bool
 	}{
-		{at: 0, answer: true, wantWait: 30 * time.Second, wantPoll: true},
+		{at: 0, answer: true, wantWait: progressCollect, wantPoll: true},
 		{at: 30 * time.Second, wantWait: 30 * time.Second}, // one failure: 60 s from the poll
-		{at: time.Minute, answer: true, wantWait: time.Minute, wantPoll: true},
+		{at: time.Minute, answer: true, wantWait: progressCollect, wantPoll: true},
 		{at: 2 * time.Minute, wantWait: time.Minute}, // two: 120 s
-		{at: 3 * time.Minute, wantWait: 2 * time.Minute, wantPoll: true},
+		{at: 3 * time.Minute, wantWait: progressCollect, wantPoll: true},
 		{at: 5 * time.Minute, wantWait: 2 * time.Minute}, // due, but still in flight: not queued twice
 	}
 	for i, s := range steps {
@@ -333,8 +333,8 @@ func TestProgressPollBacksOff(t *testing.T) {
 		}
 	}
 	p.done("a", &tfjob.LiveProgress{Step: 1}, nil) // an answer ends the backoff
-	if wait := take(5*time.Minute + progressInterval); wait != progressInterval || !polled() {
-		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressInterval)
+	if wait := take(5*time.Minute + progressInterval); wait != progressCollect || !polled() {
+		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressCollect)
 	}
 }
 
@@ -358,8 +358,8 @@ func TestProgressPollSkipsWhenTheQueueIsFull(t *testing.T) {
 	if wait := func() time.Duration {
 		_, w := p.take(context.Background(), "b", pollRequest{}, now.Add(progressInterval))
 		return w
-	}(); wait != progressInterval || len(p.queue) != 1 {
-		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressInterval)
+	}(); wait != progressCollect || len(p.queue) != 1 {
+		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressCollect)
 	}
 }
 
