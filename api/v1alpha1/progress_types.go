@@ -8,9 +8,9 @@ import (
 // 0, else master 0, else worker 0) last reported it: shaped as Kubeflow Trainer's
 // TrainJob progress (KEP-2779), with the step and the rate tfk8s also knows. The
 // controller reads it from the lead replica's agent at most every 30 seconds while
-// the job runs, and writes what it read at the job's next turn; it is not read once
-// the job has ended, so it may then be up to one poll interval stale, short of the
-// last steps. The program writes what it says, so no field is a guarantee.
+// the job runs; it is not read once the job has ended, so it may then be up to one
+// poll interval stale, short of the last steps. The program writes what it says,
+// so no field is a guarantee.
 type TrainingProgress struct {
 	// Step is the highest step of any scalar the program wrote to its TensorBoard
 	// event files.

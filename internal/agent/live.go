@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -23,7 +25,10 @@ import (
 // into the job's status: the controller holds no storage credentials to read
 // progress.json, and the pods get no right to write the API. Only a caller that
 // knows the pod's UID is answered: the controller reads it from the pod, as does
-// anyone who may read the job itself, while another tenant's pod cannot guess it.
+// anyone who may read the job's pods, while another tenant's pod cannot guess it.
+// maxLiveConns bounds the connections served at once.
+const maxLiveConns = 8
+
 type liveProgress struct {
 	token string // the pod's UID
 	total int64  // TFK8S_TOTAL_STEPS, 0 when unset
@@ -40,6 +45,9 @@ func serveLiveProgress(port int, podUID string, total int64, log *logger) (*live
 	if err != nil {
 		return nil, fmt.Errorf("serving progress: %w", err)
 	}
+	// One caller polls; a few connections at once are plenty, and a flood of them
+	// must not cost the trainer's container its memory.
+	ln = netutil.LimitListener(ln, maxLiveConns)
 	l := &liveProgress{token: podUID, total: total}
 	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
 		WriteTimeout: 5 * time.Second, MaxHeaderBytes: 4 << 10}
