@@ -8,7 +8,9 @@ import (
 // 0, else master 0, else worker 0) last reported it: shaped as Kubeflow Trainer's
 // TrainJob progress (KEP-2779), with the step and the rate tfk8s also knows. The
 // controller reads it from the lead replica's agent at most every 30 seconds while
-// the job runs; the program writes what it says, so no field is a guarantee.
+// the job runs; it is not read once the job has ended, so it may then be up to one
+// poll interval stale, short of the last steps. The program writes what it says,
+// so no field is a guarantee.
 type TrainingProgress struct {
 	// Step is the highest step of any scalar the program wrote to its TensorBoard
 	// event files.
@@ -37,8 +39,9 @@ type TrainingProgress struct {
 	EstimatedRemainingSeconds *int32 `json:"estimatedRemainingSeconds,omitempty"`
 
 	// StepsPerSecond is the recent step rate by the trainer's clock, a decimal
-	// number ("12.5"). Absent when fewer than two steps were seen, and once the job
-	// has finished.
+	// number without an exponent to four significant digits ("12.5", "0.0025"),
+	// from 0.000000001 to 1000000000. Absent when fewer than two steps were seen, or
+	// the rate is under that, and once the job has finished.
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	StepsPerSecond string `json:"stepsPerSecond,omitempty"`

@@ -97,6 +97,9 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 	if err := protectMemory(); err != nil {
 		s.log.Printf("warning: %v: the command may read the storage credentials from the agent's memory", err)
 	}
+	for _, w := range cfg.Warnings {
+		s.log.Printf("warning: %s", w)
+	}
 	// Signals are caught from the start: a pod deleted while fetching stops at once.
 	s.signals = make(chan os.Signal, 4)
 	signal.Notify(s.signals, syscall.SIGTERM, syscall.SIGINT)

@@ -98,6 +98,9 @@ type Config struct {
 	ProgressPort int
 	// TotalSteps is the step at which training ends, as the user set it; 0: unknown.
 	TotalSteps int64
+
+	// Warnings are settings ignored rather than refused, which Run logs.
+	Warnings []string
 }
 
 // usesStorage reports whether the agent talks to S3 at all.
@@ -174,6 +177,9 @@ func ParseRunArgs(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.ProgressPort, c.TotalSteps, err = parseProgress(getenv); err != nil {
 		return Config{}, err
+	}
+	if s := getenv(tfjob.EnvTotalSteps); s != "" && c.TotalSteps == 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("ignoring %s %q: want a whole number of steps, at least 1; the total is unknown", tfjob.EnvTotalSteps, s))
 	}
 	if err := c.validate(); err != nil {
 		return Config{}, err
@@ -285,8 +291,9 @@ func (c *Config) parseLists(data, paths string) error {
 	return nil
 }
 
-// parseProgress reads the port the progress is served on and the total steps the user
-// set, naming the variable of the one refused; unset, each is 0.
+// parseProgress reads the port the progress is served on, refusing a bad one, and the
+// total steps the user set; unset, each is 0, and so is a total that is not a whole
+// number from 1: the user's setting must not fail the job.
 func parseProgress(getenv func(string) string) (port int, total int64, err error) {
 	if s := getenv(tfjob.EnvProgressPort); s != "" {
 		if port, err = strconv.Atoi(s); err != nil || port < 1 || port > 65535 {
@@ -294,8 +301,8 @@ func parseProgress(getenv func(string) string) (port int, total int64, err error
 		}
 	}
 	if s := getenv(tfjob.EnvTotalSteps); s != "" {
-		if total, err = strconv.ParseInt(s, 10, 64); err != nil || total < 1 {
-			return 0, 0, fmt.Errorf("parsing %s %q: want a whole number of steps, at least 1", tfjob.EnvTotalSteps, s)
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 1 {
+			total = n
 		}
 	}
 	return port, total, nil

@@ -76,6 +76,19 @@ func TestParseRunArgs(t *testing.T) {
 				c.Command = []string{"run"}
 			},
 		},
+		{
+			name: "the total steps set",
+			args: []string{"--", "run"},
+			env:  map[string]string{tfjob.EnvTotalSteps: "1000000", tfjob.EnvProgressPort: "2230"},
+			want: func(c *Config) { c.TotalSteps, c.ProgressPort, c.Command = 1000000, 2230, []string{"run"} },
+		},
+		{
+			name: "bad total steps are unknown, with a warning, and do not fail the job",
+			args: []string{"--", "run"},
+			env:  map[string]string{tfjob.EnvTotalSteps: "1e6"},
+			want: ignoredTotal("1e6"),
+		},
+		{name: "zero total steps too", args: []string{"--", "run"}, env: map[string]string{tfjob.EnvTotalSteps: "0"}, want: ignoredTotal("0")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +102,14 @@ func TestParseRunArgs(t *testing.T) {
 				t.Errorf("ParseRunArgs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// ignoredTotal is the configuration of command run with TFK8S_TOTAL_STEPS set to a bad s.
+func ignoredTotal(s string) func(*Config) {
+	return func(c *Config) {
+		c.Warnings = []string{`ignoring TFK8S_TOTAL_STEPS "` + s + `": want a whole number of steps, at least 1; the total is unknown`}
+		c.Command = []string{"run"}
 	}
 }
 
@@ -112,7 +133,6 @@ func TestParseRunArgsErrors(t *testing.T) {
 		{name: "bad expose", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvExposeStorageCredentials: "yes please"}, wantErr: tfjob.EnvExposeStorageCredentials},
 		{name: "resume from an object", args: []string{"--", "x"}, env: withS3(tfjob.EnvArtifactsDestination, "s3://bkt/r", tfjob.EnvJobName, "j", tfjob.EnvReplica, "ps-0", tfjob.EnvArtifactsResumeFrom, "s3://bkt/r/ns/old"), wantErr: "want a prefix ending in /"},
 		{name: "bad progress port", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvProgressPort: "70000"}, wantErr: `parsing TFK8S_PROGRESS_PORT "70000": want a port from 1 to 65535`},
-		{name: "bad total steps", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvTotalSteps: "1e6"}, wantErr: `parsing TFK8S_TOTAL_STEPS "1e6": want a whole number of steps`},
 		{name: "storage needed but not configured", args: []string{"--", "x"}, env: map[string]string{tfjob.EnvCodeSource: "s3://bkt/c.tgz"}, wantErr: "no S3 endpoint configured"},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/tfk8s/tfk8s/internal/tfevents"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -23,7 +25,10 @@ import (
 // into the job's status: the controller holds no storage credentials to read
 // progress.json, and the pods get no right to write the API. Only a caller that
 // knows the pod's UID is answered: the controller reads it from the pod, as does
-// anyone who may read the job itself, while another tenant's pod cannot guess it.
+// anyone who may read the job's pods, while another tenant's pod cannot guess it.
+// maxLiveConns bounds the connections served at once.
+const maxLiveConns = 8
+
 type liveProgress struct {
 	token string // the pod's UID
 	total int64  // TFK8S_TOTAL_STEPS, 0 when unset
@@ -40,6 +45,9 @@ func serveLiveProgress(port int, podUID string, total int64, log *logger) (*live
 	if err != nil {
 		return nil, fmt.Errorf("serving progress: %w", err)
 	}
+	// One caller polls; a few connections at once are plenty, and a flood of them
+	// must not cost the trainer's container its memory.
+	ln = netutil.LimitListener(ln, maxLiveConns)
 	l := &liveProgress{token: podUID, total: total}
 	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
 		WriteTimeout: 5 * time.Second, MaxHeaderBytes: 4 << 10}
@@ -74,11 +82,15 @@ func (l *liveProgress) set(p *tfevents.Progress) {
 
 // newLiveProgress is what is served of p: the step, the total (the program's, else
 // envTotal), the rate and the last values of the loss and then of the other scalars
-// by name, at most tfjob.MaxLiveMetrics.
+// by name, at most tfjob.MaxLiveMetrics. Names the status does not take
+// (tfjob.MetricNameFits) are left out before counting, as the controller would drop
+// them; so the body stays far under tfjob.MaxLiveProgressBytes.
 func newLiveProgress(p *tfevents.Progress, envTotal int64) tfjob.LiveProgress {
 	lp := tfjob.LiveProgress{Step: p.Step, TotalSteps: cmp.Or(p.TotalSteps, envTotal), StepsPerSecond: p.StepsPerSecond}
-	keys := slices.Sorted(maps.Keys(p.Scalars))
-	if loss, _, ok := p.Loss(); ok {
+	fit := &tfevents.Progress{Scalars: maps.Clone(p.Scalars)} // the loss too is one the status takes
+	maps.DeleteFunc(fit.Scalars, func(k string, _ tfevents.Last) bool { return !tfjob.MetricNameFits(k) })
+	keys := slices.Sorted(maps.Keys(fit.Scalars))
+	if loss, _, ok := fit.Loss(); ok {
 		keys = append([]string{loss}, slices.DeleteFunc(keys, func(k string) bool { return k == loss })...)
 	}
 	for _, k := range keys[:min(len(keys), tfjob.MaxLiveMetrics)] {

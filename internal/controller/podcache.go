@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,9 @@ type cachedPod struct {
 	metav1.ObjectMeta
 	replica  *ownLabels
 	NodeName string
+	// HostNetwork keeps a pod on the host's network from being polled for its
+	// progress (progress.go).
+	HostNetwork bool
 	// Containers name the pod's TensorFlow container, only when it is not the one
 	// named tensorflow (tfjob.TensorFlowStatus looks for that name when there are
 	// none) or when it serves its progress, with that variable alone (progress.go).
@@ -75,7 +79,7 @@ func (p *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 
 // DeepCopyObject copies the pod, as runtime.Object asks.
 func (p *cachedPod) DeepCopyObject() runtime.Object {
-	out := &cachedPod{NodeName: p.NodeName}
+	out := &cachedPod{NodeName: p.NodeName, HostNetwork: p.HostNetwork}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	if p.replica != nil {
 		replica := *p.replica
@@ -101,7 +105,7 @@ func (p *cachedPod) pod() *corev1.Pod {
 	meta.Labels = p.GetLabels()
 	return &corev1.Pod{
 		ObjectMeta: meta,
-		Spec:       corev1.PodSpec{NodeName: p.NodeName, Containers: p.Containers},
+		Spec:       corev1.PodSpec{NodeName: p.NodeName, HostNetwork: p.HostNetwork, Containers: p.Containers},
 		Status: corev1.PodStatus{
 			Phase:             p.Status.Phase,
 			PodIP:             p.Status.PodIP,
@@ -114,14 +118,15 @@ func (p *cachedPod) pod() *corev1.Pod {
 }
 
 // stripPod caches a pod as what tfk8s reads of it (cachedPod): its metadata (labels,
-// annotations, owner, finalizers, deletion), the node it is bound to, its containers'
+// annotations, owner, finalizers, deletion), the node it is bound to, whether it is
+// on the host's network, its containers'
 // statuses without images and IDs, its phase, reason, message and conditions.
 func stripPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil // a cachedPod already, or a deleted pod's last known state
 	}
-	kept := &cachedPod{ObjectMeta: pod.ObjectMeta, NodeName: pod.Spec.NodeName}
+	kept := &cachedPod{ObjectMeta: pod.ObjectMeta, NodeName: pod.Spec.NodeName, HostNetwork: pod.Spec.HostNetwork}
 	if kept.replica = compactLabels(pod.Labels); kept.replica != nil {
 		kept.Labels = nil
 		// The job's name once: its label's and its owner reference's.
@@ -158,7 +163,7 @@ func stripPod(obj any) (any, error) {
 // keptContainer is what the cache keeps of the TensorFlow container c: its name when
 // it is not tensorflow, and the port it serves its progress on.
 func keptContainer(c *corev1.Container) []corev1.Container {
-	for _, e := range c.Env {
+	for _, e := range slices.Backward(c.Env) { // the last of a name is the one the container sees
 		if e.Name == tfjob.EnvProgressPort {
 			return []corev1.Container{{Name: c.Name, Env: []corev1.EnvVar{{Name: e.Name, Value: e.Value}}}}
 		}

@@ -8,12 +8,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,22 +27,41 @@ import (
 
 // A running job's progress is polled from its lead replica's agent at most every
 // progressInterval: at 1,000 running jobs, some 2,000 status writes a minute, the
-// figure test/bench measures. A poll waits at most progressTimeout: it runs inside a
-// reconcile, and a pod that does not answer must not hold a worker for long.
+// figure test/bench measures. A poll waits at most progressTimeout, on one of
+// progressPollers goroutines and never on a reconcile worker: a pod that does not
+// answer (a default-deny NetworkPolicy drops the packets) must not hold the queue.
+// A job whose poll failed backs off, doubling from progressInterval up to
+// maxProgressBackoff.
 const (
-	progressInterval = 30 * time.Second
-	progressTimeout  = time.Second
+	progressInterval   = 30 * time.Second
+	progressTimeout    = time.Second
+	maxProgressBackoff = 10 * time.Minute
+	// progressPollers polls at once, and progressQueue polls wait; a job that finds
+	// the queue full is polled at its next turn. At 1,000 jobs every 30 s the pollers
+	// keep up while under a tenth of the polls time out.
+	progressPollers = 4
+	progressQueue   = 256
+	// progressCollect is when a reconcile that queued a poll looks again, to write
+	// its answer: a poll has ended by then unless its queue was long.
+	progressCollect = progressTimeout + time.Second
 	// maxProgressStep bounds what is believed of a step or a total: the largest
 	// integer a float64 holds exactly, and JavaScript's.
 	maxProgressStep = 1 << 53
-	// maxStepRate bounds the steps per second believed.
+	// maxStepRate bounds the steps per second believed, and a rate under
+	// minStepRate (a step in some 30 years) counts as none: written as a decimal
+	// without an exponent, with four significant digits, a rate is then at most 14
+	// characters.
 	maxStepRate = 1e9
+	minStepRate = 1e-9
 )
 
-// syncProgress polls the lead replica's progress of a running job when it is due and
-// puts it into st; a finished job keeps its last progress without a rate or an ETA.
-// It returns when to poll again, or 0. It is the one hook of progress in reconcile,
-// between deciding the end record and writing the status.
+// syncProgress puts the last polled progress of a running job into st and, when the
+// job is due, asks for its next poll; a finished job keeps its last progress without
+// a rate or an ETA. It returns when to look again, or 0: progressCollect after it
+// queued a poll, whose answer that reconcile writes (a poll's end does not itself
+// requeue the job; one that ends later is written at the next turn). It is the one
+// hook of progress in reconcile, between deciding the end record and writing the
+// status, and it never waits on the network.
 func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, now metav1.Time) time.Duration {
 	if r.kubeflow {
 		return 0 // kubeflow.org's status has no field for it
@@ -56,23 +75,19 @@ func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pod
 	if pod == nil {
 		return 0 // the lead pod's update brings the next reconcile
 	}
-	if wait := progressPolls.due(job.UID, now.Time); wait > 0 {
-		return wait
-	}
-	lp, err := fetchLiveProgress(ctx, progressClient, url, string(pod.UID))
-	if err != nil {
-		log.FromContext(ctx).V(2).Info("Reading the lead replica's progress", "pod", pod.Name, "error", err.Error())
-	}
+	lp, wait := progressPolls.take(ctx, job.UID, pollRequest{url: url, podUID: string(pod.UID), pod: pod.Name}, now.Time)
 	st.Progress = decideProgress(st.Progress, lp, now)
-	return progressInterval
+	return wait
 }
 
 // progressSource is the lead replica's running pod that serves its progress, and the
-// URL to poll; nil when there is none. The port is the pod's own setting, so a pod
-// created before the controller asked for it is not polled.
+// URL to poll; nil when there is none. A pod is polled only when the job asks its
+// lead to serve (tfjob.ServesProgress), it is not on the host's network, and its
+// container's port is the controller's own: a pod created before the controller set
+// it is not polled, nor is a port the user's environment chose.
 func progressSource(job *tfv1.TFJob, pods []*corev1.Pod) (*corev1.Pod, string) {
 	lead, ok := tfjob.LeadReplica(job)
-	if !ok {
+	if !ok || !tfjob.ServesProgress(job, lead, 0) {
 		return nil, ""
 	}
 	for _, pod := range pods {
@@ -82,9 +97,12 @@ func progressSource(job *tfv1.TFJob, pods []*corev1.Pod) (*corev1.Pod, string) {
 			continue
 		}
 		for _, c := range pod.Spec.Containers {
-			for _, e := range c.Env {
-				if port, err := strconv.Atoi(e.Value); e.Name == tfjob.EnvProgressPort && err == nil && port > 0 && port < 65536 {
-					return pod, "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + tfjob.ProgressPath
+			for _, e := range slices.Backward(c.Env) { // the last of a name is the one the container sees
+				if e.Name == tfjob.EnvProgressPort {
+					if e.Value != strconv.Itoa(tfjob.ProgressPort) {
+						break
+					}
+					return pod, "http://" + net.JoinHostPort(pod.Status.PodIP, e.Value) + tfjob.ProgressPath
 				}
 			}
 		}
@@ -145,12 +163,12 @@ func decideProgress(prev *tfv1.TrainingProgress, lp *tfjob.LiveProgress, now met
 	}
 	p := &tfv1.TrainingProgress{Step: min(max(lp.Step, 0), maxProgressStep), Metrics: progressMetrics(lp.Metrics)}
 	rate := lp.StepsPerSecond
-	if math.IsNaN(rate) || rate <= 0 {
+	if math.IsNaN(rate) || rate < minStepRate {
 		rate = 0
 	}
 	rate = min(rate, maxStepRate)
 	if rate > 0 {
-		p.StepsPerSecond = strconv.FormatFloat(rate, 'g', 4, 64)
+		p.StepsPerSecond = formatStepRate(rate)
 	}
 	if total := lp.TotalSteps; total >= 1 && total <= maxProgressStep {
 		p.TotalSteps = ptr.To(total)
@@ -170,6 +188,14 @@ func decideProgress(prev *tfv1.TrainingProgress, lp *tfjob.LiveProgress, now met
 	return p
 }
 
+// formatStepRate writes rate, from minStepRate to maxStepRate, as the API says: a
+// decimal without an exponent ("12.5", "0.000001235", "12350"), to four significant
+// digits.
+func formatStepRate(rate float64) string {
+	rounded, _ := strconv.ParseFloat(strconv.FormatFloat(rate, 'g', 4, 64), 64)
+	return strconv.FormatFloat(rounded, 'f', -1, 64)
+}
+
 // progressMetrics keeps the first tfjob.MaxLiveMetrics metrics whose name is short and
 // printable and whose value is a number, rendered again with six significant digits.
 func progressMetrics(in []tfjob.LiveMetric) []tfv1.ProgressMetric {
@@ -179,26 +205,12 @@ func progressMetrics(in []tfjob.LiveMetric) []tfv1.ProgressMetric {
 			break
 		}
 		v, err := strconv.ParseFloat(m.Value, 64)
-		if err != nil || !printableName(m.Name) {
+		if err != nil || !tfjob.MetricNameFits(m.Name) {
 			continue
 		}
 		out = append(out, tfv1.ProgressMetric{Name: m.Name, Value: strconv.FormatFloat(v, 'g', 6, 64)})
 	}
 	return out
-}
-
-// printableName reports whether a metric's name fits the status: 1 to 128 bytes of
-// UTF-8 without control characters.
-func printableName(s string) bool {
-	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, c := range s {
-		if !unicode.IsPrint(c) {
-			return false
-		}
-	}
-	return true
 }
 
 // finishedProgress is a finished job's last progress: no rate nor time left, as
@@ -212,43 +224,136 @@ func finishedProgress(p *tfv1.TrainingProgress) *tfv1.TrainingProgress {
 	return p
 }
 
-// progressPolls remembers when each running job was last polled, so that a reconcile
-// for another reason does not poll again within progressInterval. Entries of jobs
-// gone without finishing are swept once they are stale.
-var progressPolls = &pollTimes{}
+// progressPolls polls the running jobs' lead replicas for every reconciler.
+var progressPolls = newProgressPoller(progressClient, progressPollers, progressQueue)
 
-type pollTimes struct {
+// progressPoller polls on a fixed number of goroutines, fed by a bounded queue, and
+// keeps each job's last result until a reconcile takes it. Entries of jobs gone
+// without finishing are swept once they are stale.
+type progressPoller struct {
+	client  *http.Client
+	workers int
+	queue   chan pollRequest
+	start   sync.Once
+
 	mu    sync.Mutex
-	last  map[types.UID]time.Time
+	jobs  map[types.UID]*jobPoll
 	swept time.Time
 }
 
-// due returns how long until the job may be polled, or 0, and then counts it polled
-// at now.
-func (p *pollTimes) due(uid types.UID, now time.Time) time.Duration {
+// pollRequest is one poll of a job's lead replica.
+type pollRequest struct {
+	uid         types.UID
+	url, podUID string
+	pod         string // the pod's name, for the log
+	log         logr.Logger
+}
+
+// jobPoll is what the poller knows of a job.
+type jobPoll struct {
+	last     time.Time // when the reconcile last asked for a poll
+	failures int       // polls failed in a row
+	inFlight bool
+	result   *tfjob.LiveProgress // the last poll's answer, until taken
+}
+
+func newProgressPoller(c *http.Client, workers, queue int) *progressPoller {
+	return &progressPoller{client: c, workers: workers, queue: make(chan pollRequest, queue), jobs: map[types.UID]*jobPoll{}}
+}
+
+// progressBackoff is the wait before the next poll after failures failed polls in a
+// row: progressInterval, doubled by each failure up to maxProgressBackoff.
+func progressBackoff(failures int) time.Duration {
+	d := progressInterval
+	for range min(failures, 16) {
+		d = min(2*d, maxProgressBackoff)
+	}
+	return d
+}
+
+// take returns the job's last polled progress (nil when none arrived since the last
+// take) and how long until it is due again, or progressCollect when it queued a poll:
+// when due and no poll of it is under way, it queues one without waiting, and a full
+// queue skips this turn.
+func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollRequest, now time.Time) (*tfjob.LiveProgress, time.Duration) {
+	p.start.Do(func() {
+		for range p.workers {
+			go p.run()
+		}
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[types.UID]time.Time{}
+	jp := p.jobs[uid]
+	if jp == nil {
+		jp = &jobPoll{}
+		p.jobs[uid] = jp
 	}
-	if wait := p.last[uid].Add(progressInterval).Sub(now); wait > 0 && wait <= progressInterval {
-		return wait
+	lp := jp.result
+	jp.result = nil
+	backoff := progressBackoff(jp.failures)
+	if wait := jp.last.Add(backoff).Sub(now); wait > 0 && wait <= backoff {
+		return lp, wait
 	}
-	p.last[uid] = now
-	if now.Sub(p.swept) > 10*progressInterval {
-		for id, t := range p.last {
-			if now.Sub(t) > 4*progressInterval {
-				delete(p.last, id)
-			}
+	jp.last = now // the clock going back polls rather than waits for ever
+	if !jp.inFlight {
+		req.uid, req.log = uid, log.FromContext(ctx)
+		select {
+		case p.queue <- req:
+			jp.inFlight = true
+			p.sweep(now)
+			return lp, progressCollect
+		default:
 		}
-		p.swept = now
 	}
-	return 0
+	p.sweep(now)
+	return lp, backoff
+}
+
+// sweep drops the jobs not asked about for long; the caller holds p.mu.
+func (p *progressPoller) sweep(now time.Time) {
+	if now.Sub(p.swept) <= 10*progressInterval {
+		return
+	}
+	for id, jp := range p.jobs {
+		if !jp.inFlight && now.Sub(jp.last) > 2*maxProgressBackoff {
+			delete(p.jobs, id)
+		}
+	}
+	p.swept = now
+}
+
+// run polls what is queued, for ever.
+func (p *progressPoller) run() {
+	for req := range p.queue {
+		ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
+		lp, err := fetchLiveProgress(ctx, p.client, req.url, req.podUID)
+		cancel()
+		if err != nil {
+			req.log.V(2).Info("Reading the lead replica's progress", "pod", req.pod, "error", err.Error())
+		}
+		p.done(req.uid, lp, err)
+	}
+}
+
+// done records a poll's outcome.
+func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	jp := p.jobs[uid]
+	if jp == nil {
+		return // forgotten meanwhile
+	}
+	jp.inFlight = false
+	if err != nil {
+		jp.failures++
+		return
+	}
+	jp.failures, jp.result = 0, lp
 }
 
 // forget drops a finished job.
-func (p *pollTimes) forget(uid types.UID) {
+func (p *progressPoller) forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.last, uid)
+	delete(p.jobs, uid)
 }

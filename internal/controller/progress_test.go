@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -78,7 +80,22 @@ func TestDecideProgress(t *testing.T) {
 			name: "a crawl of a huge total caps the time left",
 			lp:   &tfjob.LiveProgress{Step: 0, TotalSteps: 1 << 50, StepsPerSecond: 1e-9},
 			want: &tfv1.TrainingProgress{Step: 0, TotalSteps: ptr.To[int64](1 << 50), ProgressPercentage: ptr.To[int32](0),
-				EstimatedRemainingSeconds: ptr.To[int32](math.MaxInt32), StepsPerSecond: "1e-09", LastUpdatedTime: t1},
+				EstimatedRemainingSeconds: ptr.To[int32](math.MaxInt32), StepsPerSecond: "0.000000001", LastUpdatedTime: t1},
+		},
+		{
+			name: "a fast rate without an exponent",
+			lp:   &tfjob.LiveProgress{Step: 1, StepsPerSecond: 12345.6},
+			want: &tfv1.TrainingProgress{Step: 1, StepsPerSecond: "12350", LastUpdatedTime: t1},
+		},
+		{
+			name: "a rate under a step in 30 years is none",
+			lp:   &tfjob.LiveProgress{Step: 1, TotalSteps: 2, StepsPerSecond: 5e-324},
+			want: &tfv1.TrainingProgress{Step: 1, TotalSteps: ptr.To[int64](2), ProgressPercentage: ptr.To[int32](50), LastUpdatedTime: t1},
+		},
+		{
+			name: "the fastest rate believed",
+			lp:   &tfjob.LiveProgress{Step: 1, StepsPerSecond: math.Inf(1)},
+			want: &tfv1.TrainingProgress{Step: 1, StepsPerSecond: "1000000000", LastUpdatedTime: t1},
 		},
 		{
 			name: "no more than eight metrics",
@@ -168,8 +185,11 @@ func TestFetchLiveProgressTreatsTheBodyAsUntrusted(t *testing.T) {
 	}
 }
 
+// TestProgressSource checks which pod is polled, on whole pods and on the pods the
+// cache holds (stripPod), which must decide the same.
 func TestProgressSource(t *testing.T) {
 	job := testutil.MakeTFJob("j", "ns").Chief().Workers(2).Obj()
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
 	pod := func(rt tfv1.ReplicaType, index string, mutate func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + strings.ToLower(string(rt)) + index, UID: "u",
 			Labels: map[string]string{tfv1.LabelReplicaType: strings.ToLower(string(rt)), tfv1.LabelReplicaIndex: index}},
@@ -192,43 +212,154 @@ func TestProgressSource(t *testing.T) {
 		{name: "a pending chief: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })}},
 		{name: "a chief without the port: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.Containers[0].Env = nil })}},
 		{name: "a chief on the host's network: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) { p.Spec.HostNetwork = true })}},
+		{name: "a port the user chose: none", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: tfjob.EnvProgressPort, Value: "10250"})
+		})}},
+		{name: "the last of the variable counts", pods: []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = append([]corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: "10250"}}, p.Spec.Containers[0].Env...)
+		})}, wantPod: "p-chief0", wantURL: "http://10.1.2.3:2230/progress"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, url := progressSource(job, tc.pods)
-			name := ""
-			if got != nil {
-				name = got.Name
+			var stripped []*corev1.Pod
+			for _, p := range tc.pods {
+				s, err := stripPod(p.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				stripped = append(stripped, s.(*cachedPod).pod())
 			}
-			if name != tc.wantPod || url != tc.wantURL {
-				t.Errorf("progressSource = %q, %q; want %q, %q", name, url, tc.wantPod, tc.wantURL)
+			for kind, pods := range map[string][]*corev1.Pod{"whole": tc.pods, "cached": stripped} {
+				got, url := progressSource(job, pods)
+				name := ""
+				if got != nil {
+					name = got.Name
+				}
+				if name != tc.wantPod || url != tc.wantURL {
+					t.Errorf("progressSource on %s pods = %q, %q; want %q, %q", kind, name, url, tc.wantPod, tc.wantURL)
+				}
 			}
 		})
 	}
+	hostChief := job.DeepCopy()
+	hostChief.Spec.TFReplicaSpecs[tfv1.ReplicaTypeChief].Template.Spec.HostNetwork = true
+	if got, _ := progressSource(hostChief, []*corev1.Pod{pod(tfv1.ReplicaTypeChief, "0", nil)}); got != nil {
+		t.Errorf("progressSource polls %s, whose template is on the host's network", got.Name)
+	}
 }
 
-func TestPollTimes(t *testing.T) {
-	p := &pollTimes{}
-	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	steps := []struct {
-		uid  types.UID
-		at   time.Duration
-		want time.Duration
-	}{
-		{"a", 0, 0},
-		{"a", 10 * time.Second, 20 * time.Second},
-		{"b", 10 * time.Second, 0},
-		{"a", 30 * time.Second, 0},
-		{"a", 29 * time.Second, 0}, // the clock went back: poll rather than wait forever
+func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		entered <- struct{}{}
+		<-release // never answers while the test runs
+	}))
+	defer srv.Close()
+	defer close(release)
+	// Every poll, whatever the pod's address, reaches the silent server.
+	c := &http.Client{Timeout: progressTimeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", srv.Listener.Addr().String())
+	}}}
+	saved := progressPolls
+	progressPolls = newProgressPoller(c, 1, 1)
+	defer func() { progressPolls = saved }()
+
+	job := testutil.MakeTFJob("j", "ns").Chief().Obj()
+	job.UID = "job-1"
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
+		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
+	st := &tfv1.TFJobStatus{}
+	start := time.Now()
+	wait := (&TFJobReconciler{}).syncProgress(context.Background(), job, []*corev1.Pod{pod}, st, metav1.Now())
+	if took := time.Since(start); took > progressTimeout/4 {
+		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}
-	for i, s := range steps {
-		if got := p.due(s.uid, t0.Add(s.at)); got != s.want {
-			t.Errorf("step %d: due(%s, +%v) = %v, want %v", i, s.uid, s.at, got, s.want)
+	if wait != progressCollect {
+		t.Errorf("syncProgress asked to come back in %v, want %v, for the poll's answer", wait, progressCollect)
+	}
+	select {
+	case <-entered: // the poll was made, on the poller, and is blocked still
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was never polled")
+	}
+}
+
+func TestProgressPollBacksOff(t *testing.T) {
+	for failures, want := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute} {
+		if got := progressBackoff(failures); got != want {
+			t.Errorf("progressBackoff(%d) = %v, want %v", failures, got, want)
 		}
 	}
-	p.due("c", t0.Add(time.Hour)) // sweeps a and b, long stale
-	if len(p.last) != 1 {
-		t.Errorf("%d jobs remembered after a sweep, want 1: %v", len(p.last), p.last)
+	p := newProgressPoller(nil, 0, 1) // no pollers: the test plays their part
+	ctx, t0 := context.Background(), time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	take := func(at time.Duration) time.Duration {
+		_, wait := p.take(ctx, "a", pollRequest{url: "http://10.1.2.3:2230/progress"}, t0.Add(at))
+		return wait
+	}
+	polled := func() bool {
+		select {
+		case <-p.queue:
+			return true
+		default:
+			return false
+		}
+	}
+	fail := errors.New("i/o timeout")
+	steps := []struct {
+		at       time.Duration
+		answer   bool // the poll queued by this step fails
+		wantWait time.Duration
+		wantPoll bool
+	}{
+		{at: 0, answer: true, wantWait: progressCollect, wantPoll: true},
+		{at: 30 * time.Second, wantWait: 30 * time.Second}, // one failure: 60 s from the poll
+		{at: time.Minute, answer: true, wantWait: progressCollect, wantPoll: true},
+		{at: 2 * time.Minute, wantWait: time.Minute}, // two: 120 s
+		{at: 3 * time.Minute, wantWait: progressCollect, wantPoll: true},
+		{at: 5 * time.Minute, wantWait: 2 * time.Minute}, // due, but still in flight: not queued twice
+	}
+	for i, s := range steps {
+		wait := take(s.at)
+		got := polled()
+		if wait != s.wantWait || got != s.wantPoll {
+			t.Errorf("step %d at +%v: wait %v, polled %v; want %v, %v", i, s.at, wait, got, s.wantWait, s.wantPoll)
+		}
+		if got && s.answer {
+			p.done("a", nil, fail)
+		}
+	}
+	p.done("a", &tfjob.LiveProgress{Step: 1}, nil) // an answer ends the backoff
+	if wait := take(5*time.Minute + progressInterval); wait != progressCollect || !polled() {
+		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressCollect)
+	}
+}
+
+func TestProgressPollSkipsWhenTheQueueIsFull(t *testing.T) {
+	p := newProgressPoller(nil, 0, 1)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	p.take(context.Background(), "a", pollRequest{}, now)
+	p.take(context.Background(), "b", pollRequest{}, now) // the queue is full: b waits its next turn
+	if len(p.queue) != 1 || p.jobs["b"].inFlight {
+		t.Fatalf("queue %d long, b in flight %v; want a alone queued", len(p.queue), p.jobs["b"].inFlight)
+	}
+	<-p.queue
+	p.done("a", &tfjob.LiveProgress{Step: 5}, nil)
+	lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(time.Second))
+	if lp == nil || lp.Step != 5 {
+		t.Errorf("took %v, want the polled step 5", lp)
+	}
+	if lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(2*time.Second)); lp != nil {
+		t.Errorf("took %v again, want a result taken once", lp)
+	}
+	if wait := func() time.Duration {
+		_, w := p.take(context.Background(), "b", pollRequest{}, now.Add(progressInterval))
+		return w
+	}(); wait != progressCollect || len(p.queue) != 1 {
+		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressCollect)
 	}
 }
 

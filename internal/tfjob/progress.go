@@ -1,6 +1,9 @@
 package tfjob
 
 import (
+	"unicode"
+	"unicode/utf8"
+
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 )
 
@@ -23,7 +26,24 @@ const (
 	MaxLiveProgressBytes = 16 << 10
 	// MaxLiveMetrics is how many scalars the agent serves, the loss first.
 	MaxLiveMetrics = 8
+	// MaxMetricNameBytes bounds a metric's name, as the status takes it.
+	MaxMetricNameBytes = 128
 )
+
+// MetricNameFits reports whether a metric's name fits the status: 1 to
+// MaxMetricNameBytes bytes of UTF-8 without control characters. The agent serves only
+// such names and the controller keeps only them.
+func MetricNameFits(s string) bool {
+	if s == "" || len(s) > MaxMetricNameBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, c := range s {
+		if !unicode.IsPrint(c) {
+			return false
+		}
+	}
+	return true
+}
 
 // LiveProgress is the body of the agent's ProgressPath: the lead replica's progress
 // without the series, a few hundred bytes.
@@ -53,10 +73,11 @@ func LeadReplica(job *tfv1.TFJob) (tfv1.ReplicaType, bool) {
 
 // ServesProgress reports whether the controller asks replica (rt, index) of job to
 // serve its progress: the lead replica, when its agent uploads artifacts (whose event
-// files it reads) and the pod has an IP of its own.
+// files it reads) and the pod has an IP of its own: neither the job's networking nor
+// the replica's template puts it on the host's network.
 func ServesProgress(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32) bool {
 	lead, ok := LeadReplica(job)
 	a := job.Spec.Artifacts
 	return ok && rt == lead && index == 0 && a != nil && a.Destination != "" && len(a.Paths) > 0 &&
-		job.Spec.Networking.Mode != tfv1.NetworkingModeHostNetwork
+		job.Spec.Networking.Mode != tfv1.NetworkingModeHostNetwork && !job.Spec.TFReplicaSpecs[rt].Template.Spec.HostNetwork
 }

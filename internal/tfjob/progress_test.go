@@ -34,6 +34,9 @@ func TestServesProgress(t *testing.T) {
 		{"on the host's network a fixed port could be taken", job(chiefAndWorkers, func(j *tfv1.TFJob) {
 			j.Spec.Networking.Mode = tfv1.NetworkingModeHostNetwork
 		}), tfv1.ReplicaTypeChief, 0, false},
+		{"nor when the lead's template is on the host's network", job(chiefAndWorkers, func(j *tfv1.TFJob) {
+			j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeChief].Template.Spec.HostNetwork = true
+		}), tfv1.ReplicaTypeChief, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
