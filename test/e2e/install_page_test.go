@@ -189,12 +189,13 @@ kubectl tfk8s list`)
 
 // envValue is the value of name in env, "" when it is not set.
 func envValue(env []string, name string) string {
+	value := ""
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
+			value = v // the last one counts, as it does for the shell exec starts
 		}
 	}
-	return ""
+	return value
 }
 
 // TestSetVariables: the page's variables are set to the test's values in every block,
