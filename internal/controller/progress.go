@@ -228,7 +228,7 @@ func finishedProgress(p *tfv1.TrainingProgress) *tfv1.TrainingProgress {
 var progressPolls = newProgressPoller(progressClient, progressPollers, progressQueue)
 
 // progressPoller polls on a fixed number of goroutines, fed by a bounded queue, and
-// keeps each job's last result until a reconcile takes it. Entries of jobs gone
+// keeps each job's last result until the next one replaces it. Entries of jobs gone
 // without finishing are swept once they are stale.
 type progressPoller struct {
 	client  *http.Client
@@ -254,7 +254,7 @@ type jobPoll struct {
 	last     time.Time // when the reconcile last asked for a poll
 	failures int       // polls failed in a row
 	inFlight bool
-	result   *tfjob.LiveProgress // the last poll's answer, until taken
+	result   *tfjob.LiveProgress // the last poll's answer, until the next replaces it
 }
 
 func newProgressPoller(c *http.Client, workers, queue int) *progressPoller {
@@ -271,8 +271,8 @@ func progressBackoff(failures int) time.Duration {
 	return d
 }
 
-// take returns the job's last polled progress (nil when none arrived since the last
-// take) and how long until it is due again, or progressCollect when it queued a poll:
+// take returns the job's last polled progress (nil before its first answer) and how
+// long until it is due again, or progressCollect when it queued a poll:
 // when due and no poll of it is under way, it queues one without waiting, and a full
 // queue skips this turn.
 func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollRequest, now time.Time) (*tfjob.LiveProgress, time.Duration) {
@@ -288,8 +288,10 @@ func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollReques
 		jp = &jobPoll{}
 		p.jobs[uid] = jp
 	}
+	// Kept, not handed out once: a status write deferred during a creation burst
+	// writes the same reading at the next reconcile (decideProgress returns the
+	// status's block unchanged when the reading is the one already written).
 	lp := jp.result
-	jp.result = nil
 	backoff := progressBackoff(jp.failures)
 	if wait := jp.last.Add(backoff).Sub(now); wait > 0 && wait <= backoff {
 		return lp, wait
