@@ -61,6 +61,8 @@ type kueueView struct {
 	// wl is the job's Workload, nil until it is created; status is its status.
 	wl     *unstructured.Unstructured
 	status *workloadStatus
+	// priority is the priority a Workload yet to be created gets; read only then.
+	priority workloadPriority
 }
 
 // readKueue reads the job's Workload when the job waits in a Kueue queue, and starts
@@ -83,7 +85,13 @@ func (r *TFJobReconciler) readKueue(ctx context.Context, job *tfv1.TFJob) (*kueu
 	if err := r.workloads.ensure(); err != nil {
 		return nil, err
 	}
-	if v.wl, err = r.getWorkload(ctx, job); err != nil || v.wl == nil {
+	if v.wl, err = r.getWorkload(ctx, job); err != nil {
+		return v, err
+	}
+	if v.wl == nil {
+		if !jobFinished(&job.Status) {
+			v.priority, err = r.readWorkloadPriority(ctx, job)
+		}
 		return v, err
 	}
 	v.status, err = readWorkloadStatus(v.wl)
@@ -147,7 +155,7 @@ func (r *TFJobReconciler) syncWorkload(ctx context.Context, job *tfv1.TFJob, v *
 	wl := v.wl
 	var err error
 	if p.create {
-		if wl, err = r.createWorkload(ctx, job, p.queue); err != nil {
+		if wl, err = r.createWorkload(ctx, job, p.queue, v.priority); err != nil {
 			return err
 		}
 	}

@@ -73,13 +73,10 @@ func (r *TFJobReconciler) getWorkload(ctx context.Context, job *tfv1.TFJob) (*un
 	return u, nil
 }
 
-// createWorkload creates the job's Workload in queue, with the job's priority.
-func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, queue string) (*unstructured.Unstructured, error) {
-	ref, priority, err := r.workloadPriority(ctx, job)
-	if err != nil {
-		return nil, err
-	}
-	wl, err := build.Workload(job, queue, ref, priority)
+// createWorkload creates the job's Workload in queue, with the job's priority as
+// readKueue read it.
+func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, queue string, pr workloadPriority) (*unstructured.Unstructured, error) {
+	wl, err := build.Workload(job, queue, pr.ref, pr.value)
 	if err != nil {
 		return nil, err
 	}
@@ -90,29 +87,36 @@ func (r *TFJobReconciler) createWorkload(ctx context.Context, job *tfv1.TFJob, q
 	return wl, nil
 }
 
-// workloadPriority is the job's priority for Kueue: its WorkloadPriorityClass (label
-// kueue.x-k8s.io/priority-class), else the PriorityClass of its pods
+// workloadPriority is a job's priority for Kueue: the class it names and its value;
+// the zero value for none.
+type workloadPriority struct {
+	ref   *build.PriorityClassRef
+	value *int32
+}
+
+// readWorkloadPriority reads the job's priority for Kueue: its WorkloadPriorityClass
+// (label kueue.x-k8s.io/priority-class), else the PriorityClass of its pods
 // (runPolicy.schedulingPolicy.priorityClass), else none.
-func (r *TFJobReconciler) workloadPriority(ctx context.Context, job *tfv1.TFJob) (*build.PriorityClassRef, *int32, error) {
+func (r *TFJobReconciler) readWorkloadPriority(ctx context.Context, job *tfv1.TFJob) (workloadPriority, error) {
 	if name := job.Labels[tfv1.LabelKueuePriorityClass]; name != "" {
 		u := newKueueObject("WorkloadPriorityClass")
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
-			return nil, nil, fmt.Errorf("reading WorkloadPriorityClass %s (label %s): %w", name, tfv1.LabelKueuePriorityClass, err)
+			return workloadPriority{}, fmt.Errorf("reading WorkloadPriorityClass %s (label %s): %w", name, tfv1.LabelKueuePriorityClass, err)
 		}
 		v, _, err := unstructured.NestedInt64(u.Object, "value")
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the value of WorkloadPriorityClass %s: %w", name, err)
+			return workloadPriority{}, fmt.Errorf("reading the value of WorkloadPriorityClass %s: %w", name, err)
 		}
-		return &build.PriorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptr.To(int32(v)), nil
+		return workloadPriority{&build.PriorityClassRef{Group: WorkloadGVK.Group, Kind: "WorkloadPriorityClass", Name: name}, ptr.To(int32(v))}, nil
 	}
 	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.PriorityClass != "" {
 		pc := &schedulingv1.PriorityClass{}
 		if err := r.reader().Get(ctx, client.ObjectKey{Name: sp.PriorityClass}, pc); err != nil {
-			return nil, nil, fmt.Errorf("reading PriorityClass %s (runPolicy.schedulingPolicy.priorityClass): %w", sp.PriorityClass, err)
+			return workloadPriority{}, fmt.Errorf("reading PriorityClass %s (runPolicy.schedulingPolicy.priorityClass): %w", sp.PriorityClass, err)
 		}
-		return &build.PriorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptr.To(pc.Value), nil
+		return workloadPriority{&build.PriorityClassRef{Group: schedulingv1.GroupName, Kind: "PriorityClass", Name: pc.Name}, ptr.To(pc.Value)}, nil
 	}
-	return nil, nil, nil
+	return workloadPriority{}, nil
 }
 
 // workloadActive reports whether the Workload is active: Kueue's default when unset.
