@@ -32,12 +32,11 @@ func (r *TFJobReconciler) actOnPods(ctx context.Context, job *tfv1.TFJob, pods [
 func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, sp *startPlan) (startOutcome, time.Duration, error) {
 	errs := []error{r.clearForeignPods(ctx, job, sp.foreign), r.replaceFailedPods(ctx, job, sp.retries)}
 	requeue := sp.retryIn
-	refused, err := r.ensureGang(ctx, job, pods)
-	switch {
-	case err != nil:
+	if sp.gangRefused != "" {
+		return startOutcome{failReason: tfv1.ReasonGangSchedulerUnavailable, failMessage: sp.gangRefused}, 0, errors.Join(errs...)
+	}
+	if err := r.createGang(ctx, sp.gangView, sp.gang); err != nil {
 		return startOutcome{}, requeue, errors.Join(append(errs, err)...)
-	case refused != "":
-		return startOutcome{failReason: tfv1.ReasonGangSchedulerUnavailable, failMessage: refused}, 0, errors.Join(errs...)
 	}
 	out, wait, err := r.startPods(ctx, job, sp)
 	requeue = minPositive(requeue, wait)

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller/build"
@@ -38,8 +39,13 @@ type plan struct {
 // startPlan is what a running job's act steps write: the pods of an earlier job to
 // clear, the failed pods to replace, and the missing pods to create.
 type startPlan struct {
-	foreign []*corev1.Pod
-	retries []retry
+	// gang is the group object to create before the pods, nil for none; gangRefused
+	// fails the job instead, its gang scheduler not being served.
+	gang        client.Object
+	gangView    gangView
+	gangRefused string
+	foreign     []*corev1.Pod
+	retries     []retry
 	// retryIn is when the next failed pod's delay ends, or 0.
 	retryIn time.Duration
 	missing []ReplicaKey
@@ -63,8 +69,9 @@ type retry struct {
 // decide observes the job's pods and decides what this reconcile does, as a pure
 // function of the job, its pods, its Workload as read, and the clock. Keeping it free of
 // writes lets every policy be table-tested without an API server.
-func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, kv *kueueView, rival string, now metav1.Time) *plan {
-	p := &plan{kueue: decideKueue(job, pods, kv), run: job}
+func (r *TFJobReconciler) decide(w *world) *plan {
+	job, pods, now := w.job, w.pods, w.now
+	p := &plan{kueue: decideKueue(job, pods, w.kueue), run: job}
 	if p.kueue.holdReason != "" {
 		// Held by Kueue: this reconcile's copy is suspended, and never written.
 		p.run = job.DeepCopy()
@@ -74,8 +81,8 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 	p.o = observePods(run, pods, now)
 	st := p.o.status
 	switch {
-	case rival != "" && !jobFinished(st):
-		finish(st, tfv1.JobFailed, tfv1.ReasonJobNameTaken, nameTakenMessage(rival), now)
+	case w.rival != "" && !jobFinished(st):
+		finish(st, tfv1.JobFailed, tfv1.ReasonJobNameTaken, nameTakenMessage(w.rival), now)
 	case p.kueue.unavailable != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, p.kueue.unavailable, now)
 	case p.kueue.holdReason != "":
@@ -87,7 +94,7 @@ func (r *TFJobReconciler) decide(job *tfv1.TFJob, pods, foreign []*corev1.Pod, k
 	p.requeue = minPositive(p.requeue, wait)
 	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
 	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
-		p.start = r.planStart(run, p.o, foreign, now.Time)
+		p.start = r.planStart(run, p.o, w, now.Time)
 		p.start.admission = p.kueue.admission
 		if msg := tfConfigRefusal(run, p.start); msg != "" {
 			finish(st, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, now)
@@ -116,11 +123,12 @@ func nameTakenMessage(rival string) string {
 // planStart decides what running the job writes: the pods of an earlier job to clear
 // (their names are not free yet), the failed pods due for re-creation, and the missing
 // pods with what builds them.
-func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, foreign []*corev1.Pod, now time.Time) *startPlan {
-	sp := &startPlan{foreign: foreign}
+func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, now time.Time) *startPlan {
+	sp := &startPlan{foreign: w.foreign, gangView: w.gang}
+	sp.gang, sp.gangRefused = decideGang(job, w.gang)
 	sp.retries, sp.retryIn = planRetries(o.retry, r.RetryBackoff, now)
 	taken := sets.New[string]()
-	for _, pod := range foreign {
+	for _, pod := range w.foreign {
 		taken.Insert(pod.Name)
 	}
 	sp.missing = missingReplicas(job, o, taken)

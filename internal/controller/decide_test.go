@@ -88,7 +88,7 @@ func TestDecide(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.job.DeepCopy()
-			got := viewPlan(r.decide(tc.job, tc.pods, nil, &kueueView{status: &workloadStatus{}}, tc.rival, now))
+			got := viewPlan(r.decide(&world{job: tc.job, pods: tc.pods, kueue: &kueueView{status: &workloadStatus{}}, rival: tc.rival, now: now}))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

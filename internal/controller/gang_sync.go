@@ -23,35 +23,56 @@ import (
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=create
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=create
 
-// ensureGang creates the job's group object before its pods, when the job has a gang
-// scheduler. It returns a message saying why the job is refused when the scheduler's API
-// is not served: its pods would then wait forever for a group nobody places (or be
-// placed one by one by the default scheduler), so none is created.
-//
-// The group is created only for a job that has no pod yet: tfk8s created the group of a
-// job with pods before them, so a restarted controller does not write once per running
-// job. A group that exists already (a job resumed after a suspension) is kept as it is:
-// its policy is immutable in every provider.
-func (r *TFJobReconciler) ensureGang(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (refused string, err error) {
+// gangView is what observe reads of the job's gang scheduler: whether it is to be
+// asked, and the first version of its group object the API server serves.
+type gangView struct {
+	// provider is the job's gang scheduler, "" when it has none or its pods exist.
+	provider tfv1.GangProvider
+	// version is the version of the group object served, "" for none.
+	version string
+}
+
+// readGang asks discovery which version of the job's group object is served, when the
+// job has a gang scheduler and no pod yet: tfk8s created the group of a job with pods
+// before them, so a restarted controller does not ask once per running job.
+func (r *TFJobReconciler) readGang(job *tfv1.TFJob, pods []*corev1.Pod) (gangView, error) {
 	provider := build.GangProvider(job, r.Gang.DefaultProvider)
-	if provider == "" || len(pods) > 0 {
-		return "", nil
+	if provider == "" || len(pods) > 0 || jobFinished(&job.Status) || jobSuspended(job) {
+		return gangView{}, nil
 	}
-	kind := gangKinds[provider]
-	version, err := r.servedVersion(kind)
-	if err != nil {
-		return "", err
+	version, err := r.servedVersion(gangKinds[provider])
+	return gangView{provider: provider, version: version}, err
+}
+
+// decideGang returns the job's group object to create before its pods, or a message
+// saying why the job is refused when the scheduler's API is not served: its pods would
+// then wait forever for a group nobody places (or be placed one by one by the default
+// scheduler), so none is created.
+func decideGang(job *tfv1.TFJob, v gangView) (group client.Object, refused string) {
+	if v.provider == "" {
+		return nil, ""
 	}
-	if version == "" {
-		return fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s/%s",
-			provider, kind.Kind, kind.Group, strings.Join(kind.versions, " or ")), nil
+	kind := gangKinds[v.provider]
+	if v.version == "" {
+		return nil, fmt.Sprintf("gang scheduler %q (runPolicy.schedulingPolicy.provider or the controller's --gang-scheduler) is not available: the API server does not serve %s %s/%s",
+			v.provider, kind.Kind, kind.Group, strings.Join(kind.versions, " or "))
 	}
-	group := build.Gang(job, provider, version)
+	return build.Gang(job, v.provider, v.version), ""
+}
+
+// createGang creates the job's group object before its pods. A group that exists
+// already (a job resumed after a suspension) is kept as it is: its policy is immutable
+// in every provider.
+func (r *TFJobReconciler) createGang(ctx context.Context, v gangView, group client.Object) error {
+	if group == nil {
+		return nil
+	}
+	kind := gangKinds[v.provider]
 	if err := r.Create(ctx, group); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating %s %s: %w", kind.Kind, group.GetName(), err)
+		return fmt.Errorf("creating %s %s: %w", kind.Kind, group.GetName(), err)
 	}
-	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", provider, "kind", kind.WithVersion(version))
-	return "", nil
+	log.FromContext(ctx).V(2).Info("Gang group ready", "provider", v.provider, "kind", kind.WithVersion(v.version))
+	return nil
 }
 
 // servedVersion is the first of kind's versions the API server serves, "" for none.

@@ -112,7 +112,7 @@ func TestKueueUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := findCondition(r.decide(job, nil, nil, kv, "", metav1.Now()).o.status, tfv1.JobFailed)
+	failed := findCondition(r.decide(&world{job: job, kueue: kv, now: metav1.Now()}).o.status, tfv1.JobFailed)
 	want := "the job is labelled kueue.x-k8s.io/queue-name=q but the API server does not serve Kueue's Workload kueue.x-k8s.io/v1beta2: install Kueue, or remove the label"
 	if failed == nil || failed.Reason != tfv1.ReasonKueueUnavailable || failed.Message != want {
 		t.Errorf("Failed condition = %+v, want reason %s, message %q", failed, tfv1.ReasonKueueUnavailable, want)

@@ -37,6 +37,8 @@ type world struct {
 	// holding the job's name, or "".
 	kueue *kueueView
 	rival string
+	// gang is the job's gang scheduler as discovery serves it.
+	gang gangView
 	// tensorBoard is the job's TensorBoard as it exists.
 	tensorBoard tensorBoardView
 	// now is the reconcile's one reading of the clock.
@@ -76,6 +78,9 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 		return w, nil
 	}
 	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
+		return nil, err
+	}
+	if w.gang, err = r.readGang(job, w.pods); err != nil {
 		return nil, err
 	}
 	w.tensorBoard = r.readTensorBoard(ctx, job)

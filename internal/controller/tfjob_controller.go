@@ -151,7 +151,7 @@ func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 
 	// 5. Decide, without a write: the job's new status and what each step of act writes.
-	p := r.decide(job, w.pods, w.foreign, w.kueue, w.rival, w.now)
+	p := r.decide(w)
 	// 6. Act, the status written once.
 	return r.act(ctx, w, p)
 }
