@@ -67,8 +67,8 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if sp.err != nil {
 		return startOutcome{}, 0, sp.err
 	}
-	if wait := r.refusals.wait(job, r.clock.Now()); wait > 0 {
-		return startOutcome{}, wait, nil
+	if sp.holdFor > 0 {
+		return startOutcome{}, sp.holdFor, nil
 	}
 	invalid, err := r.ensureClaims(ctx, job)
 	if invalid == "" && err == nil {

@@ -53,6 +53,11 @@ type startPlan struct {
 	opts PodOptions
 	// err is why the missing pods cannot be built (no host port range large enough).
 	err error
+	// holdFor is how long the delay after the API server's last refusal of the job's
+	// pods still runs: nothing is sent until it ends.
+	holdFor time.Duration
+	// firstBatch is the size of the first slow-start batch of the missing pods.
+	firstBatch int
 	// admission places the pods on the flavors Kueue admitted them to; nil outside Kueue.
 	admission *workloadAdmission
 }
@@ -135,6 +140,8 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	if len(sp.missing) == 0 {
 		return sp
 	}
+	sp.holdFor = w.refusals.wait
+	sp.firstBatch = firstBatch(len(sp.missing), cap(r.createSlots), w.refusals.refusedLately)
 	sp.opts = r.PodOptions
 	sp.opts.Agent.ImageVolume = r.imageVolumes.imageVolumes()
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {

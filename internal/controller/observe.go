@@ -39,6 +39,8 @@ type world struct {
 	rival string
 	// gang is the job's gang scheduler as discovery serves it.
 	gang gangView
+	// refusals is what the API server's last refusals of pods hold back.
+	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
 	tensorBoard tensorBoardView
 	// now is the reconcile's one reading of the clock.
@@ -85,6 +87,7 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	}
 	w.tensorBoard = r.readTensorBoard(ctx, job)
 	w.now = metav1.NewTime(r.clock.Now())
+	w.refusals = r.readRefusals(job, w.now.Time)
 	return w, nil
 }
 

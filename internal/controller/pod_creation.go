@@ -49,7 +49,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(sp.missing))
 	// No event per creation: at a thousand replicas those writes would cost the API
 	// server as much as the pods.
-	created, errs := r.createPods(ctx, job, sp.missing, sp.opts)
+	created, errs := r.createPods(ctx, job, sp.missing, sp.opts, sp.firstBatch)
 	if len(created) > 0 {
 		now := r.clock.Now()
 		r.lastCreation.LoadOrStore(job.UID, now)
@@ -62,7 +62,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 
 // createPods creates the pods of the missing replicas in slow-start batches, and returns
 // the replicas whose pods it created and the errors of those it could not create.
-func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missing []ReplicaKey, opts PodOptions) ([]ReplicaKey, []error) {
+func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missing []ReplicaKey, opts PodOptions, first int) ([]ReplicaKey, []error) {
 	var (
 		mu      sync.Mutex
 		errs    []error
@@ -99,9 +99,7 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 			failed.Store(true)
 		}
 	}
-	width := cap(r.createSlots)
-	first := firstBatch(len(missing), width, r.refusals.refusedLately(job.Namespace, r.clock.Now()))
-	for _, batch := range slowStartBatches(len(missing), width, first) {
+	for _, batch := range slowStartBatches(len(missing), cap(r.createSlots), first) {
 		var wg sync.WaitGroup
 		for _, key := range missing[batch.start:batch.end] {
 			r.createSlots <- struct{}{}
@@ -212,6 +210,19 @@ func refusalMessage(err error) string {
 		return msg
 	}
 	return ""
+}
+
+// refusalView is what observe reads of the refusals of the job's pods: how long its
+// pods must still wait after the last one, and whether a pod of its namespace was
+// refused lately.
+type refusalView struct {
+	wait          time.Duration
+	refusedLately bool
+}
+
+// readRefusals reads the job's refusal streak and its namespace's at now.
+func (r *TFJobReconciler) readRefusals(job *tfv1.TFJob, now time.Time) refusalView {
+	return refusalView{wait: r.refusals.wait(job, now), refusedLately: r.refusals.refusedLately(job.Namespace, now)}
 }
 
 // creationBackoff holds, per job, its refusals in a row and when its pods may be tried

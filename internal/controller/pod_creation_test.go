@@ -169,7 +169,7 @@ func newQuotaClient(limit int32) *quotaClient {
 // records what the API server said in o.status, as a reconcile does.
 func createMissing(ctx context.Context, r *TFJobReconciler, job *tfv1.TFJob, o *observation) (time.Duration, error) {
 	now := metav1.NewTime(r.clock.Now())
-	out, wait, err := r.startPods(ctx, job, r.planStart(job, o, &world{}, now.Time))
+	out, wait, err := r.startPods(ctx, job, r.planStart(job, o, &world{refusals: r.readRefusals(job, now.Time)}, now.Time))
 	recordStart(o.status, out, now)
 	return wait, err
 }
