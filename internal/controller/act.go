@@ -70,7 +70,7 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if sp.holdFor > 0 {
 		return startOutcome{}, sp.holdFor, nil
 	}
-	invalid, err := r.ensureClaims(ctx, job)
+	invalid, err := sp.invalidVolume, r.createClaims(ctx, sp.claims)
 	if invalid == "" && err == nil {
 		invalid, err = r.checkNotebookClaims(ctx, job)
 	}

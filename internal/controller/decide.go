@@ -53,6 +53,10 @@ type startPlan struct {
 	opts PodOptions
 	// err is why the missing pods cannot be built (no host port range large enough).
 	err error
+	// claims are the claims of the job's volumes to create before its pods;
+	// invalidVolume fails the job instead, naming the volume that cannot be served.
+	claims        []*corev1.PersistentVolumeClaim
+	invalidVolume string
 	// holdFor is how long the delay after the API server's last refusal of the job's
 	// pods still runs: nothing is sent until it ends.
 	holdFor time.Duration
@@ -140,6 +144,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	if len(sp.missing) == 0 {
 		return sp
 	}
+	sp.claims, sp.invalidVolume = decideClaims(job, w.volumes)
 	sp.holdFor = w.refusals.wait
 	sp.firstBatch = firstBatch(len(sp.missing), cap(r.createSlots), w.refusals.refusedLately)
 	sp.opts = r.PodOptions

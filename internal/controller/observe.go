@@ -39,6 +39,9 @@ type world struct {
 	rival string
 	// gang is the job's gang scheduler as discovery serves it.
 	gang gangView
+	// volumes are the claims and storage classes the job's volumes name, read when
+	// its pods may be created.
+	volumes []volumeView
 	// refusals is what the API server's last refusals of pods hold back.
 	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
@@ -88,6 +91,11 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	w.tensorBoard = r.readTensorBoard(ctx, job)
 	w.now = metav1.NewTime(r.clock.Now())
 	w.refusals = r.readRefusals(job, w.now.Time)
+	if w.refusals.wait == 0 { // while pods are held back, their volumes wait too
+		if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -12,65 +13,103 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller/build"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// ensureClaims makes sure every volume's claim exists before the job's pods are
-// created: it creates the claims tfk8s owns and checks the existing claims and storage
-// classes named. It reads the API server directly rather than a cache, and only when
-// pods are about to be created, so that the controller watches no claims or classes.
-// A volume that can never be served is returned as invalid, naming its field.
-func (r *TFJobReconciler) ensureClaims(ctx context.Context, job *tfv1.TFJob) (invalid string, err error) {
-	for i := range job.Spec.Volumes {
-		v := &job.Spec.Volumes[i]
-		field := fmt.Sprintf("spec.volumes[%d]", i)
-		if v.ExistingClaim != "" {
-			err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: v.ExistingClaim}, &corev1.PersistentVolumeClaim{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace), nil
-			}
-			if err != nil {
-				return "", fmt.Errorf("reading claim %s: %w", v.ExistingClaim, err)
-			}
-			continue
-		}
-		if sc := v.StorageClassName; sc != nil && *sc != "" {
-			err := r.reader().Get(ctx, client.ObjectKey{Name: *sc}, &storagev1.StorageClass{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *sc), nil
-			}
-			if err != nil {
-				return "", fmt.Errorf("reading storage class %s: %w", *sc, err)
-			}
-		}
-		err := r.Create(ctx, build.Claim(job, v))
-		if apierrors.IsAlreadyExists(err) {
-			invalid, err = r.checkClaimReuse(ctx, job, i)
-			if invalid != "" || err != nil {
-				return invalid, err
-			}
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("creating claim %s: %w", build.ClaimName(job, v), err)
-		}
-	}
-	return "", nil
+// volumeView is what observe reads of each of the job's volumes, in spec.volumes'
+// order: the claim it names or tfk8s would create (nil when absent), and whether the
+// storage class it names exists.
+type volumeView struct {
+	claim        *corev1.PersistentVolumeClaim
+	classMissing bool
 }
 
-// checkClaimReuse reads the claim that already holds the name of the job's volume i,
-// and says why it is not mounted, or "" when claimForeign finds it is the job's.
-func (r *TFJobReconciler) checkClaimReuse(ctx context.Context, job *tfv1.TFJob, i int) (invalid string, err error) {
-	v := &job.Spec.Volumes[i]
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: build.ClaimName(job, v)}, claim); err != nil {
-		return "", fmt.Errorf("reading claim %s: %w", build.ClaimName(job, v), err)
+// readVolumes reads the claims and storage classes the job's volumes name, when its
+// pods may be about to be created: a replica has no pod. It reads the API server
+// directly rather than a cache, so that the controller watches no claims or classes,
+// and stops at the first volume that can never be served.
+func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) ([]volumeView, error) {
+	if len(job.Spec.Volumes) == 0 || jobFinished(&job.Status) || jobSuspended(job) || !replicaWithoutPod(job, pods) {
+		return nil, nil
 	}
-	if whose := claimForeign(job, v, claim); whose != "" {
-		return fmt.Sprintf("spec.volumes[%d].name %q: claim %s already exists and %s; the controller mounts only a claim "+
-			"it created for this job: rename the volume or the job, or ask an admin to mount the claim with existingClaim",
-			i, v.Name, claim.Name, whose), nil
+	out := make([]volumeView, len(job.Spec.Volumes))
+	for i := range job.Spec.Volumes {
+		v := &job.Spec.Volumes[i]
+		name := cmp.Or(v.ExistingClaim, build.ClaimName(job, v))
+		if sc := v.StorageClassName; v.ExistingClaim == "" && sc != nil && *sc != "" {
+			err := r.reader().Get(ctx, client.ObjectKey{Name: *sc}, &storagev1.StorageClass{})
+			if apierrors.IsNotFound(err) {
+				out[i].classMissing = true
+				return out, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading storage class %s: %w", *sc, err)
+			}
+		}
+		claim := &corev1.PersistentVolumeClaim{}
+		err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: name}, claim)
+		if err == nil {
+			out[i].claim = claim
+		} else if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading claim %s: %w", name, err)
+		}
 	}
-	return "", nil
+	return out, nil
+}
+
+// replicaWithoutPod reports whether a replica of the job's spec has no pod.
+func replicaWithoutPod(job *tfv1.TFJob, pods []*corev1.Pod) bool {
+	have := map[ReplicaKey]bool{}
+	for _, pod := range pods {
+		if key, ok := podKey(pod); ok {
+			have[key] = true
+		}
+	}
+	for rt, spec := range job.Spec.TFReplicaSpecs {
+		for i := range tfjob.Replicas(spec) {
+			if !have[ReplicaKey{Type: rt, Index: i}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decideClaims returns the claims to create before the job's pods, or why a volume can
+// never be served, naming its field: an existing claim or a storage class that does not
+// exist, or a claim of the name tfk8s would create that is not the job's.
+func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.PersistentVolumeClaim, invalid string) {
+	for i, vv := range views {
+		v := &job.Spec.Volumes[i]
+		field := fmt.Sprintf("spec.volumes[%d]", i)
+		switch {
+		case vv.classMissing:
+			return nil, fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *v.StorageClassName)
+		case v.ExistingClaim != "" && vv.claim == nil:
+			return nil, fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace)
+		case v.ExistingClaim != "":
+		case vv.claim == nil:
+			create = append(create, build.Claim(job, v))
+		default:
+			if whose := claimForeign(job, v, vv.claim); whose != "" {
+				return nil, fmt.Sprintf("%s.name %q: claim %s already exists and %s; the controller mounts only a claim "+
+					"it created for this job: rename the volume or the job, or ask an admin to mount the claim with existingClaim",
+					field, v.Name, vv.claim.Name, whose)
+			}
+		}
+	}
+	return create, ""
+}
+
+// createClaims creates the claims decideClaims planned. One created meanwhile by
+// someone else is an error: the next reconcile reads whose it is.
+func (r *TFJobReconciler) createClaims(ctx context.Context, claims []*corev1.PersistentVolumeClaim) error {
+	for _, claim := range claims {
+		if err := r.Create(ctx, claim); err != nil {
+			return fmt.Errorf("creating claim %s: %w", claim.Name, err)
+		}
+	}
+	return nil
 }
 
 // claimForeign says whose the existing claim of a volume tfk8s would create is, when it
