@@ -32,6 +32,10 @@ type plan struct {
 	remove []*corev1.Pod
 	// start is what running the job writes; nil when it is finished or suspended.
 	start *startPlan
+	// tensorBoard and record are what the job's TensorBoard and end record need,
+	// decided from the status before any pod is written.
+	tensorBoard tensorBoardPlan
+	record      recordPlan
 	// requeue is when to look again for a deadline or a timeout, or 0.
 	requeue time.Duration
 }
@@ -119,6 +123,8 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	case p.start == nil:
 		p.remove = activePods(pods)
 	}
+	p.tensorBoard = decideTensorBoard(run, st, w.tensorBoard, r.PodOptions, now.Time)
+	p.record = decideRecord(run, st, w.record, now.Time)
 	return p
 }
 

@@ -172,6 +172,7 @@ func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Resu
 		}
 	}
 	run, st := p.run, p.o.status
+	finishedBefore := jobFinished(st)
 
 	// 2. Act on the pods, the claims, the gang and the Service; what the API server
 	// said of them goes into the status.
@@ -180,14 +181,15 @@ func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Resu
 	errs := []error{err}
 	recordStart(st, out, now)
 
-	// 3. Decide the TensorBoard and the end record of a finished job that stores in S3
-	// from the status the pods' outcome left; write the TensorBoard's objects. Poll a
-	// running job's progress when due (progress.go); it goes into this status write.
-	tp := decideTensorBoard(run, st, w.tensorBoard, r.PodOptions, now.Time)
+	// 3. Write the TensorBoard's objects, and put it and the end record's outcome into
+	// the status. A job that the act steps failed just now outlives its TTL until the
+	// next reconcile, which the status write brings, decides its end record.
+	tp, rp := p.tensorBoard, p.record
 	st.TensorBoard, requeue = tp.status, minPositive(requeue, tp.requeue)
 	errs = append(errs, r.syncTensorBoard(ctx, tp))
-	rp := decideRecord(run, st, w.record, now.Time)
 	rp.setCondition(st, now)
+	rp.hold = rp.hold || (jobFinished(st) && !finishedBefore)
+	// Poll a running job's progress when due (progress.go); it goes into this status write.
 	requeue = minPositive(requeue, r.syncProgress(ctx, run, w.pods, st, now))
 
 	// 4. Write the status once, if it changed; right after pods were created, routine
