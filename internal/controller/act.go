@@ -32,13 +32,19 @@ func (r *TFJobReconciler) actOnPods(ctx context.Context, job *tfv1.TFJob, pods [
 func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, sp *startPlan) (startOutcome, time.Duration, error) {
 	errs := []error{r.clearForeignPods(ctx, job, sp.foreign), r.replaceFailedPods(ctx, job, sp.retries)}
 	requeue := sp.retryIn
+	var events []jobEvent
+	if len(sp.foreign) > 0 {
+		events = append(events, foreignPodsEvent(job, sp.foreign))
+	}
+	events = append(events, retryEvents(sp.retries)...)
 	if sp.gangRefused != "" {
-		return startOutcome{failReason: tfv1.ReasonGangSchedulerUnavailable, failMessage: sp.gangRefused}, 0, errors.Join(errs...)
+		return startOutcome{failReason: tfv1.ReasonGangSchedulerUnavailable, failMessage: sp.gangRefused, events: events}, 0, errors.Join(errs...)
 	}
 	if err := r.createGang(ctx, sp.gangView, sp.gang); err != nil {
-		return startOutcome{}, requeue, errors.Join(append(errs, err)...)
+		return startOutcome{events: events}, requeue, errors.Join(append(errs, err)...)
 	}
 	out, wait, err := r.startPods(ctx, job, sp)
+	out.events = append(events, out.events...)
 	requeue = minPositive(requeue, wait)
 	errs = append(errs, err)
 	if out.failReason != "" {
@@ -89,7 +95,7 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 }
 
 // replaceFailedPods deletes the failed pods whose retry delay is over, so that they are
-// created again, and says once for each counted failure when its replica comes back.
+// created again.
 func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob, retries []retry) error {
 	var due []*corev1.Pod
 	for _, rt := range retries {
@@ -97,12 +103,6 @@ func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob
 		if rt.failures == 0 {
 			due = append(due, pod)
 			continue
-		}
-		if hasFinalizer(pod) {
-			// The failure is being counted: say once when the replica comes back.
-			r.event(job, corev1.EventTypeNormal, tfv1.ReasonRetryBackoff,
-				"pod %s failed (%s); re-creating it in %v (failure %d in a row)",
-				pod.Name, exitSummary(pod), rt.left.Round(time.Second), rt.failures)
 		}
 		if rt.left > 0 {
 			continue
@@ -113,6 +113,20 @@ func (r *TFJobReconciler) replaceFailedPods(ctx context.Context, job *tfv1.TFJob
 		due = append(due, pod)
 	}
 	return r.deletePods(ctx, job, due)
+}
+
+// retryEvents say once for each counted failure when its replica comes back: while
+// the failure is being counted, its pod carries the finalizer.
+func retryEvents(retries []retry) []jobEvent {
+	var out []jobEvent
+	for _, rt := range retries {
+		if rt.failures > 0 && hasFinalizer(rt.pod) {
+			out = append(out, newJobEvent(corev1.EventTypeNormal, tfv1.ReasonRetryBackoff,
+				"pod %s failed (%s); re-creating it in %v (failure %d in a row)",
+				rt.pod.Name, exitSummary(rt.pod), rt.left.Round(time.Second), rt.failures))
+		}
+	}
+	return out
 }
 
 // exitSummary says how a failed pod ended, for an event.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -77,6 +78,24 @@ func findCondition(st *tfv1.TFJobStatus, typ tfv1.JobState) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// jobEvent is an event on the job that an act step gathered, emitted once the status
+// is written.
+type jobEvent struct {
+	eventType, reason, message string
+}
+
+// newJobEvent formats a jobEvent.
+func newJobEvent(eventType, reason, format string, args ...any) jobEvent {
+	return jobEvent{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// emit records the gathered events on the job.
+func (r *TFJobReconciler) emit(job *tfv1.TFJob, events []jobEvent) {
+	for _, e := range events {
+		r.event(job, e.eventType, e.reason, "%s", e.message)
+	}
 }
 
 // event records an event on the job; unit tests run the reconciler without a recorder.

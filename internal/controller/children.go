@@ -150,10 +150,8 @@ func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob,
 	if len(foreign) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(foreign))
 	errs := []error{r.releasePods(ctx, foreign)}
 	for _, pod := range foreign {
-		names = append(names, pod.Name)
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
@@ -162,11 +160,20 @@ func (r *TFJobReconciler) clearForeignPods(ctx context.Context, job *tfv1.TFJob,
 			errs = append(errs, fmt.Errorf("deleting pod %s of an earlier job: %w", pod.Name, err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// foreignPodsEvent says which pods of an earlier job of the name clearForeignPods
+// deletes.
+func foreignPodsEvent(job *tfv1.TFJob, foreign []*corev1.Pod) jobEvent {
+	names := make([]string, 0, len(foreign))
+	for _, pod := range foreign {
+		names = append(names, pod.Name)
+	}
 	slices.Sort(names)
-	r.event(job, corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
+	return newJobEvent(corev1.EventTypeNormal, tfv1.ReasonPodNameTaken,
 		"%d pod(s) of an earlier TFJob named %s still hold this job's pod names (%s): they are being deleted, and this job's pods follow once they are gone",
 		len(foreign), job.Name, summarizeNames(names))
-	return errors.Join(errs...)
 }
 
 // summarizeNames lists at most three names, then how many more.

@@ -200,6 +200,8 @@ type startOutcome struct {
 	refusal string
 	// accepted: every missing pod got through, or none was missing.
 	accepted bool
+	// events say what the act steps did, emitted once the status is written.
+	events []jobEvent
 }
 
 // recordStart records in the job's status what the act steps of a running job learned:

@@ -165,13 +165,13 @@ func (r *TFJobReconciler) noteCreationOutcome(job *tfv1.TFJob, created int, errs
 	}
 	if refusal != "" {
 		wait := r.refusals.refused(job, r.clock.Now())
-		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed,
+		ev := newJobEvent(corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed,
 			"%s (%d pod(s) created before it; trying again in %v)", refusal, created, wait)
-		return startOutcome{refusal: refusal}, wait, errors.Join(other...)
+		return startOutcome{refusal: refusal, events: []jobEvent{ev}}, wait, errors.Join(other...)
 	}
 	if len(other) > 0 {
-		r.event(job, corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed, "%d pod(s) not created: %v", len(other), other[0])
-		return startOutcome{}, 0, errors.Join(other...)
+		ev := newJobEvent(corev1.EventTypeWarning, tfv1.ReasonPodCreationFailed, "%d pod(s) not created: %v", len(other), other[0])
+		return startOutcome{events: []jobEvent{ev}}, 0, errors.Join(other...)
 	}
 	r.refusals.forget(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
 	return startOutcome{accepted: true}, 0, nil

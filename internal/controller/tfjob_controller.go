@@ -194,11 +194,14 @@ func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Resu
 
 	// 4. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
+	// The events of the act steps follow the write, as the status changes' do.
 	if wait := r.statusDeferral(run, p.o); wait > 0 {
 		requeue = minPositive(requeue, wait)
+		r.emit(run, out.events)
 	} else if err := r.writeStatus(ctx, run, w.stored, st); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	} else {
+		r.emit(run, out.events)
 		r.announce(run, p.o, now)
 	}
 
