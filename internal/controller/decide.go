@@ -36,6 +36,8 @@ type plan struct {
 	// decided from the status before any pod is written.
 	tensorBoard tensorBoardPlan
 	record      recordPlan
+	// progress is the job's next progress poll.
+	progress progressPlan
 	// requeue is when to look again for a deadline or a timeout, or 0.
 	requeue time.Duration
 }
@@ -125,6 +127,7 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	}
 	p.tensorBoard = decideTensorBoard(run, st, w.tensorBoard, r.PodOptions, now.Time)
 	p.record = decideRecord(run, st, w.record, now.Time)
+	p.progress = r.planProgress(run, pods, st, w.progress, now)
 	return p
 }
 

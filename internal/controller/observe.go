@@ -46,6 +46,8 @@ type world struct {
 	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
 	tensorBoard tensorBoardView
+	// progress is the job's last polled progress.
+	progress progressView
 	// now is the reconcile's one reading of the clock.
 	now metav1.Time
 }
@@ -91,6 +93,7 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	w.tensorBoard = r.readTensorBoard(ctx, job)
 	w.now = metav1.NewTime(r.clock.Now())
 	w.refusals = r.readRefusals(job, w.now.Time)
+	w.progress = progressPolls.peek(job.UID, w.now.Time)
 	if w.refusals.wait == 0 { // while pods are held back, their volumes wait too
 		if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
 			return nil, err

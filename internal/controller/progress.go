@@ -41,9 +41,6 @@ const (
 	// keep up while under a tenth of the polls time out.
 	progressPollers = 4
 	progressQueue   = 256
-	// progressCollect is when a reconcile that queued a poll looks again, to write
-	// its answer: a poll has ended by then unless its queue was long.
-	progressCollect = progressTimeout + time.Second
 	// maxProgressStep bounds what is believed of a step or a total: the largest
 	// integer a float64 holds exactly, and JavaScript's.
 	maxProgressStep = 1 << 53
@@ -55,29 +52,57 @@ const (
 	minStepRate = 1e-9
 )
 
-// syncProgress puts the last polled progress of a running job into st and, when the
-// job is due, asks for its next poll; a finished job keeps its last progress without
-// a rate or an ETA. It returns when to look again, or 0: progressCollect after it
-// queued a poll, whose answer that reconcile writes (a poll's end does not itself
-// requeue the job; one that ends later is written at the next turn). It is the one
-// hook of progress in reconcile, between deciding the end record and writing the
-// status, and it never waits on the network.
-func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, now metav1.Time) time.Duration {
+// progressView is what observe reads of a job's polled progress: the last answer,
+// kept until the next replaces it (nil before the first), and how long until the job
+// is due for its next poll, 0 when due now.
+type progressView struct {
+	last *tfjob.LiveProgress
+	wait time.Duration
+}
+
+// progressPlan is what decide asks of the poller: forget a finished job, or queue
+// the poll of a running job that is due; wait is when it is due otherwise.
+type progressPlan struct {
+	forget bool
+	poll   *pollRequest
+	wait   time.Duration
+}
+
+// planProgress puts the job's last polled progress into st and decides its next
+// poll; a finished job keeps its last progress without a rate or an ETA.
+func (r *TFJobReconciler) planProgress(job *tfv1.TFJob, pods []*corev1.Pod, st *tfv1.TFJobStatus, v progressView, now metav1.Time) progressPlan {
 	if r.kubeflow {
-		return 0 // kubeflow.org's status has no field for it
+		return progressPlan{} // kubeflow.org's status has no field for it
 	}
 	if jobFinished(st) {
-		progressPolls.forget(job.UID)
 		st.Progress = finishedProgress(st.Progress)
-		return 0
+		return progressPlan{forget: true}
 	}
 	pod, url := progressSource(job, pods)
 	if pod == nil {
-		return 0 // the lead pod's update brings the next reconcile
+		return progressPlan{} // the lead pod's update brings the next reconcile
 	}
-	lp, wait := progressPolls.take(ctx, job.UID, pollRequest{url: url, podUID: string(pod.UID), pod: pod.Name}, now.Time)
-	st.Progress = decideProgress(st.Progress, lp, now)
-	return wait
+	st.Progress = decideProgress(st.Progress, v.last, now)
+	if v.wait > 0 {
+		return progressPlan{wait: v.wait}
+	}
+	return progressPlan{poll: &pollRequest{url: url, podUID: string(pod.UID), pod: pod.Name,
+		job: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}}}
+}
+
+// syncProgress carries out the progress plan: it queues the job's poll, whose answer
+// comes back through the reconciler's progress events, and never waits on the network.
+// It returns when the job is due again, or 0.
+func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, p progressPlan, now metav1.Time) time.Duration {
+	switch {
+	case p.forget:
+		progressPolls.forget(job.UID)
+	case p.poll != nil:
+		req := *p.poll
+		req.notify = r.progressNotify
+		return progressPolls.ask(ctx, job.UID, req, now.Time)
+	}
+	return p.wait
 }
 
 // progressSource is the lead replica's running pod that serves its progress, and the
@@ -247,6 +272,9 @@ type pollRequest struct {
 	url, podUID string
 	pod         string // the pod's name, for the log
 	log         logr.Logger
+	// job names the job whose reconcile notify calls for once the answer is kept.
+	job    types.NamespacedName
+	notify func(types.NamespacedName)
 }
 
 // jobPoll is what the poller knows of a job.
@@ -271,11 +299,31 @@ func progressBackoff(failures int) time.Duration {
 	return d
 }
 
-// take returns the job's last polled progress (nil before its first answer) and how
-// long until it is due again, or progressCollect when it queued a poll:
-// when due and no poll of it is under way, it queues one without waiting, and a full
-// queue skips this turn.
-func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollRequest, now time.Time) (*tfjob.LiveProgress, time.Duration) {
+// peek returns the job's last polled progress (nil before its first answer), kept
+// until the next answer replaces it, and how long until the job is due again, 0 when
+// due now. It changes nothing.
+func (p *progressPoller) peek(uid types.UID, now time.Time) progressView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	jp := p.jobs[uid]
+	if jp == nil {
+		return progressView{}
+	}
+	// Kept, not handed out once: a status write deferred during a creation burst
+	// writes the same reading at the next reconcile (decideProgress returns the
+	// status's block unchanged when the reading is the one already written).
+	v := progressView{last: jp.result}
+	backoff := progressBackoff(jp.failures)
+	if wait := jp.last.Add(backoff).Sub(now); wait > 0 && wait <= backoff {
+		v.wait = wait
+	}
+	return v
+}
+
+// ask queues a poll of the job, due now, unless one is under way, without waiting; a
+// full queue skips this turn. It returns when the job is due again: the answer itself
+// comes through req.notify.
+func (p *progressPoller) ask(ctx context.Context, uid types.UID, req pollRequest, now time.Time) time.Duration {
 	p.start.Do(func() {
 		for range p.workers {
 			go p.run()
@@ -288,27 +336,17 @@ func (p *progressPoller) take(ctx context.Context, uid types.UID, req pollReques
 		jp = &jobPoll{}
 		p.jobs[uid] = jp
 	}
-	// Kept, not handed out once: a status write deferred during a creation burst
-	// writes the same reading at the next reconcile (decideProgress returns the
-	// status's block unchanged when the reading is the one already written).
-	lp := jp.result
-	backoff := progressBackoff(jp.failures)
-	if wait := jp.last.Add(backoff).Sub(now); wait > 0 && wait <= backoff {
-		return lp, wait
-	}
 	jp.last = now // the clock going back polls rather than waits for ever
 	if !jp.inFlight {
 		req.uid, req.log = uid, log.FromContext(ctx)
 		select {
 		case p.queue <- req:
 			jp.inFlight = true
-			p.sweep(now)
-			return lp, progressCollect
 		default:
 		}
 	}
 	p.sweep(now)
-	return lp, backoff
+	return progressBackoff(jp.failures)
 }
 
 // sweep drops the jobs not asked about for long; the caller holds p.mu.
@@ -333,24 +371,28 @@ func (p *progressPoller) run() {
 		if err != nil {
 			req.log.V(2).Info("Reading the lead replica's progress", "pod", req.pod, "error", err.Error())
 		}
-		p.done(req.uid, lp, err)
+		if p.done(req.uid, lp, err) && req.notify != nil {
+			req.notify(req.job)
+		}
 	}
 }
 
-// done records a poll's outcome.
-func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) {
+// done records a poll's outcome, and reports whether it brought a new answer for the
+// job's status.
+func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	jp := p.jobs[uid]
 	if jp == nil {
-		return // forgotten meanwhile
+		return false // forgotten meanwhile
 	}
 	jp.inFlight = false
 	if err != nil {
 		jp.failures++
-		return
+		return false
 	}
 	jp.failures, jp.result = 0, lp
+	return lp != nil
 }
 
 // forget drops a finished job.

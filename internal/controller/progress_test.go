@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -274,12 +276,13 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
 	st := &tfv1.TFJobStatus{}
 	start := time.Now()
-	wait := (&TFJobReconciler{}).syncProgress(context.Background(), job, []*corev1.Pod{pod}, st, metav1.Now())
+	r, now := &TFJobReconciler{}, metav1.Now()
+	wait := r.syncProgress(context.Background(), job, r.planProgress(job, []*corev1.Pod{pod}, st, progressPolls.peek(job.UID, now.Time), now), now)
 	if took := time.Since(start); took > progressTimeout/4 {
 		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}
-	if wait != progressCollect {
-		t.Errorf("syncProgress asked to come back in %v, want %v, for the poll's answer", wait, progressCollect)
+	if wait != progressInterval {
+		t.Errorf("syncProgress asked to come back in %v, want %v, when the next poll is due (the answer notifies)", wait, progressInterval)
 	}
 	select {
 	case <-entered: // the poll was made, on the poller, and is blocked still
@@ -296,9 +299,12 @@ func TestProgressPollBacksOff(t *testing.T) {
 	}
 	p := newProgressPoller(nil, 0, 1) // no pollers: the test plays their part
 	ctx, t0 := context.Background(), time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	// take plays a reconcile's part: observe peeks, and act asks for a poll when due.
 	take := func(at time.Duration) time.Duration {
-		_, wait := p.take(ctx, "a", pollRequest{url: "http://10.1.2.3:2230/progress"}, t0.Add(at))
-		return wait
+		if v := p.peek("a", t0.Add(at)); v.wait > 0 {
+			return v.wait
+		}
+		return p.ask(ctx, "a", pollRequest{url: "http://10.1.2.3:2230/progress"}, t0.Add(at))
 	}
 	polled := func() bool {
 		select {
@@ -315,11 +321,11 @@ func TestProgressPollBacksOff(t *testing.T) {
 		wantWait time.Duration
 		wantPoll bool
 	}{
-		{at: 0, answer: true, wantWait: progressCollect, wantPoll: true},
+		{at: 0, answer: true, wantWait: progressInterval, wantPoll: true},
 		{at: 30 * time.Second, wantWait: 30 * time.Second}, // one failure: 60 s from the poll
-		{at: time.Minute, answer: true, wantWait: progressCollect, wantPoll: true},
+		{at: time.Minute, answer: true, wantWait: time.Minute, wantPoll: true},
 		{at: 2 * time.Minute, wantWait: time.Minute}, // two: 120 s
-		{at: 3 * time.Minute, wantWait: progressCollect, wantPoll: true},
+		{at: 3 * time.Minute, wantWait: 2 * time.Minute, wantPoll: true},
 		{at: 5 * time.Minute, wantWait: 2 * time.Minute}, // due, but still in flight: not queued twice
 	}
 	for i, s := range steps {
@@ -333,34 +339,57 @@ func TestProgressPollBacksOff(t *testing.T) {
 		}
 	}
 	p.done("a", &tfjob.LiveProgress{Step: 1}, nil) // an answer ends the backoff
-	if wait := take(5*time.Minute + progressInterval); wait != progressCollect || !polled() {
-		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressCollect)
+	if wait := take(5*time.Minute + progressInterval); wait != progressInterval || !polled() {
+		t.Errorf("after an answer: wait %v, want %v and a poll", wait, progressInterval)
 	}
 }
 
 func TestProgressPollSkipsWhenTheQueueIsFull(t *testing.T) {
 	p := newProgressPoller(nil, 0, 1)
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	p.take(context.Background(), "a", pollRequest{}, now)
-	p.take(context.Background(), "b", pollRequest{}, now) // the queue is full: b waits its next turn
+	p.ask(context.Background(), "a", pollRequest{}, now)
+	p.ask(context.Background(), "b", pollRequest{}, now) // the queue is full: b waits its next turn
 	if len(p.queue) != 1 || p.jobs["b"].inFlight {
 		t.Fatalf("queue %d long, b in flight %v; want a alone queued", len(p.queue), p.jobs["b"].inFlight)
 	}
 	<-p.queue
 	p.done("a", &tfjob.LiveProgress{Step: 5}, nil)
-	lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(time.Second))
-	if lp == nil || lp.Step != 5 {
+	if lp := p.peek("a", now.Add(time.Second)).last; lp == nil || lp.Step != 5 {
 		t.Errorf("took %v, want the polled step 5", lp)
 	}
 	// A reading whose status write was deferred is there for the next reconcile.
-	if lp, _ := p.take(context.Background(), "a", pollRequest{}, now.Add(2*time.Second)); lp == nil || lp.Step != 5 {
+	if lp := p.peek("a", now.Add(2*time.Second)).last; lp == nil || lp.Step != 5 {
 		t.Errorf("took %v again, want the step 5 kept until the next poll replaces it", lp)
 	}
-	if wait := func() time.Duration {
-		_, w := p.take(context.Background(), "b", pollRequest{}, now.Add(progressInterval))
-		return w
-	}(); wait != progressCollect || len(p.queue) != 1 {
-		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressCollect)
+	if v := p.peek("b", now.Add(progressInterval)); v.wait != 0 {
+		t.Errorf("b at its next turn: due in %v, want now", v.wait)
+	}
+	if wait := p.ask(context.Background(), "b", pollRequest{}, now.Add(progressInterval)); wait != progressInterval || len(p.queue) != 1 {
+		t.Errorf("b at its next turn: wait %v, queue %d; want %v and b queued", wait, len(p.queue), progressInterval)
+	}
+}
+
+// TestProgressAnswerNotifies: a poll's answer asks for the job's reconcile at once, so
+// that its status shows the reading without a timed requeue, and the reading stays.
+func TestProgressAnswerNotifies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"step": 7}`)
+	}))
+	defer srv.Close()
+	p := newProgressPoller(srv.Client(), 1, 1)
+	notified := make(chan types.NamespacedName, 1)
+	job := types.NamespacedName{Namespace: "ns", Name: "j"}
+	p.ask(context.Background(), "uid-j", pollRequest{url: srv.URL, job: job, notify: func(n types.NamespacedName) { notified <- n }}, time.Now())
+	select {
+	case got := <-notified:
+		if got != job {
+			t.Errorf("notified %v, want %v", got, job)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer never asked for the job's reconcile")
+	}
+	if lp := p.peek("uid-j", time.Now()).last; lp == nil || lp.Step != 7 {
+		t.Errorf("kept %v, want step 7", lp)
 	}
 }
 

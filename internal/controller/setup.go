@@ -8,8 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -32,11 +36,14 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	if err := r.setupKubeflow(mgr, opts); err != nil {
 		return err
 	}
+	progress := make(chan event.GenericEvent, progressQueue)
+	r.progressNotify = notifyProgress(progress)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&tfv1.TFJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
+		WatchesRawSource(source.Channel(progress, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Build(r)
 	if err != nil {
@@ -44,6 +51,18 @@ func (r *TFJobReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	}
 	r.workloads = newWorkloadWatch(mgr, c)
 	return r.workloads.startIfServed(mgr.GetRESTMapper())
+}
+
+// notifyProgress returns a function that queues the reconcile of a job on ch without
+// waiting: when ch is full, the job's next turn (its progress due again) writes the
+// answer.
+func notifyProgress(ch chan<- event.GenericEvent) func(types.NamespacedName) {
+	return func(job types.NamespacedName) {
+		select {
+		case ch <- event.GenericEvent{Object: &tfv1.TFJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}}:
+		default:
+		}
+	}
 }
 
 // setupKubeflow registers a reconciler of kubeflow.org TFJobs when Options.Kubeflow

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -65,6 +66,9 @@ type TFJobReconciler struct {
 	retries      retryCounts
 	refusals     creationBackoff
 	createSlots  chan struct{}
+	// progressNotify asks for the reconcile of a job whose progress poll brought an
+	// answer; nil without a manager.
+	progressNotify func(types.NamespacedName)
 	// imageVolumes says whether the nodes mount the agent's image; nil without a
 	// manager: init containers.
 	imageVolumes *imageVolumeDetector
@@ -189,8 +193,9 @@ func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Resu
 	errs = append(errs, r.syncTensorBoard(ctx, tp))
 	rp.setCondition(st, now)
 	rp.hold = rp.hold || (jobFinished(st) && !finishedBefore)
-	// Poll a running job's progress when due (progress.go); it goes into this status write.
-	requeue = minPositive(requeue, r.syncProgress(ctx, run, w.pods, st, now))
+	// Queue a running job's progress poll when due (progress.go); its answer brings
+	// the reconcile that writes it.
+	requeue = minPositive(requeue, r.syncProgress(ctx, run, p.progress, now))
 
 	// 4. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
