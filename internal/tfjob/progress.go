@@ -60,10 +60,10 @@ type LiveMetric struct {
 	Value string `json:"value"`
 }
 
-// LeadReplica is the replica of job whose progress stands for the job's: the first
-// of LeadReplicas that the job has; false when it has none.
+// LeadReplica is the replica type of job whose progress stands for the job's: the
+// first of leadTypes (those of LeadReplicas) that the job has; false when it has none.
 func LeadReplica(job *tfv1.TFJob) (tfv1.ReplicaType, bool) {
-	for _, rt := range []tfv1.ReplicaType{tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster, tfv1.ReplicaTypeWorker} {
+	for _, rt := range leadTypes {
 		if spec := job.Spec.TFReplicaSpecs[rt]; spec != nil && Replicas(spec) > 0 {
 			return rt, true
 		}

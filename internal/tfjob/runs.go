@@ -39,13 +39,19 @@ type RunEnd struct {
 	Lead *LeadProgress `json:"lead,omitempty"`
 }
 
-// LeadReplicas are the replicas whose summaries stand for a job's, in order: the one
+// leadTypes are the replica types whose first replica leads a job, in order: the one
 // that drives training (which Keras' callback writes from), else the first worker.
-var LeadReplicas = []string{
-	ReplicaName(tfv1.ReplicaTypeChief, 0),
-	ReplicaName(tfv1.ReplicaTypeMaster, 0),
-	ReplicaName(tfv1.ReplicaTypeWorker, 0),
-}
+var leadTypes = []tfv1.ReplicaType{tfv1.ReplicaTypeChief, tfv1.ReplicaTypeMaster, tfv1.ReplicaTypeWorker}
+
+// LeadReplicas are the replicas whose summaries stand for a job's, in order: the first
+// of each of leadTypes.
+var LeadReplicas = func() []string {
+	names := make([]string, len(leadTypes))
+	for i, rt := range leadTypes {
+		names[i] = ReplicaName(rt, 0)
+	}
+	return names
+}()
 
 // LeadProgress is a replica's progress record without its series.
 type LeadProgress struct {
