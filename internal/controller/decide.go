@@ -55,8 +55,10 @@ type startPlan struct {
 	// retryIn is when the next failed pod's delay ends, or 0.
 	retryIn time.Duration
 	missing []ReplicaKey
-	// opts builds the missing pods: host ports allocated, TF_CONFIG prepared.
-	opts PodOptions
+	// opts builds the missing pods, host ports allocated; tfConfigs is the job's
+	// TF_CONFIG, prepared once for all of them.
+	opts      PodOptions
+	tfConfigs *TFConfigs
 	// err is why the missing pods cannot be built (no host port range large enough).
 	err error
 	// claims are the claims of the job's volumes to create before its pods;
@@ -161,7 +163,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	if job.Spec.Networking.Mode == tfv1.NetworkingModeHostNetwork {
 		sp.opts.HostPorts, sp.err = build.AllocateHostPorts(job, r.HostPortRange)
 	}
-	sp.opts.TFConfigs = sp.opts.NewTFConfigs(job)
+	sp.tfConfigs = sp.opts.NewTFConfigs(job)
 	return sp
 }
 
@@ -170,7 +172,7 @@ func tfConfigRefusal(job *tfv1.TFJob, sp *startPlan) string {
 	if len(sp.missing) == 0 || sp.err != nil {
 		return ""
 	}
-	return sp.opts.TFConfigs.Refusal(tfjob.UsesStorage(job))
+	return sp.tfConfigs.Refusal(tfjob.UsesStorage(job))
 }
 
 // planRetries sorts the failed pods into those whose retry delay is over and those

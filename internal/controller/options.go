@@ -36,7 +36,7 @@ var (
 
 // ConstructPod builds the pod of one replica (build.Pod).
 func ConstructPod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
-	return build.Pod(job, rt, index, opts)
+	return build.Pod(job, rt, index, opts, nil)
 }
 
 // NewTFConfigs prepares the TF_CONFIGs of job's replicas (build.NewTFConfigs).

@@ -49,7 +49,7 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 	log.FromContext(ctx).V(2).Info("Creating pods", "count", len(sp.missing))
 	// No event per creation: at a thousand replicas those writes would cost the API
 	// server as much as the pods.
-	created, errs := r.createPods(ctx, job, sp.missing, sp.opts, sp.firstBatch)
+	created, errs := r.createPods(ctx, job, sp)
 	if len(created) > 0 {
 		now := r.clock.Now()
 		r.lastCreation.LoadOrStore(job.UID, now)
@@ -62,7 +62,8 @@ func (r *TFJobReconciler) createMissingPods(ctx context.Context, job *tfv1.TFJob
 
 // createPods creates the pods of the missing replicas in slow-start batches, and returns
 // the replicas whose pods it created and the errors of those it could not create.
-func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missing []ReplicaKey, opts PodOptions, first int) ([]ReplicaKey, []error) {
+func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, sp *startPlan) ([]ReplicaKey, []error) {
+	missing := sp.missing
 	var (
 		mu      sync.Mutex
 		errs    []error
@@ -73,7 +74,7 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 	// 1000-worker job's pods hold 47 MB of TF_CONFIG, and only the pods in flight are
 	// kept in memory.
 	create := func(key ReplicaKey, name string) {
-		pod, err := build.Pod(job, key.Type, key.Index, opts)
+		pod, err := build.Pod(job, key.Type, key.Index, sp.opts, sp.tfConfigs)
 		if err != nil {
 			err = fmt.Errorf("building pod %s: %w", name, err)
 		} else if err = r.Create(ctx, withFailuresInARow(pod, r.retries.take(job.UID, key))); apierrors.IsAlreadyExists(err) {
@@ -99,7 +100,7 @@ func (r *TFJobReconciler) createPods(ctx context.Context, job *tfv1.TFJob, missi
 			failed.Store(true)
 		}
 	}
-	for _, batch := range slowStartBatches(len(missing), cap(r.createSlots), first) {
+	for _, batch := range slowStartBatches(len(missing), cap(r.createSlots), sp.firstBatch) {
 		var wg sync.WaitGroup
 		for _, key := range missing[batch.start:batch.end] {
 			r.createSlots <- struct{}{}

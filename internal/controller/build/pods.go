@@ -28,15 +28,13 @@ type PodOptions struct {
 	// TF_CONFIG from; 0 makes every pod of a job with more than one replica carry it.
 	// DefaultCompactTFConfigAbove when nil.
 	CompactTFConfigAbove *int
-
-	// TFConfigs, when set, is the job's TF_CONFIG builder, shared by its pods so that
-	// the cluster is encoded once a job; built from the options above when nil.
-	TFConfigs *TFConfigs
 }
 
 // Pod builds the pod of one replica: the replica type's template with the job's
-// labels, owner reference, tracking finalizer, stable hostname and TF_CONFIG.
-func Pod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*corev1.Pod, error) {
+// labels, owner reference, tracking finalizer, stable hostname and TF_CONFIG. tfc is
+// the job's TF_CONFIG builder, shared by its pods so that the cluster is encoded once
+// a job; built from opts when nil.
+func Pod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions, tfc *TFConfigs) (*corev1.Pod, error) {
 	spec := job.Spec.TFReplicaSpecs[rt]
 	tmpl := spec.Template.DeepCopy()
 	name := tfjob.PodName(job.Name, rt, index)
@@ -91,11 +89,10 @@ func Pod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*c
 		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 		setHostPort(c, port)
 	}
-	tfConfigs := opts.TFConfigs
-	if tfConfigs == nil {
-		tfConfigs = opts.NewTFConfigs(job)
+	if tfc == nil {
+		tfc = opts.NewTFConfigs(job)
 	}
-	tfConfig, ok, err := tfConfigs.Env(rt, index, tfjob.UsesStorage(job))
+	tfConfig, ok, err := tfc.Env(rt, index, tfjob.UsesStorage(job))
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func TestConstructPod(t *testing.T) {
 // buildPod is Pod for a replica that must build.
 func buildPod(t *testing.T, job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) *corev1.Pod {
 	t.Helper()
-	pod, err := Pod(job, rt, index, opts)
+	pod, err := Pod(job, rt, index, opts, nil)
 	if err != nil {
 		t.Fatalf("Pod(%s, %d): %v", rt, index, err)
 	}
@@ -278,7 +278,7 @@ func TestConstructPodErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if pod, err := Pod(tc.job, tfv1.ReplicaTypeWorker, 0, tc.opts); err == nil {
+			if pod, err := Pod(tc.job, tfv1.ReplicaTypeWorker, 0, tc.opts, nil); err == nil {
 				t.Errorf("ConstructPod returned pod %s and no error", pod.Name)
 			}
 		})
@@ -319,7 +319,7 @@ func TestConstructPodDoesNotMutateJob(t *testing.T) {
 // TestConstructPodOfKubeflowJob: the pod of a kubeflow.org job is owned by that job and
 // carries Kubeflow's labels beside tfk8s's; worker 0 is the master without a chief.
 func TestConstructPodOfKubeflowJob(t *testing.T) {
-	pod, err := Pod(kubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{})
+	pod, err := Pod(kubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

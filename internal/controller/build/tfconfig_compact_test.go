@@ -202,7 +202,7 @@ func programTFConfig(t *testing.T, pod *corev1.Pod) (string, bool) {
 // what to do.
 func TestTFConfigBytesPerPod(t *testing.T) {
 	carried := func(job *tfv1.TFJob) (string, error) {
-		pod, err := Pod(job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
+		pod, err := Pod(job, tfv1.ReplicaTypeWorker, 0, PodOptions{}, nil)
 		if err != nil {
 			return "", err
 		}
