@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -53,10 +52,7 @@ func (r *TFJobReconciler) startJob(ctx context.Context, job *tfv1.TFJob, pods []
 	if wait := r.serviceDeferral(job, pods); wait > 0 {
 		return out, minPositive(requeue, wait), errors.Join(errs...)
 	}
-	takenBy, err := r.ensureService(ctx, job)
-	if takenBy == "" && err == nil && build.ServicePerReplica(job) {
-		takenBy, err = r.ensureReplicaServices(ctx, job)
-	}
+	takenBy, err := r.syncServices(ctx, job, sp.services)
 	if takenBy != "" {
 		out.failReason, out.failMessage = tfv1.ReasonServiceNameTaken, takenBy
 	}

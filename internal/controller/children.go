@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/controller/build"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
@@ -182,52 +181,6 @@ func summarizeNames(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
-}
-
-// ensureService creates the job's headless Service unless it exists. A Service of the
-// job's name that belongs to something else is not tfk8s's to replace: it returns what
-// holds the name, for the job to fail on.
-func (r *TFJobReconciler) ensureService(ctx context.Context, job *tfv1.TFJob) (takenBy string, err error) {
-	key := client.ObjectKey{Namespace: job.Namespace, Name: job.Name}
-	svc := &corev1.Service{}
-	err = r.Get(ctx, key, svc)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = r.Create(ctx, build.Service(job))
-		if !apierrors.IsAlreadyExists(err) {
-			if err != nil {
-				return "", fmt.Errorf("creating service %s: %w", job.Name, err)
-			}
-			return "", nil
-		}
-		// The cache holds only the Services labelled with a job's name: read the one
-		// that holds the name from the API server.
-		if err := r.reader().Get(ctx, key, svc); err != nil {
-			return "", client.IgnoreNotFound(err)
-		}
-	case err != nil:
-		return "", fmt.Errorf("reading service: %w", err)
-	}
-	return r.adoptService(ctx, job, svc)
-}
-
-// adoptService decides on the Service of the job's name that exists: the job's own is
-// kept; an earlier job of this name's is deleted now rather than left to garbage
-// collection (its deletion calls the next reconcile, which creates this job's); any
-// other holds the name for good, and adoptService says whose it is.
-func (r *TFJobReconciler) adoptService(ctx context.Context, job *tfv1.TFJob, svc *corev1.Service) (takenBy string, err error) {
-	if metav1.IsControlledBy(svc, job) {
-		return "", nil
-	}
-	if slices.Equal(podOwner(svc), []string{jobKey(job)}) {
-		err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return "", fmt.Errorf("deleting service %s of an earlier job: %w", job.Name, err)
-		}
-		return "", nil
-	}
-	return fmt.Sprintf("Service %s/%s already exists and belongs to %s, not to this TFJob: the job's pods take their DNS names from a Service of the job's name; delete that Service or submit the job under another name",
-		svc.Namespace, svc.Name, serviceOwner(svc)), nil
 }
 
 // serviceOwner says whose a Service is: its controller, else its first owner, else the

@@ -65,6 +65,8 @@ type startPlan struct {
 	// invalidVolume fails the job instead, naming the volume that cannot be served.
 	claims        []*corev1.PersistentVolumeClaim
 	invalidVolume string
+	// services are what the job's Services need.
+	services servicePlan
 	// holdFor is how long the delay after the API server's last refusal of the job's
 	// pods still runs: nothing is sent until it ends.
 	holdFor time.Duration
@@ -146,6 +148,7 @@ func nameTakenMessage(rival string) string {
 func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, now time.Time) *startPlan {
 	sp := &startPlan{foreign: w.foreign, gangView: w.gang}
 	sp.gang, sp.gangRefused = decideGang(job, w.gang)
+	sp.services = decideServices(job, w.services)
 	sp.retries, sp.retryIn = planRetries(o.retry, r.RetryBackoff, now)
 	taken := sets.New[string]()
 	for _, pod := range w.foreign {

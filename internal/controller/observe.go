@@ -37,6 +37,8 @@ type world struct {
 	// holding the job's name, or "".
 	kueue *kueueView
 	rival string
+	// services are the job's Services as the cache holds them.
+	services serviceView
 	// gang is the job's gang scheduler as discovery serves it.
 	gang gangView
 	// volumes are the claims and storage classes the job's volumes name, read when
@@ -86,6 +88,11 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	}
 	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
 		return nil, err
+	}
+	if !jobFinished(&job.Status) && !jobSuspended(job) {
+		if w.services, err = r.readServices(ctx, job); err != nil {
+			return nil, err
+		}
 	}
 	if w.gang, err = r.readGang(job, w.pods); err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,44 +18,6 @@ import (
 // addressed as training-operator addressed it: a Service per replica, and TF_CONFIG
 // naming those Services. A program that dials <job>-worker-0 itself keeps working, and
 // the pods of a job adopted from training-operator agree with those tfk8s re-creates.
-
-// ensureReplicaServices creates each replica's Service unless it exists. One the job
-// controls already (training-operator's, of a job tfk8s took over) is adopted: it gets
-// tfk8s's job-name label, which brings it into the cache. One that belongs to anything
-// else holds the name for good: it returns whose it is, for the job to fail on.
-func (r *TFJobReconciler) ensureReplicaServices(ctx context.Context, job *tfv1.TFJob) (takenBy string, err error) {
-	for _, want := range build.ReplicaServices(job) {
-		key := client.ObjectKeyFromObject(want)
-		svc := &corev1.Service{}
-		err := r.Get(ctx, key, svc)
-		if apierrors.IsNotFound(err) {
-			if err = r.Create(ctx, want); err == nil {
-				continue
-			}
-			if !apierrors.IsAlreadyExists(err) {
-				return "", fmt.Errorf("creating service %s: %w", want.Name, err)
-			}
-			// Not in the cache, as it lacks tfk8s's label: read it from the API server.
-			if err = r.reader().Get(ctx, key, svc); apierrors.IsNotFound(err) {
-				continue // gone since: the next reconcile creates it
-			} else if err != nil {
-				return "", fmt.Errorf("reading service %s: %w", want.Name, err)
-			}
-		} else if err != nil {
-			return "", fmt.Errorf("reading service %s: %w", want.Name, err)
-		}
-		if !metav1.IsControlledBy(svc, job) {
-			return fmt.Sprintf("Service %s/%s already exists and does not belong to this TFJob, which asks for a Service per replica (annotation %s): delete that Service or submit the job under another name",
-				svc.Namespace, svc.Name, kubeflowv1.AnnotationTrainingOperatorServices), nil
-		}
-		if svc.Labels[tfv1.LabelJobName] == "" {
-			if err := r.adoptReplicaService(ctx, job, svc); err != nil {
-				return "", err
-			}
-		}
-	}
-	return "", nil
-}
 
 // adoptReplicaService gives the job's Service that training-operator created tfk8s's
 // job-name label, which brings it into the cache.
