@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -25,11 +26,11 @@ func TestAgentPodRefusal(t *testing.T) {
 		sp   *startPlan
 		want string
 	}{
-		{name: "agent job sharing its process namespace", job: shared(agentJob()), sp: missing,
+		{name: "agent job sharing its process namespace", job: shared(fixtures.AgentJob()), sp: missing,
 			want: "spec.tfReplicaSpecs.Worker.template.spec.shareProcessNamespace is true"},
-		{name: "agent job, processes apart", job: agentJob(), sp: missing},
+		{name: "agent job, processes apart", job: fixtures.AgentJob(), sp: missing},
 		{name: "shared, but no agent", job: shared(testutil.MakeTFJob("plain", "ml").Workers(2).Obj()), sp: missing},
-		{name: "no pod to create", job: shared(agentJob()), sp: &startPlan{}},
+		{name: "no pod to create", job: shared(fixtures.AgentJob()), sp: &startPlan{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -171,9 +172,9 @@ func TestStrippedPodsObserveTheSame(t *testing.T) {
 // TestStripOwnedObjects checks that Services keep their metadata alone and TensorBoard
 // Deployments their metadata and status, without managed fields.
 func TestStripOwnedObjects(t *testing.T) {
-	meta := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{ownerRef},
+	meta := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{fixtures.OwnerRef},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tfk8s-controller"}}}
-	kept := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{ownerRef}}
+	kept := metav1.ObjectMeta{Name: "j", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{fixtures.OwnerRef}}
 	cases := []struct {
 		name      string
 		transform func(any) (any, error)
@@ -231,7 +232,7 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 func TestPodIndexReadsEitherForm(t *testing.T) {
 	idx := podIndex{toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{podOwnerIndex: indexByOwner})}
 	owned := func(p *corev1.Pod, job string) *corev1.Pod {
-		ref := ownerRef
+		ref := fixtures.OwnerRef
 		ref.Name = job
 		p.OwnerReferences = []metav1.OwnerReference{ref}
 		return p

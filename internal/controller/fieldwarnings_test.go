@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -43,7 +44,7 @@ func TestIgnoredFields(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, f := range ignoredFields(gangJob(tc.sp), tc.def) {
+			for _, f := range ignoredFields(fixtures.GangJob(tc.sp), tc.def) {
 				got = append(got, f.path)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -57,7 +58,7 @@ func TestIgnoredFields(t *testing.T) {
 // path and why, removed once the fields are gone, and left alone on a finished job.
 func TestNoteIgnoredFields(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	job := gangJob(&tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](3), Queue: "research"})
+	job := fixtures.GangJob(&tfv1.SchedulingPolicy{MinAvailable: ptr.To[int32](3), Queue: "research"})
 	st := &tfv1.TFJobStatus{}
 	noteIgnoredFields(job, "", st, now)
 	c := findCondition(st, tfv1.JobFieldsIgnored)
@@ -76,12 +77,12 @@ func TestNoteIgnoredFields(t *testing.T) {
 
 	finished := st.DeepCopy()
 	setCondition(finished, tfv1.JobSucceeded, metav1.ConditionTrue, tfv1.ReasonSucceeded, "done", now)
-	noteIgnoredFields(gangJob(nil), "", finished, now)
+	noteIgnoredFields(fixtures.GangJob(nil), "", finished, now)
 	if findCondition(finished, tfv1.JobFieldsIgnored) == nil {
 		t.Error("a finished job's FieldsIgnored condition was removed; want it left as it was")
 	}
 
-	noteIgnoredFields(gangJob(nil), "", st, now)
+	noteIgnoredFields(fixtures.GangJob(nil), "", st, now)
 	if c := findCondition(st, tfv1.JobFieldsIgnored); c != nil {
 		t.Errorf("condition %+v once the fields are gone; want none", c)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,7 @@ func TestScheduleTimedOut(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := gangJob(&tfv1.SchedulingPolicy{ScheduleTimeoutSeconds: tc.timeout})
+			job := fixtures.GangJob(&tfv1.SchedulingPolicy{ScheduleTimeoutSeconds: tc.timeout})
 			msg, wait := scheduleTimedOut(job, tc.pods, now)
 			if msg != tc.wantMsg || wait != tc.wantWait {
 				t.Errorf("scheduleTimedOut = %q, %v; want %q, %v", msg, wait, tc.wantMsg, tc.wantWait)

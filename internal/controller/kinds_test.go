@@ -11,16 +11,9 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/kubeflow"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
-
-// kubeflowModel is the model of a kubeflow.org job named mnist with a PS and two workers.
-func kubeflowModel() *tfv1.TFJob {
-	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
-	job.SetGroupVersionKind(kubeflow.GVK)
-	return job
-}
 
 // TestPodOwnerTellsTheAPIsApart: the pod index keys a pod by its job's API as well as
 // its name, so a kubeflow.org job never reads the pods of a tfk8s.io job of its name.
@@ -43,7 +36,7 @@ func TestPodOwnerTellsTheAPIsApart(t *testing.T) {
 			}
 		})
 	}
-	if got := jobKey(kubeflowModel()); got != "kubeflow.org/mnist" {
+	if got := jobKey(fixtures.KubeflowModel()); got != "kubeflow.org/mnist" {
 		t.Errorf("jobKey of the kubeflow.org job: %q", got)
 	}
 }
@@ -68,7 +61,7 @@ func TestManagedByTFK8s(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakeTFJob("mnist", "ml").Workers(1).Obj()
 			if tc.kubeflow {
-				job = kubeflowModel()
+				job = fixtures.KubeflowModel()
 			}
 			job.Spec.RunPolicy.ManagedBy = tc.managedBy
 			if got := managedByTFK8s(job); got != tc.want {
@@ -83,7 +76,7 @@ func TestManagedByTFK8s(t *testing.T) {
 // integration does that through runPolicy.suspend. The reconciler has no client: any
 // look for Kueue's API would fail the test.
 func TestKueueLeavesKubeflowJobsAlone(t *testing.T) {
-	job := kubeflowModel()
+	job := fixtures.KubeflowModel()
 	job.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
 	r := NewTFJobReconciler(nil, nil, Options{})
 	v, err := r.readKueue(context.Background(), job)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -27,7 +28,7 @@ func TestDecideTensorBoard(t *testing.T) {
 		j.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: enabled, TTLSecondsAfterFinished: ptr.To[int32](600)}
 		return j
 	}
-	meta := metav1.ObjectMeta{Name: "mnist-tensorboard", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{ownerRef}}
+	meta := metav1.ObjectMeta{Name: "mnist-tensorboard", Namespace: "ml", OwnerReferences: []metav1.OwnerReference{fixtures.OwnerRef}}
 	ready := &appsv1.Deployment{ObjectMeta: meta, Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}
 	svc := &corev1.Service{ObjectMeta: meta}
 	strange := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mnist-tensorboard", Namespace: "ml"}}

@@ -10,6 +10,7 @@ import (
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tensorboard"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 )
 
 // emptyDirLimits maps each emptyDir of a pod spec to its sizeLimit, "none" when unset.
@@ -31,7 +32,7 @@ func emptyDirLimits(spec *corev1.PodSpec) map[string]string {
 // archive unpacking to more than it weighs fills no node's disk: the agent's, each
 // code or data directory (the controller's options when set), and the TensorBoards'.
 func TestEmptyDirSizeLimits(t *testing.T) {
-	job := agentJob()
+	job := fixtures.AgentJob()
 	job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}
 	limits := AgentOptions{DirSizeLimit: ptr.To(resource.MustParse("3Gi")), FetchSizeLimit: ptr.To(resource.MustParse("100Gi"))}
 	runs := tensorboard.Pod(tensorboard.Spec{Namespace: "ml", Secret: "s3",

@@ -3,28 +3,17 @@ package build
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
-
-// agentJob is a two-worker job with code, data and artifacts: its pods run the agent.
-func agentJob() *tfv1.TFJob {
-	job := testutil.MakeTFJob("mnist", "ml").Workers(2).
-		Code("s3://bucket/code/sha256-abc.tar.gz").Artifacts("s3://bucket/runs/", "/workspace/model").Obj()
-	job.Spec.Artifacts.Interval = &metav1.Duration{Duration: time.Minute}
-	job.Spec.Data = []tfv1.DataSource{{Source: "s3://bucket/mnist/", Path: "/data"}}
-	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Args = []string{"--epochs=3"}
-	return job
-}
 
 func secretEnv(name, key string, optional bool) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -41,7 +30,7 @@ func fieldEnv(name, path string) corev1.EnvVar {
 // its settings from the environment and the S3 credentials from the Secret, and has
 // time for its last upload.
 func TestInjectAgent(t *testing.T) {
-	job := agentJob()
+	job := fixtures.AgentJob()
 	wantSpec := corev1.PodSpec{
 		InitContainers: []corev1.Container{{
 			Name:            "tfk8s-agent-install",
@@ -241,7 +230,7 @@ func TestInjectAgentVariants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := agentJob()
+			job := fixtures.AgentJob()
 			tc.modify(job, &job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec)
 			pod := buildPod(t, job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
 			if diff := cmp.Diff(tc.want, viewAgent(pod)); diff != "" {
@@ -267,7 +256,7 @@ func countEnv(env []corev1.EnvVar, name string) int {
 // TestAgentCredentialsFromSecret checks that no S3 setting is ever a literal value in
 // the pod: each comes from the Secret the job names.
 func TestAgentCredentialsFromSecret(t *testing.T) {
-	job := agentJob()
+	job := fixtures.AgentJob()
 	job.Spec.Storage.SecretRef.Name = "team-s3"
 	pod := buildPod(t, job, tfv1.ReplicaTypeWorker, 0, PodOptions{})
 	got := map[string]string{}
@@ -313,7 +302,7 @@ func TestNoAgentWithoutStorage(t *testing.T) {
 // container mounts read-only where the init container would have copied it, and the
 // agent's emptyDir keeps its logs.
 func TestInjectAgentByImageVolume(t *testing.T) {
-	pod := buildPod(t, agentJob(), tfv1.ReplicaTypeWorker, 1, PodOptions{Agent: AgentOptions{Image: "registry.local/tfk8s-agent:dev", ImageVolume: true}})
+	pod := buildPod(t, fixtures.AgentJob(), tfv1.ReplicaTypeWorker, 1, PodOptions{Agent: AgentOptions{Image: "registry.local/tfk8s-agent:dev", ImageVolume: true}})
 	if len(pod.Spec.InitContainers) != 0 {
 		t.Errorf("init containers %v, want none", pod.Spec.InitContainers)
 	}

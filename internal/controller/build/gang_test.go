@@ -14,25 +14,8 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/testing/testutil"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 )
-
-// gangJob is job "mnist" with 1 PS and 2 workers, each asking for 1 CPU and 1Gi (the
-// workers also limit one GPU they do not request), and the given scheduling policy.
-func gangJob(sp *tfv1.SchedulingPolicy) *tfv1.TFJob {
-	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
-	for rt, spec := range job.Spec.TFReplicaSpecs {
-		c := &spec.Template.Spec.Containers[0]
-		c.Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}
-		if rt == tfv1.ReplicaTypeWorker {
-			c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
-		}
-	}
-	job.Spec.RunPolicy.SchedulingPolicy = sp
-	return job
-}
 
 // TestConstructGang checks each provider's group object: named after and owned by the
 // job, minMember from minAvailable or every replica, minResources given or summed.
@@ -62,7 +45,7 @@ func TestConstructGang(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Gang(gangJob(tc.sp), tc.provider, "")
+			got := Gang(fixtures.GangJob(tc.sp), tc.provider, "")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("group (-want +got):\n%s", diff)
 			}
@@ -89,7 +72,7 @@ func TestConstructNativeGang(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := json.Marshal(Gang(gangJob(tc.sp), tfv1.GangProviderNative, tc.version))
+			got, err := json.Marshal(Gang(fixtures.GangJob(tc.sp), tfv1.GangProviderNative, tc.version))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +112,7 @@ func TestConstructPodJoinsGang(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := gangJob(&tfv1.SchedulingPolicy{Provider: tc.job})
+			job := fixtures.GangJob(&tfv1.SchedulingPolicy{Provider: tc.job})
 			pod := buildPod(t, job, tfv1.ReplicaTypeWorker, 1, PodOptions{Gang: tc.opts})
 			got := gangBinding{
 				SchedulerName:   pod.Spec.SchedulerName,

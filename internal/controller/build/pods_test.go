@@ -9,15 +9,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
-// ownerRef is the controller reference every object of job "mnist" (UID "uid-1") carries.
-var ownerRef = metav1.OwnerReference{
-	APIVersion: "tfk8s.io/v1alpha1", Kind: "TFJob", Name: "mnist", UID: "uid-1",
-	Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-}
+// ownerRef is the controller reference of job "mnist", as this package's tables name it.
+var ownerRef = fixtures.OwnerRef
 
 // TestConstructPod checks the whole pod of one replica: stable name and DNS name,
 // labels, owner, tracking finalizer, TF_CONFIG, and what the template asked for.
@@ -319,7 +317,7 @@ func TestConstructPodDoesNotMutateJob(t *testing.T) {
 // TestConstructPodOfKubeflowJob: the pod of a kubeflow.org job is owned by that job and
 // carries Kubeflow's labels beside tfk8s's; worker 0 is the master without a chief.
 func TestConstructPodOfKubeflowJob(t *testing.T) {
-	pod, err := Pod(kubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{}, nil)
+	pod, err := Pod(fixtures.KubeflowModel(), tfv1.ReplicaTypeWorker, 0, PodOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
-	"github.com/tfk8s/tfk8s/internal/kubeflow"
+	"github.com/tfk8s/tfk8s/internal/testing/fixtures"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -23,7 +23,7 @@ func withTrainingOperatorServices(job *tfv1.TFJob) *tfv1.TFJob {
 // TestConstructReplicaServices: a Service per replica, named and selecting as
 // training-operator did, owned by the kubeflow.org job.
 func TestConstructReplicaServices(t *testing.T) {
-	job := withTrainingOperatorServices(kubeflowModel())
+	job := withTrainingOperatorServices(fixtures.KubeflowModel())
 	withPort(job, tfv1.ReplicaTypePS, 3333)
 	owner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", UID: "uid-1",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
@@ -62,10 +62,10 @@ func TestServicePerReplica(t *testing.T) {
 		job  *tfv1.TFJob
 		want bool
 	}{
-		{"kubeflow.org, annotated", withTrainingOperatorServices(kubeflowModel()), true},
-		{"kubeflow.org, not annotated", kubeflowModel(), false},
+		{"kubeflow.org, annotated", withTrainingOperatorServices(fixtures.KubeflowModel()), true},
+		{"kubeflow.org, not annotated", fixtures.KubeflowModel(), false},
 		{"kubeflow.org, annotated false", func() *tfv1.TFJob {
-			job := kubeflowModel()
+			job := fixtures.KubeflowModel()
 			job.Annotations = map[string]string{kubeflowv1.AnnotationTrainingOperatorServices: "false"}
 			return job
 		}(), false},
@@ -84,7 +84,7 @@ func TestServicePerReplica(t *testing.T) {
 // Service, <job>-<type>-<index>.<namespace>.svc, as training-operator's did; the
 // cluster domain follows, as training-operator's custom cluster domain did.
 func TestTFConfigWithTrainingOperatorServices(t *testing.T) {
-	job := withTrainingOperatorServices(kubeflowModel())
+	job := withTrainingOperatorServices(fixtures.KubeflowModel())
 	cases := []struct {
 		name string
 		opts AddressOptions
@@ -125,7 +125,7 @@ func TestTFConfigWithTrainingOperatorServices(t *testing.T) {
 // annotation, still join theirs.
 func TestAdoptedJobsPodsJoinNoGang(t *testing.T) {
 	native := PodOptions{Gang: GangOptions{DefaultProvider: tfv1.GangProviderNative}}
-	adoptedJob := kubeflowModel()
+	adoptedJob := fixtures.KubeflowModel()
 	adoptedJob.Annotations = map[string]string{kubeflowv1.AnnotationAdopted: "true"}
 	ownJob := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
 	ownJob.Annotations = map[string]string{kubeflowv1.AnnotationAdopted: "true"}
@@ -136,7 +136,7 @@ func TestAdoptedJobsPodsJoinNoGang(t *testing.T) {
 		want *corev1.PodSchedulingGroup
 	}{
 		{"adopted from training-operator", adoptedJob, nil},
-		{"kubeflow.org, not adopted", kubeflowModel(), group},
+		{"kubeflow.org, not adopted", fixtures.KubeflowModel(), group},
 		{"tfk8s.io with the annotation", ownJob, group},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,11 +146,4 @@ func TestAdoptedJobsPodsJoinNoGang(t *testing.T) {
 			}
 		})
 	}
-}
-
-// kubeflowModel is the model of a kubeflow.org job named mnist with a PS and two workers.
-func kubeflowModel() *tfv1.TFJob {
-	job := testutil.MakeTFJob("mnist", "ml").UID("uid-1").PS(1).Workers(2).Obj()
-	job.SetGroupVersionKind(kubeflow.GVK)
-	return job
 }
