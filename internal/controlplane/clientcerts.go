@@ -4,15 +4,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/tfk8s/tfk8s/internal/pki"
 )
 
 // WriteClientKubeconfig writes at path a kubeconfig that reaches the API server as
@@ -29,23 +27,14 @@ func (cp *ControlPlane) WriteClientKubeconfig(path, user string, groups []string
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	certPEM, err := pki.IssueClient(pki.Names{CommonName: user, Organization: groups}, key.Public(), caCert, caKey, time.Now(), validity)
 	if err != nil {
-		return fmt.Errorf("signing a client certificate for %s: %w", user, err)
+		return err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["tfk8s"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.creds.caCertPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		ClientCertificateData: certPEM,
 		ClientKeyData:         pemECKey(key),
 	}
 	cfg.Contexts["tfk8s"] = &clientcmdapi.Context{Cluster: "tfk8s", AuthInfo: user}

@@ -2,22 +2,21 @@ package controlplane
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pki"
 	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
@@ -64,37 +63,27 @@ func (e EtcdPKI) write(now time.Time, validity time.Duration) error {
 	}
 	files := []pemFile{
 		{e.CAKey, pemECKey(caKey)},
-		{e.CACert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})},
+		{e.CACert, pki.CertPEM(ca.Raw)},
 	}
-	for i, leaf := range []struct {
+	for _, leaf := range []struct {
 		cert, key string
-		tmpl      x509.Certificate
+		names     pki.Names
+		issue     func(pki.Names, crypto.PublicKey, *x509.Certificate, crypto.Signer, time.Time, time.Duration) ([]byte, error)
 	}{
-		{e.ServerCert, e.ServerKey, x509.Certificate{
-			Subject:     pkix.Name{CommonName: "etcd"},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			DNSNames:    []string{"localhost"},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		}},
-		{e.ClientCert, e.ClientKey, x509.Certificate{
-			Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}},
+		// etcd's server certificate also authenticates it to its peers.
+		{e.ServerCert, e.ServerKey, pki.Names{CommonName: "etcd", DNSNames: []string{"localhost"},
+			IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.IssuePeer},
+		{e.ClientCert, e.ClientKey, pki.Names{CommonName: "kube-apiserver-etcd-client"}, pki.IssueClient},
 	} {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return err
 		}
-		tmpl := leaf.tmpl
-		tmpl.SerialNumber = big.NewInt(int64(i + 2))
-		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca, &key.PublicKey, caKey)
+		certPEM, err := leaf.issue(leaf.names, key.Public(), ca, caKey, now, validity)
 		if err != nil {
-			return fmt.Errorf("signing the etcd certificate %s: %w", tmpl.Subject.CommonName, err)
+			return fmt.Errorf("signing the etcd certificate %s: %w", leaf.names.CommonName, err)
 		}
-		files = append(files, pemFile{leaf.key, pemECKey(key)},
-			pemFile{leaf.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})})
+		files = append(files, pemFile{leaf.key, pemECKey(key)}, pemFile{leaf.cert, certPEM})
 	}
 	for _, f := range files {
 		if err := safewrite.File(f.path, f.data, 0o600); err != nil {
@@ -174,21 +163,21 @@ func (e EtcdPKI) HTTPClient() (*http.Client, error) {
 // startEtcd starts etcd (or adopts it) and waits until it reports itself healthy to
 // a client with the API server's certificate.
 func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string, clientPort, peerPort int, durable bool) error {
-	pki := EtcdPKIIn(cp.Dir)
+	etcdPKI := EtcdPKIIn(cp.Dir)
 	validity := 24 * time.Hour
 	if cp.detach {
 		validity = detachedCertValidity
 	}
-	if err := pki.Ensure(validity); err != nil {
+	if err := etcdPKI.Ensure(validity); err != nil {
 		return err
 	}
-	cp.etcd = pki
-	etcd, err := cp.start("etcd", binDir, pki.etcdArgs(filepath.Join(cp.Dir, "etcd"), clientPort, peerPort, durable))
+	cp.etcd = etcdPKI
+	etcd, err := cp.start("etcd", binDir, etcdPKI.etcdArgs(filepath.Join(cp.Dir, "etcd"), clientPort, peerPort, durable))
 	if err != nil {
 		return err
 	}
 	cp.logf("etcd %s on https://127.0.0.1:%d (client certificates required)", cp.startedOrRunning(etcd), clientPort)
-	hc, err := pki.HTTPClient()
+	hc, err := etcdPKI.HTTPClient()
 	if err != nil {
 		return err
 	}

@@ -4,15 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/pki"
 	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
@@ -68,15 +65,8 @@ func (k KubeletClientPKI) write(now time.Time, validity time.Duration) error {
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &clientKey.PublicKey, caKey)
+	names := pki.Names{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}
+	clientPEM, err := pki.IssueClient(names, clientKey.Public(), ca, caKey, now, validity)
 	if err != nil {
 		return fmt.Errorf("signing the kubelet client certificate: %w", err)
 	}
@@ -86,8 +76,8 @@ func (k KubeletClientPKI) write(now time.Time, validity time.Duration) error {
 	}{
 		{k.CAKey, pemECKey(caKey)},
 		{k.ClientKey, pemECKey(clientKey)},
-		{k.CACert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})},
-		{k.ClientCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{k.CACert, pki.CertPEM(ca.Raw)},
+		{k.ClientCert, clientPEM},
 	} {
 		if err := safewrite.File(f.path, f.data, 0o600); err != nil {
 			return fmt.Errorf("writing the kubelet client PKI: %w", err)

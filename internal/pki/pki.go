@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -42,15 +43,36 @@ func NewCA(names Names, key crypto.Signer, now time.Time, validity time.Duration
 
 // IssueServing signs, with the CA, a serving certificate for the public key pub: PEM.
 func IssueServing(names Names, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer, now time.Time, validity time.Duration) ([]byte, error) {
+	return issue(names, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, "serving", pub, ca, caKey, now, validity)
+}
+
+// IssueClient signs, with the CA, a client certificate for the public key pub: PEM. An
+// API server reads names.CommonName as the user and names.Organization as its groups.
+func IssueClient(names Names, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer, now time.Time, validity time.Duration) ([]byte, error) {
+	return issue(names, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, "client", pub, ca, caKey, now, validity)
+}
+
+// IssuePeer signs, with the CA, a certificate for the public key pub that both serves
+// and authenticates as a client, as a member of a cluster such as etcd's does: PEM.
+func IssuePeer(names Names, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer, now time.Time, validity time.Duration) ([]byte, error) {
+	return issue(names, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, "peer", pub, ca, caKey, now, validity)
+}
+
+// issue signs a certificate for usages; what names its kind in an error. A certificate
+// that serves may also encipher keys (RSA key exchange); a client's only signs.
+func issue(names Names, usages []x509.ExtKeyUsage, what string, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer, now time.Time, validity time.Duration) ([]byte, error) {
 	tmpl, err := template(names, now, validity)
 	if err != nil {
 		return nil, err
 	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	if slices.Contains(usages, x509.ExtKeyUsageServerAuth) {
+		tmpl.KeyUsage |= x509.KeyUsageKeyEncipherment
+	}
+	tmpl.ExtKeyUsage = usages
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("creating serving certificate %s: %w", names.CommonName, err)
+		return nil, fmt.Errorf("creating %s certificate %s: %w", what, names.CommonName, err)
 	}
 	return CertPEM(der), nil
 }

@@ -74,3 +74,55 @@ func TestServingCertificateVerifies(t *testing.T) {
 		})
 	}
 }
+
+// TestCertificateUsages: a client certificate verifies for client authentication only,
+// with its user and groups as subject; a peer's for both; a serving one for serving
+// only. A server checking its clients' certificates refuses a serving one.
+func TestCertificateUsages(t *testing.T) {
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := NewCA(Names{CommonName: "test-ca"}, caKey, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	names := Names{CommonName: "system:node:n1", Organization: []string{"system:nodes"}, DNSNames: []string{"localhost"}}
+	for _, tc := range []struct {
+		name           string
+		issue          func(Names, crypto.PublicKey, *x509.Certificate, crypto.Signer, time.Time, time.Duration) ([]byte, error)
+		server, client bool
+	}{
+		{"serving", IssueServing, true, false},
+		{"client", IssueClient, false, true},
+		{"peer", IssuePeer, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			certPEM, err := tc.issue(names, key.Public(), ca, caKey, now, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, _ := pem.Decode(certPEM)
+			cert, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.Subject.CommonName != names.CommonName || len(cert.Subject.Organization) != 1 || cert.Subject.Organization[0] != "system:nodes" {
+				t.Errorf("subject %v, want CN %s, O system:nodes", cert.Subject, names.CommonName)
+			}
+			for usage, want := range map[x509.ExtKeyUsage]bool{x509.ExtKeyUsageServerAuth: tc.server, x509.ExtKeyUsageClientAuth: tc.client} {
+				_, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}})
+				if (err == nil) != want {
+					t.Errorf("verifying for usage %v: %v, want ok %v", usage, err, want)
+				}
+			}
+		})
+	}
+}
