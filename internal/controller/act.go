@@ -72,17 +72,14 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if sp.holdFor > 0 {
 		return startOutcome{}, sp.holdFor, nil
 	}
-	invalid, err := sp.invalidVolume, r.createClaims(ctx, sp.claims)
-	if invalid == "" && err == nil {
-		invalid, err = r.checkNotebookClaims(ctx, job)
+	if sp.invalidVolume != "" {
+		return startOutcome{failReason: tfv1.ReasonInvalidVolume, failMessage: sp.invalidVolume}, 0, nil
 	}
-	switch {
-	case err != nil:
+	if err := r.createClaims(ctx, sp.claims); err != nil {
 		return startOutcome{}, 0, err
-	case invalid != "":
-		return startOutcome{failReason: tfv1.ReasonInvalidVolume, failMessage: invalid}, 0, nil
 	}
 	if sp.admission != nil {
+		var err error
 		if job, err = r.placedOnFlavors(ctx, job, sp.admission); err != nil {
 			return startOutcome{}, 0, err
 		}

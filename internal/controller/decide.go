@@ -159,6 +159,9 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 		return sp
 	}
 	sp.claims, sp.invalidVolume = decideClaims(job, w.volumes)
+	if sp.invalidVolume == "" {
+		sp.invalidVolume = decideNotebookClaims(job, w.notebook)
+	}
 	sp.holdFor = w.refusals.wait
 	sp.firstBatch = firstBatch(len(sp.missing), cap(r.createSlots), w.refusals.refusedLately)
 	sp.opts = r.PodOptions

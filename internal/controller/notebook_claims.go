@@ -21,7 +21,7 @@ type namedClaim struct {
 
 // namedClaims lists the claims a job mounts by name: spec.volumes[].existingClaim and
 // its templates' persistentVolumeClaim volumes, less those its own spec.volumes
-// create, which ensureClaims checks as the job's.
+// create, which decideClaims checks as the job's.
 func namedClaims(job *tfv1.TFJob) []namedClaim {
 	own := map[string]bool{}
 	var out []namedClaim
@@ -74,50 +74,83 @@ func claimMountable(claim *corev1.PersistentVolumeClaim, account *corev1.Service
 	return false
 }
 
-// checkNotebookClaims holds a notebook's job to the claims admission let it name, now
-// that its pods are about to mount them: a claim that did not exist at admission (say,
-// the home of a notebook not yet started) was not checked then. Each claim the job
-// names must exist, and be the notebook account's, shared, or readable by that account.
-// A job of any other creator passes. It reads around the cache, as ensureClaims does.
-func (r *TFJobReconciler) checkNotebookClaims(ctx context.Context, job *tfv1.TFJob) (invalid string, err error) {
+// notebookView is what observe reads of a notebook's job's named claims: the
+// notebook's account (nil when the job's creator is no notebook account), each claim
+// the job names (nil when absent), and, for a claim that is neither the notebook's nor
+// shared, whether the account may read it.
+type notebookView struct {
+	account *corev1.ServiceAccount
+	claims  map[string]*corev1.PersistentVolumeClaim
+	mayGet  map[string]bool
+}
+
+// readNotebookClaims reads what holds a notebook's job to the claims admission let it
+// name, now that its pods are about to mount them: a claim that did not exist at
+// admission (say, the home of a notebook not yet started) was not checked then. A job
+// of any other creator reads nothing. It reads around the cache, as readVolumes does.
+func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (notebookView, error) {
+	var v notebookView
 	name := notebookAccount(job)
 	claims := namedClaims(job)
-	if name == "" || len(claims) == 0 {
-		return "", nil
+	if name == "" || len(claims) == 0 || !podsMayBeCreated(job, pods) {
+		return v, nil
 	}
 	account := &corev1.ServiceAccount{}
-	err = r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: name}, account)
+	err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: name}, account)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return v, nil
 	case err != nil:
-		return "", fmt.Errorf("reading serviceaccount %s: %w", name, err)
+		return v, fmt.Errorf("reading serviceaccount %s: %w", name, err)
 	case account.Labels[tfv1.LabelNotebook] == "":
-		return "", nil
+		return v, nil
 	}
+	v.account, v.claims, v.mayGet = account, map[string]*corev1.PersistentVolumeClaim{}, map[string]bool{}
 	for _, c := range claims {
 		claim := &corev1.PersistentVolumeClaim{}
 		err := r.reader().Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: c.name}, claim)
 		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("%s: claim %s does not exist; a job of notebook account %s mounts only claims that exist when its pods are made",
-				c.field, c.name, name), nil
+			v.claims[c.name] = nil
+			return v, nil // the job fails on it: nothing more to read
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading claim %s: %w", c.name, err)
+			return v, fmt.Errorf("reading claim %s: %w", c.name, err)
 		}
+		v.claims[c.name] = claim
 		if claimMountable(claim, account) {
 			continue
 		}
-		mayGet, err := r.accountMayGetClaim(ctx, job.Namespace, name, c.name)
-		if err != nil {
-			return "", err
+		if v.mayGet[c.name], err = r.accountMayGetClaim(ctx, job.Namespace, name, c.name); err != nil {
+			return v, err
 		}
-		if !mayGet {
-			return fmt.Sprintf("%s: claim %s: a job of notebook account %s may mount only the claims its notebook owns, those labelled %s=true, and those that account may read",
-				c.field, c.name, name, tfv1.LabelSharedClaim), nil
+		if !v.mayGet[c.name] {
+			return v, nil
 		}
 	}
-	return "", nil
+	return v, nil
+}
+
+// decideNotebookClaims says why a notebook's job may not mount a claim it names, or "":
+// each must exist, and be the notebook account's, shared, or readable by that account.
+func decideNotebookClaims(job *tfv1.TFJob, v notebookView) (invalid string) {
+	if v.account == nil {
+		return ""
+	}
+	name := v.account.Name
+	for _, c := range namedClaims(job) {
+		claim, read := v.claims[c.name]
+		switch {
+		case !read:
+			return "" // not read: an earlier claim ended the reading, and is judged first
+		case claim == nil:
+			return fmt.Sprintf("%s: claim %s does not exist; a job of notebook account %s mounts only claims that exist when its pods are made",
+				c.field, c.name, name)
+		case !claimMountable(claim, v.account) && !v.mayGet[c.name]:
+			return fmt.Sprintf("%s: claim %s: a job of notebook account %s may mount only the claims its notebook owns, those labelled %s=true, and those that account may read",
+				c.field, c.name, name, tfv1.LabelSharedClaim)
+		}
+	}
+	return ""
 }
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get

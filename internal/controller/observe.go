@@ -43,7 +43,8 @@ type world struct {
 	gang gangView
 	// volumes are the claims and storage classes the job's volumes name, read when
 	// its pods may be created.
-	volumes []volumeView
+	volumes  []volumeView
+	notebook notebookView
 	// refusals is what the API server's last refusals of pods hold back.
 	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
@@ -103,6 +104,9 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	w.progress = progressPolls.peek(job.UID, w.now.Time)
 	if w.refusals.wait == 0 { // while pods are held back, their volumes wait too
 		if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
+			return nil, err
+		}
+		if w.notebook, err = r.readNotebookClaims(ctx, job, w.pods); err != nil {
 			return nil, err
 		}
 	}

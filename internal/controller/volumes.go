@@ -29,7 +29,7 @@ type volumeView struct {
 // directly rather than a cache, so that the controller watches no claims or classes,
 // and stops at the first volume that can never be served.
 func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) ([]volumeView, error) {
-	if len(job.Spec.Volumes) == 0 || jobFinished(&job.Status) || jobSuspended(job) || !replicaWithoutPod(job, pods) {
+	if len(job.Spec.Volumes) == 0 || !podsMayBeCreated(job, pods) {
 		return nil, nil
 	}
 	out := make([]volumeView, len(job.Spec.Volumes))
@@ -55,6 +55,12 @@ func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob, pods
 		}
 	}
 	return out, nil
+}
+
+// podsMayBeCreated reports whether this reconcile may create pods of the job: it has
+// not finished, is not suspended, and a replica of its spec has no pod.
+func podsMayBeCreated(job *tfv1.TFJob, pods []*corev1.Pod) bool {
+	return !jobFinished(&job.Status) && !jobSuspended(job) && replicaWithoutPod(job, pods)
 }
 
 // replicaWithoutPod reports whether a replica of the job's spec has no pod.
