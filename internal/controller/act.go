@@ -79,10 +79,7 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 		return startOutcome{}, 0, err
 	}
 	if sp.admission != nil {
-		var err error
-		if job, err = r.placedOnFlavors(ctx, job, sp.admission); err != nil {
-			return startOutcome{}, 0, err
-		}
+		job = placedOnFlavors(job, sp.admission, sp.flavors)
 	}
 	return r.createMissingPods(ctx, job, sp)
 }

@@ -72,8 +72,10 @@ type startPlan struct {
 	holdFor time.Duration
 	// firstBatch is the size of the first slow-start batch of the missing pods.
 	firstBatch int
-	// admission places the pods on the flavors Kueue admitted them to; nil outside Kueue.
+	// admission places the pods on the flavors Kueue admitted them to, as read; nil
+	// outside Kueue.
 	admission *workloadAdmission
+	flavors   map[string]*resourceFlavorSpec
 }
 
 // retry is a failed pod whose replica is to be created again.
@@ -114,7 +116,7 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
 	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
 		p.start = r.planStart(run, p.o, w, now.Time)
-		p.start.admission = p.kueue.admission
+		p.start.admission, p.start.flavors = p.kueue.admission, w.flavors
 		if msg := tfConfigRefusal(run, p.start); msg != "" {
 			finish(st, tfv1.JobFailed, tfv1.ReasonTFConfigTooLarge, msg, now)
 			p.start = nil

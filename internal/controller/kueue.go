@@ -213,10 +213,32 @@ func anyLive(pods []*corev1.Pod) bool {
 	return false
 }
 
+// readFlavors reads the resource flavors Kueue admitted the job's pod sets to, when
+// its pods may be created; a flavor that is gone places nothing.
+func (r *TFJobReconciler) readFlavors(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, v *kueueView) (map[string]*resourceFlavorSpec, error) {
+	if v == nil || v.status == nil || v.status.Admission == nil || !podsMayBeCreated(job, pods) {
+		return nil, nil
+	}
+	flavors := map[string]*resourceFlavorSpec{}
+	for _, psa := range v.status.Admission.PodSetAssignments {
+		for _, name := range flavorNames(psa.Flavors) {
+			if _, ok := flavors[name]; ok {
+				continue
+			}
+			flavor, err := r.getResourceFlavor(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			flavors[name] = flavor
+		}
+	}
+	return flavors, nil
+}
+
 // placedOnFlavors is the job with its replicas placed on the resource flavors Kueue
 // admitted them to: each flavor's node labels join the replica's node selector and its
 // tolerations the replica's. Only the pods built from it carry the placement.
-func (r *TFJobReconciler) placedOnFlavors(ctx context.Context, job *tfv1.TFJob, adm *workloadAdmission) (*tfv1.TFJob, error) {
+func placedOnFlavors(job *tfv1.TFJob, adm *workloadAdmission, flavors map[string]*resourceFlavorSpec) *tfv1.TFJob {
 	job = job.DeepCopy()
 	for _, psa := range adm.PodSetAssignments {
 		rt, ok := replicaTypeOfPodSet(job, psa.Name)
@@ -225,9 +247,9 @@ func (r *TFJobReconciler) placedOnFlavors(ctx context.Context, job *tfv1.TFJob, 
 		}
 		spec := &job.Spec.TFReplicaSpecs[rt].Template.Spec
 		for _, name := range flavorNames(psa.Flavors) {
-			flavor, err := r.getResourceFlavor(ctx, name)
-			if err != nil {
-				return nil, err
+			flavor := flavors[name]
+			if flavor == nil {
+				continue
 			}
 			if len(flavor.NodeLabels) > 0 && spec.NodeSelector == nil {
 				spec.NodeSelector = map[string]string{}
@@ -238,7 +260,7 @@ func (r *TFJobReconciler) placedOnFlavors(ctx context.Context, job *tfv1.TFJob, 
 			spec.Tolerations = append(spec.Tolerations, flavor.Tolerations...)
 		}
 	}
-	return job, nil
+	return job
 }
 
 // getResourceFlavor reads a Kueue ResourceFlavor's placement.

@@ -45,6 +45,9 @@ type world struct {
 	// its pods may be created.
 	volumes  []volumeView
 	notebook notebookView
+	// flavors are the resource flavors Kueue admitted the job to, when pods may be
+	// created.
+	flavors map[string]*resourceFlavorSpec
 	// refusals is what the API server's last refusals of pods hold back.
 	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
@@ -88,6 +91,9 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 		return w, nil
 	}
 	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
+		return nil, err
+	}
+	if w.flavors, err = r.readFlavors(ctx, job, w.pods, w.kueue); err != nil {
 		return nil, err
 	}
 	if !jobFinished(&job.Status) && !jobSuspended(job) {
