@@ -90,33 +90,45 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 	if job.DeletionTimestamp != nil {
 		return w, nil
 	}
-	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
+	if err := r.observeLive(ctx, w); err != nil {
 		return nil, err
 	}
+	return w, nil
+}
+
+// observeLive reads what deciding on a live job needs beyond its pods: its Kueue
+// Workload and flavors, a job of the other API with its name, its Services, its gang
+// scheduler's API, its TensorBoard, the clock, the refusals of its pods, its polled
+// progress, and, when pods may be created, the claims and classes its volumes name.
+func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
+	job := w.job
+	var err error
+	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
+		return err
+	}
 	if w.flavors, err = r.readFlavors(ctx, job, w.pods, w.kueue); err != nil {
-		return nil, err
+		return err
 	}
 	if !jobFinished(&job.Status) && !jobSuspended(job) {
 		if w.services, err = r.readServices(ctx, job); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if w.gang, err = r.readGang(job, w.pods); err != nil {
-		return nil, err
+		return err
 	}
 	w.tensorBoard = r.readTensorBoard(ctx, job)
 	w.now = metav1.NewTime(r.clock.Now())
 	w.refusals = r.readRefusals(job, w.now.Time)
 	w.progress = progressPolls.peek(job.UID, w.now.Time)
-	if w.refusals.wait == 0 { // while pods are held back, their volumes wait too
-		if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
-			return nil, err
-		}
-		if w.notebook, err = r.readNotebookClaims(ctx, job, w.pods); err != nil {
-			return nil, err
-		}
+	if w.refusals.wait > 0 {
+		return nil // while pods are held back, their volumes wait too
 	}
-	return w, nil
+	if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
+		return err
+	}
+	w.notebook, err = r.readNotebookClaims(ctx, job, w.pods)
+	return err
 }
 
 // readTensorBoard reads the job's TensorBoard Deployment and Service from the cache,

@@ -128,8 +128,7 @@ func (r *TFJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // nothing.
 func (r *TFJobReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// 1. Observe: the job, its pods and record pod, those an earlier job of its name
-	// left behind, its Kueue Workload, a job of the other API with its name, its
-	// TensorBoard, and the clock.
+	// left behind, and, for a live job, everything else decide reads (observeLive).
 	w, err := r.observe(ctx, req)
 	if w == nil || err != nil {
 		return ctrl.Result{}, err
