@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -19,7 +16,6 @@ import (
 	"github.com/tfk8s/tfk8s/internal/jobspec"
 	"github.com/tfk8s/tfk8s/internal/pack"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 const submitLong = `Submit a TFJob. DIR, if given, is packed as a tar.gz (honouring .tfk8signore) and
@@ -312,88 +308,5 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 		return printObject(o.env.Out, jobspec.ForPrinting(job), f.output)
 	}
 	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
-	return nil
-}
-
-// storageKnown reports whether the S3 settings name an endpoint and a bucket: every
-// job submitted then keeps its logs and its run record there, code or no code.
-func (o *rootOptions) storageKnown() bool {
-	cfg, err := o.storageConfig()
-	return err == nil && cfg.Endpoint != "" && cfg.Bucket != "" && cfg.AccessKeyID != ""
-}
-
-// hasCommand reports whether every replica of the job has a command the agent can run:
-// the one after --, else the manifest's.
-func hasCommand(base *tfv1.TFJob, command []string) bool {
-	if len(command) > 0 {
-		return true
-	}
-	if base == nil {
-		return false
-	}
-	for _, spec := range base.Spec.TFReplicaSpecs {
-		if spec == nil {
-			continue
-		}
-		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c == nil || len(c.Command) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// readBase reads the job the flags apply over: the manifest of -f, or the job of the
-// run of --from-run; nil for neither.
-func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob, error) {
-	switch {
-	case f.file != "" && f.fromRun != "":
-		return nil, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
-	case f.file != "":
-		return readManifest(f.file, o.env.In)
-	case f.fromRun != "":
-		return o.runManifest(ctx, f.fromRun, f)
-	}
-	return nil, nil
-}
-
-// readManifest reads the manifest of -f: a file, or stdin for "-".
-func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
-	data, err := readFile(name, stdin)
-	if err != nil {
-		return nil, invalidJob(fmt.Errorf("reading -f %s: %w", name, err), "-f")
-	}
-	job, err := jobspec.Decode(data)
-	if err != nil {
-		return nil, &invalidJobError{field: cmp.Or(leadingField(err.Error()), "-f"), err: fmt.Errorf("-f %s: %w", name, err)}
-	}
-	return job, nil
-}
-
-// baseName is the name of the manifest's job, "" without one.
-func baseName(base *tfv1.TFJob) string {
-	if base == nil {
-		return ""
-	}
-	return base.Name
-}
-
-// resolveStorageSecret sets f.storageSecret from the environment when the flag is not
-// given, and checks it: a Secret's name, and no --s3-cluster-endpoint beside it (the
-// Secret holds the endpoint pods reach).
-func (o *rootOptions) resolveStorageSecret(cmd *cobra.Command, f *submitFlags) error {
-	what := "--storage-secret"
-	if !cmd.Flags().Changed("storage-secret") {
-		f.storageSecret, what = o.env.Getenv(jobs.EnvStorageSecret), jobs.EnvStorageSecret
-	}
-	if f.storageSecret == "" {
-		return nil
-	}
-	if errs := validation.IsDNS1123Subdomain(f.storageSecret); len(errs) > 0 {
-		return fmt.Errorf("%s %q: not a Secret's name: %s", what, f.storageSecret, strings.Join(errs, "; "))
-	}
-	if f.clusterEndpoint != "" {
-		return fmt.Errorf("--s3-cluster-endpoint %s: the job's pods reach S3 at the endpoint in the Secret %s (%s), which this does not change: leave one out",
-			f.clusterEndpoint, f.storageSecret, what)
-	}
 	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
@@ -128,6 +131,89 @@ func (s *submission) scanTrees(dataDir string) error {
 			return invalidJob(err, "--data")
 		}
 		s.p.Data = []tfv1.DataSource{{Source: s.data.Prefix(s.cfg.Root()).String(), Path: jobspec.DefaultDataPath}}
+	}
+	return nil
+}
+
+// storageKnown reports whether the S3 settings name an endpoint and a bucket: every
+// job submitted then keeps its logs and its run record there, code or no code.
+func (o *rootOptions) storageKnown() bool {
+	cfg, err := o.storageConfig()
+	return err == nil && cfg.Endpoint != "" && cfg.Bucket != "" && cfg.AccessKeyID != ""
+}
+
+// hasCommand reports whether every replica of the job has a command the agent can run:
+// the one after --, else the manifest's.
+func hasCommand(base *tfv1.TFJob, command []string) bool {
+	if len(command) > 0 {
+		return true
+	}
+	if base == nil {
+		return false
+	}
+	for _, spec := range base.Spec.TFReplicaSpecs {
+		if spec == nil {
+			continue
+		}
+		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c == nil || len(c.Command) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readBase reads the job the flags apply over: the manifest of -f, or the job of the
+// run of --from-run; nil for neither.
+func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob, error) {
+	switch {
+	case f.file != "" && f.fromRun != "":
+		return nil, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
+	case f.file != "":
+		return readManifest(f.file, o.env.In)
+	case f.fromRun != "":
+		return o.runManifest(ctx, f.fromRun, f)
+	}
+	return nil, nil
+}
+
+// readManifest reads the manifest of -f: a file, or stdin for "-".
+func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
+	data, err := readFile(name, stdin)
+	if err != nil {
+		return nil, invalidJob(fmt.Errorf("reading -f %s: %w", name, err), "-f")
+	}
+	job, err := jobspec.Decode(data)
+	if err != nil {
+		return nil, &invalidJobError{field: cmp.Or(leadingField(err.Error()), "-f"), err: fmt.Errorf("-f %s: %w", name, err)}
+	}
+	return job, nil
+}
+
+// baseName is the name of the manifest's job, "" without one.
+func baseName(base *tfv1.TFJob) string {
+	if base == nil {
+		return ""
+	}
+	return base.Name
+}
+
+// resolveStorageSecret sets f.storageSecret from the environment when the flag is not
+// given, and checks it: a Secret's name, and no --s3-cluster-endpoint beside it (the
+// Secret holds the endpoint pods reach).
+func (o *rootOptions) resolveStorageSecret(cmd *cobra.Command, f *submitFlags) error {
+	what := "--storage-secret"
+	if !cmd.Flags().Changed("storage-secret") {
+		f.storageSecret, what = o.env.Getenv(jobs.EnvStorageSecret), jobs.EnvStorageSecret
+	}
+	if f.storageSecret == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(f.storageSecret); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a Secret's name: %s", what, f.storageSecret, strings.Join(errs, "; "))
+	}
+	if f.clusterEndpoint != "" {
+		return fmt.Errorf("--s3-cluster-endpoint %s: the job's pods reach S3 at the endpoint in the Secret %s (%s), which this does not change: leave one out",
+			f.clusterEndpoint, f.storageSecret, what)
 	}
 	return nil
 }
