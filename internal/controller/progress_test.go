@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/scheme"
@@ -414,5 +415,31 @@ func TestRunningStepRates(t *testing.T) {
 	want := []jobStepRate{{"ns", "fast", 12.5}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(jobStepRate{})); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
+	}
+}
+
+// TestNotifyProgressQueuesTheJob: an answer queues the job's reconcile by its name, and
+// a full channel drops the notice rather than hold the poller (the job's next turn
+// writes the answer).
+func TestNotifyProgressQueuesTheJob(t *testing.T) {
+	ch := make(chan event.GenericEvent, 1)
+	notify := notifyProgress(ch)
+	notify(types.NamespacedName{Namespace: "ns", Name: "a"})
+	done := make(chan struct{})
+	go func() {
+		notify(types.NamespacedName{Namespace: "ns", Name: "b"}) // full: dropped
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("notifying on a full channel blocked")
+	}
+	got := <-ch
+	if got.Object.GetNamespace() != "ns" || got.Object.GetName() != "a" {
+		t.Errorf("queued %s/%s, want ns/a", got.Object.GetNamespace(), got.Object.GetName())
+	}
+	if len(ch) != 0 {
+		t.Errorf("%d more notices queued, want the second dropped", len(ch))
 	}
 }
