@@ -72,6 +72,9 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if sp.holdFor > 0 {
 		return startOutcome{}, sp.holdFor, nil
 	}
+	if out, err := r.ensureDeviceClaims(ctx, job); out.failReason != "" || err != nil {
+		return out, 0, err
+	}
 	if sp.invalidVolume != "" {
 		return startOutcome{failReason: tfv1.ReasonInvalidVolume, failMessage: sp.invalidVolume}, 0, nil
 	}
