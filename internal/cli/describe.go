@@ -185,7 +185,7 @@ func describeReplicas(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod) {
 	}
 }
 
-// describePods writes a line per pod.
+// describePods writes a line per pod, then one per container that waits on the user.
 func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 	fmt.Fprintln(w, "Pods:")
 	if len(pods) == 0 {
@@ -199,7 +199,7 @@ func describePods(w io.Writer, pods []corev1.Pod, now time.Time) {
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, jobs.ReplicaName(p), orNone(phase), orNone(p.Spec.NodeName), restarts, exit, age(p.CreationTimestamp, now))
 		}
 	}
-
+	describeWaiting(w, pods)
 }
 
 // jobCommand is the command of the job's first replica type's main container.

@@ -29,6 +29,7 @@ var errorTriggers = map[string]struct {
 	"gang-timeout":    {elsewhere: "TestGangTimeoutAsTroubleshootingSays"},
 	"quota-refused":   {elsewhere: "TestQuotaRefusedAsTroubleshootingSays"},
 	"route-overlap":   {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
+	"image-pull":      {elsewhere: "TestTrainingJobs"},
 }
 
 // TestTroubleshootingPage makes every error troubleshootingPage lists happen, or

@@ -30,15 +30,30 @@ var installTools = []string{"helm", "kubectl", "kubectl-krew"}
 // line holding exactly marker, in the page's order.
 func pageBlocks(t *testing.T, path, marker string) []string {
 	t.Helper()
+	var bodies []string
+	for _, b := range markedBlocks(t, path, marker) {
+		bodies = append(bodies, b.body)
+	}
+	return bodies
+}
+
+// A pageBlock is a fenced block of a page: the first word of its info string (sh,
+// console, python) and its body.
+type pageBlock struct{ lang, body string }
+
+// markedBlocks returns the fenced blocks of a Markdown file that follow a line holding
+// exactly marker, in the page's order.
+func markedBlocks(t *testing.T, path, marker string) []pageBlock {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var (
-		blocks         []string
+		blocks         []pageBlock
 		body           []string
-		prev           string
+		prev, lang     string
 		marked, inside bool
 	)
 	sc := bufio.NewScanner(f)
@@ -47,10 +62,11 @@ func pageBlocks(t *testing.T, path, marker string) []string {
 		switch {
 		case !inside && strings.HasPrefix(line, "```"):
 			inside, marked, body = true, strings.TrimSpace(prev) == marker, nil
+			lang, _, _ = strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "```")), " ")
 		case inside && strings.TrimSpace(line) == "```":
 			inside = false
 			if marked {
-				blocks = append(blocks, strings.Join(body, "\n")+"\n")
+				blocks = append(blocks, pageBlock{lang: lang, body: strings.Join(body, "\n") + "\n"})
 			}
 		case inside:
 			body = append(body, line)

@@ -46,8 +46,10 @@ const (
 // agent carries the job's cluster (TFK8S_CLUSTER), as the pods of a job of thousands of
 // replicas do, and every TensorFlow program runs on the TF_CONFIG the agent composed
 // from it.
+//
+// Last, it runs the README's tour as written (testTour).
 func TestTensorFlowJobs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -81,6 +83,8 @@ func TestTensorFlowJobs(t *testing.T) {
 	t.Run("kubectl shows its progress", func(t *testing.T) { testProgress(ctx, t, c, opts.Ports.ControllerMetrics) })
 	t.Run("volumes are shared by the replicas", func(t *testing.T) { testVolumes(ctx, t, c) })
 	t.Run("TensorBoard follows the job", func(t *testing.T) { testTensorBoard(ctx, t, c) })
+	// Last: the tour leaves a notebook and two TensorBoards' worth of jobs behind.
+	t.Run("the README's tour runs as written", func(t *testing.T) { testTour(ctx, t, c, binDir) })
 }
 
 // submitPS submits examples/tensorflow/ps_strategy.py with 2 PS, 3 workers and a chief.
