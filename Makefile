@@ -467,6 +467,17 @@ $(KUBECTL_STAMP): hack/tools/kubectl/go.mod hack/tools/kubectl/main.go
 tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts under _out/images/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --out $(OUT)/images --cli-ldflags "$(IMAGE_LDFLAGS)"
 
+# ghcr.io/tfk8s/tensorflow:2.21.0-gpu, the CUDA image, as the OCI layout
+# _out/images/tensorflow-gpu/: the python layer of tensorflow-image, one layer per
+# nvidia-*-cu12 wheel of hack/tensorflow-image/gpu-requirements.txt and one of tensorflow
+# 2.21.0 built with CUDA (docs/gpus.md). About 3 GB to download and 6 GB unpacked: a
+# target of its own, which make demo and local up do not need; cached as tensorflow-image
+# is (the layers in ~/.cache/tfk8s/tensorflow-image/gpu-layers, the layout's blobs hard
+# links to them).
+.PHONY: tensorflow-gpu-image
+tensorflow-gpu-image: ## the CUDA TensorFlow image as an OCI layout under _out/images/tensorflow-gpu/
+	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --gpu --out $(OUT)/images
+
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.
 images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker

@@ -93,13 +93,18 @@ func (s imageSpec) labels() map[string]string {
 }
 
 // writeLayout writes idx as an OCI layout in dir, replacing it, its index.json
-// annotated with the full reference and the build key.
-func writeLayout(dir string, idx v1.ImageIndex, ref, key string) error {
+// annotated with the full reference and the build key. The layers' blobs are hard
+// links to the cached files where the file system allows (the layout skips blobs it
+// has): the GPU image's 3 GB are not copied.
+func writeLayout(dir string, idx v1.ImageIndex, ref, key string, layers []*layerFile) error {
 	tmp := dir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
 	p, err := layout.Write(tmp, empty.Index)
+	if err == nil {
+		linkBlobs(tmp, layers)
+	}
 	if err == nil {
 		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refNameAnnotation: ref, keyAnnotation: key}))
 	}
@@ -110,6 +115,18 @@ func writeLayout(dir string, idx v1.ImageIndex, ref, key string) error {
 		return err
 	}
 	return os.Rename(tmp, dir)
+}
+
+// linkBlobs hard-links the layers' files into the layout in dir; those it cannot are
+// copied by the layout's writer.
+func linkBlobs(dir string, layers []*layerFile) {
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if os.MkdirAll(blobs, 0o755) != nil {
+		return
+	}
+	for _, l := range layers {
+		_ = os.Link(l.Path, filepath.Join(blobs, l.Sum.Hex))
+	}
 }
 
 // layoutKey is the build key in dir's index.json, "" when there is none; the layout
