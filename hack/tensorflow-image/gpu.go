@@ -16,6 +16,10 @@ import (
 // so that their key changes.
 const gpuVersion = "1"
 
+// gpuLayoutVersion is the way the layout is written of those layers: its key is the
+// layers' and this.
+const gpuLayoutVersion = "2"
+
 // cudaConf lists the library directories of the nvidia wheels for ldconfig: TensorFlow
 // finds them by their place beside it, but ldconfig -p (and any other program that
 // links against CUDA) only through /etc/ld.so.cache.
@@ -41,8 +45,9 @@ func buildGPU(o options) error {
 		return fmt.Errorf("reading --gpu-requirements: %w", err)
 	}
 	key := hashOf(k.root, pipWheel, gpuVersion, string(req), gpuNotice)
+	imageKey := hashOf(key, gpuLayoutVersion)
 	dir := filepath.Join(o.out, "tensorflow-gpu")
-	if layoutKey(dir) == key {
+	if layoutKey(dir) == imageKey {
 		fmt.Printf("tensorflow-image: %s up to date (key %s)\n", images.TensorFlowGPU, key[:16])
 		return nil
 	}
@@ -60,7 +65,7 @@ func buildGPU(o options) error {
 	for _, p := range parts {
 		layers = append(layers, p.Layer)
 	}
-	if err := b.step("write "+dir, func() (int64, error) { return writeImage(dir, tensorFlowGPUSpec(layers), key) }); err != nil {
+	if err := b.step("write "+dir, func() (int64, error) { return writeImage(dir, tensorFlowGPUSpec(layers), imageKey) }); err != nil {
 		return err
 	}
 	fmt.Printf("tensorflow-image: built %s in %v (key %s)\n", images.TensorFlowGPU, time.Since(start).Round(100*time.Millisecond), key[:16])
@@ -237,5 +242,5 @@ func readParts(index string) ([]gpuPart, bool) {
 func tensorFlowGPUSpec(layers []*layerFile) imageSpec {
 	return imageSpec{ref: images.TensorFlowGPU, title: "tensorflow",
 		description: "Debian " + suite + " (minbase), python3, tensorflow 2.21.0 with the CUDA 12 libraries of its nvidia-*-cu12 wheels, tf-keras and tensorboard",
-		layers:      layers}
+		layers:      layers, explicitLoad: true}
 }

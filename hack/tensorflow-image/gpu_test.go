@@ -42,12 +42,13 @@ func TestGPUPartsCached(t *testing.T) {
 		}
 	}
 
-	idx, err := buildImage(tensorFlowGPUSpec([]*layerFile{l}))
+	spec := tensorFlowGPUSpec([]*layerFile{l})
+	idx, err := buildImage(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "layout")
-	if err := writeLayout(out, idx, "r", "k1", []*layerFile{l}); err != nil {
+	if err := writeLayout(out, idx, spec, "k1"); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := os.Stat(l.Path)

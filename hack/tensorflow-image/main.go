@@ -335,7 +335,7 @@ func writeImage(dir string, spec imageSpec, key string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := writeLayout(dir, idx, spec.ref, key, spec.layers); err != nil {
+	if err := writeLayout(dir, idx, spec, key); err != nil {
 		return 0, err
 	}
 	return treeSize(dir), nil
