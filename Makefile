@@ -525,13 +525,18 @@ RELEASE_CHANGELOG ?= CHANGELOG.md
 RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
 RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
+# RELEASE_GPU_IMAGE=1 (the default) builds and publishes the CUDA image too (make
+# tensorflow-gpu-image: 4.1 GB to push); the tests' releases set it empty, so that
+# they push what they pushed before it.
+RELEASE_GPU_IMAGE ?= 1
 
 .PHONY: release
 release: $(HELM_STAMP) ## builds and publishes a release: make release VERSION=vX.Y.Z REGISTRY=host:port
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
 	$(GO) run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
 		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
-		--changelog "$(RELEASE_CHANGELOG)" --helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http)
+		--changelog "$(RELEASE_CHANGELOG)" --helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http) \
+		$(if $(RELEASE_GPU_IMAGE),--gpu-image)
 
 # The chart carries copies of the CRD, the admission policy, the ClusterRole and the
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,
