@@ -285,7 +285,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
 test: ## unit, integration and e2e tests against a real control plane, then bench-smoke
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image tensorflow-gpu-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 
@@ -473,9 +473,11 @@ tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts un
 # 2.21.0 built with CUDA (docs/gpus.md). About 3 GB to download and 6 GB unpacked: a
 # target of its own, which make demo and local up do not need; cached as tensorflow-image
 # is (the layers in ~/.cache/tfk8s/tensorflow-image/gpu-layers, the layout's blobs hard
-# links to them).
+# links to them). After tensorflow-image, whose python layer and root it starts from:
+# two builds sharing the cache at once would make them both. make test builds it
+# beside the rest of its set-up, as tensorflow-image; TestGPUImage runs it.
 .PHONY: tensorflow-gpu-image
-tensorflow-gpu-image: ## the CUDA TensorFlow image as an OCI layout under _out/images/tensorflow-gpu/
+tensorflow-gpu-image: tensorflow-image ## the CUDA TensorFlow image as an OCI layout under _out/images/tensorflow-gpu/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --gpu --out $(OUT)/images
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with

@@ -105,6 +105,13 @@ func (b builder) gpuLayers(key string) ([]gpuPart, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The layers are the cache: the wheels (3.3 GB) would only serve a change of
+	// gpu-requirements.txt, which downloads them again in a minute or two. Removed
+	// before the layers are written, they keep the build's peak disk use at the 6.6
+	// GB pip unpacked and the layers written so far, each part removed once written.
+	if err := removeTree(p.wheels); err != nil {
+		return nil, err
+	}
 	parts, err := b.splitGPU(p, dir, key)
 	if err != nil {
 		return nil, err
@@ -113,12 +120,7 @@ func (b builder) gpuLayers(key string) ([]gpuPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(index, data, 0o644); err != nil {
-		return nil, err
-	}
-	// The layers are the cache: the wheels (3.3 GB) would only serve a change of
-	// gpu-requirements.txt, which downloads them again in a minute or two.
-	return parts, removeTree(p.wheels)
+	return parts, os.WriteFile(index, data, 0o644)
 }
 
 // splitGPU makes the layers of what pip staged: the nvidia packages one by one, each
