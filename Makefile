@@ -285,7 +285,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
 test: ## unit, integration and e2e tests against a real control plane, then bench-smoke
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image tensorflow-gpu-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 
@@ -467,6 +467,19 @@ $(KUBECTL_STAMP): hack/tools/kubectl/go.mod hack/tools/kubectl/main.go
 tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts under _out/images/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --out $(OUT)/images --cli-ldflags "$(IMAGE_LDFLAGS)"
 
+# ghcr.io/tfk8s/tensorflow:2.21.0-gpu, the CUDA image, as the OCI layout
+# _out/images/tensorflow-gpu/: the python layer of tensorflow-image, one layer per
+# nvidia-*-cu12 wheel of hack/tensorflow-image/gpu-requirements.txt and one of tensorflow
+# 2.21.0 built with CUDA (docs/gpus.md). About 3 GB to download and 6 GB unpacked: a
+# target of its own, which make demo and local up do not need; cached as tensorflow-image
+# is (the layers in ~/.cache/tfk8s/tensorflow-image/gpu-layers, the layout's blobs hard
+# links to them). After tensorflow-image, whose python layer and root it starts from:
+# two builds sharing the cache at once would make them both. make test builds it
+# beside the rest of its set-up, as tensorflow-image; TestGPUImage runs it.
+.PHONY: tensorflow-gpu-image
+tensorflow-gpu-image: tensorflow-image ## the CUDA TensorFlow image as an OCI layout under _out/images/tensorflow-gpu/
+	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --gpu --out $(OUT)/images
+
 # Static binaries for each platform, then one OCI image index per binary: a layer with
 # the binary on an empty base, user 65532, OCI labels. No base image to pull.
 images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker
@@ -514,13 +527,18 @@ RELEASE_CHANGELOG ?= CHANGELOG.md
 RELEASE_URL ?= https://github.com/tfk8s/tfk8s/releases/download/$(VERSION)
 RELEASE_OUT ?= $(OUT)/release
 RELEASE_PLAIN_HTTP ?=
+# RELEASE_GPU_IMAGE=1 (the default) builds and publishes the CUDA image too (make
+# tensorflow-gpu-image: 4.1 GB to push); the tests' releases set it empty, so that
+# they push what they pushed before it.
+RELEASE_GPU_IMAGE ?= 1
 
 .PHONY: release
 release: $(HELM_STAMP) ## builds and publishes a release: make release VERSION=vX.Y.Z REGISTRY=host:port
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make release VERSION=vX.Y.Z REGISTRY=host:port[/path]"; exit 1; }
 	$(GO) run ./hack/release --version $(VERSION) --revision "$(REVISION)" --registry $(REGISTRY) \
 		--ldflags "$(IMAGE_LDFLAGS) -X $(VERSION_PKG).Repository=$(REGISTRY)" --release-url "$(RELEASE_URL)" --out $(RELEASE_OUT) \
-		--changelog "$(RELEASE_CHANGELOG)" --helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http)
+		--changelog "$(RELEASE_CHANGELOG)" --helm $(BIN)/helm $(if $(RELEASE_PLAIN_HTTP),--plain-http) \
+		$(if $(RELEASE_GPU_IMAGE),--gpu-image)
 
 # The chart carries copies of the CRD, the admission policy, the ClusterRole and the
 # Grafana dashboard (Helm reads no file outside the chart): make chart refreshes them,

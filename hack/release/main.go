@@ -47,6 +47,8 @@ type options struct {
 	changelog                   string
 	helm, make                  string
 	plainHTTP                   bool
+	// gpuImage adds the CUDA image, tensorflow-gpu, to the images released.
+	gpuImage bool
 }
 
 // dir is where the release's files go: OUT/VERSION.
@@ -93,6 +95,7 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.helm, "helm", "bin/helm", "the helm binary")
 	fs.StringVar(&o.make, "make", "make", "the make binary that builds the images")
 	fs.BoolVar(&o.plainHTTP, "plain-http", false, "push the chart over plain HTTP (a test's registry); images go over HTTP to a registry on loopback anyway")
+	fs.BoolVar(&o.gpuImage, "gpu-image", false, "also build (make tensorflow-gpu-image) and push the CUDA image, ghcr.io/tfk8s/tensorflow:2.21.0-gpu as REGISTRY/tensorflow:2.21.0-gpu")
 	_ = fs.Parse(args)
 	return o
 }

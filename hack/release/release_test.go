@@ -177,6 +177,7 @@ func TestReleaseReference(t *testing.T) {
 		{"tfk8s-agent", "v1.2.3", "reg:5000/p/tfk8s-agent:v1.2.3"},
 		{"python", "ghcr.io/tfk8s/python:3.11", "reg:5000/p/python:3.11"},
 		{"jupyter", "ghcr.io/tfk8s/jupyter:2.21.0-cpu", "reg:5000/p/jupyter:2.21.0-cpu"},
+		{"tensorflow-gpu", "ghcr.io/tfk8s/tensorflow:2.21.0-gpu", "reg:5000/p/tensorflow:2.21.0-gpu"},
 	}
 	for _, tc := range cases {
 		got, err := releaseReference("reg:5000/p", tc.layout, tc.ref)

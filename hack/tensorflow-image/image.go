@@ -21,6 +21,10 @@ import (
 const (
 	refNameAnnotation = "org.opencontainers.image.ref.name"
 	keyAnnotation     = "io.tfk8s.tensorflow-image.key"
+	// loadAnnotation "explicit" asks tfk8s local up to leave the image out of what it
+	// pushes from _out/images: the GPU image's 4 GB go into a local cluster only when
+	// named (tfk8s local load _out/images/tensorflow-gpu).
+	loadAnnotation = "io.tfk8s.local.load"
 )
 
 // source is the org.opencontainers.image.source label of both images.
@@ -34,6 +38,8 @@ type imageSpec struct {
 	layers                  []*layerFile
 	user, workDir           string
 	env, cmd                []string
+	// explicitLoad marks the layout for loading into a local cluster only on request.
+	explicitLoad bool
 }
 
 // buildImage is the linux/amd64 image of spec, in an image index of its own, as the
@@ -93,15 +99,24 @@ func (s imageSpec) labels() map[string]string {
 }
 
 // writeLayout writes idx as an OCI layout in dir, replacing it, its index.json
-// annotated with the full reference and the build key.
-func writeLayout(dir string, idx v1.ImageIndex, ref, key string) error {
+// annotated with the full reference and the build key. The layers' blobs are hard
+// links to the cached files where the file system allows (the layout skips blobs it
+// has): the GPU image's 3 GB are not copied.
+func writeLayout(dir string, idx v1.ImageIndex, spec imageSpec, key string) error {
 	tmp := dir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
 	p, err := layout.Write(tmp, empty.Index)
 	if err == nil {
-		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refNameAnnotation: ref, keyAnnotation: key}))
+		linkBlobs(tmp, spec.layers)
+	}
+	if err == nil {
+		annotations := map[string]string{refNameAnnotation: spec.ref, keyAnnotation: key}
+		if spec.explicitLoad {
+			annotations[loadAnnotation] = "explicit"
+		}
+		err = p.AppendIndex(idx, layout.WithAnnotations(annotations))
 	}
 	if err != nil {
 		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
@@ -110,6 +125,18 @@ func writeLayout(dir string, idx v1.ImageIndex, ref, key string) error {
 		return err
 	}
 	return os.Rename(tmp, dir)
+}
+
+// linkBlobs hard-links the layers' files into the layout in dir; those it cannot are
+// copied by the layout's writer.
+func linkBlobs(dir string, layers []*layerFile) {
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if os.MkdirAll(blobs, 0o755) != nil {
+		return
+	}
+	for _, l := range layers {
+		_ = os.Link(l.Path, filepath.Join(blobs, l.Sum.Hex))
+	}
 }
 
 // layoutKey is the build key in dir's index.json, "" when there is none; the layout

@@ -19,6 +19,10 @@
 //     (python/src/tfk8s, import tfk8s), so that a change of either makes only that
 //     small layer again.
 //
+// With --gpu it writes OUT/tensorflow-gpu/ alone (gpu.go): ghcr.io/tfk8s/tensorflow:2.21.0-gpu,
+// the python layer, a layer per nvidia-*-cu12 package of gpu-requirements.txt and one
+// of TensorFlow built with CUDA; make tensorflow-gpu-image runs that.
+//
 // It needs root (debootstrap and chroot), Debian's mirror and PyPI. Downloads (.debs,
 // wheels), the root file system and the layers are kept in the cache directory
 // ($XDG_CACHE_HOME/tfk8s/tensorflow-image, else ~/.cache/tfk8s/tensorflow-image), so
@@ -57,6 +61,8 @@ type options struct {
 	out, cache, mirror, requirements string
 	jupyterRequirements, cli         string
 	cliLdflags, sdk                  string
+	gpu                              bool
+	gpuRequirements                  string
 }
 
 func build(args []string) error {
@@ -71,6 +77,9 @@ func build(args []string) error {
 	fs.StringVar(&o.cli, "cli", "./cmd/tfk8s", "the Go package of the tfk8s CLI the Jupyter image holds")
 	fs.StringVar(&o.cliLdflags, "cli-ldflags", "", "linker flags of the CLI besides -s -w: its version stamp (make passes the images')")
 	fs.StringVar(&o.sdk, "sdk", "python/src/tfk8s", "the Python SDK's package, which the Jupyter image holds beside the CLI")
+	fs.BoolVar(&o.gpu, "gpu", false, "build only OUT/tensorflow-gpu/, the CUDA image, instead of the other three")
+	fs.StringVar(&o.gpuRequirements, "gpu-requirements", "hack/tensorflow-image/gpu-requirements.txt",
+		"the pinned Python packages of the CUDA image")
 	_ = fs.Parse(args)
 	if o.mirror == "" {
 		o.mirror = aptMirror()
@@ -78,6 +87,9 @@ func build(args []string) error {
 	var err error
 	if o.cache, err = filepath.Abs(o.cache); err != nil {
 		return err
+	}
+	if o.gpu {
+		return buildGPU(o)
 	}
 	cliBuild := startCLI(o)
 	k, err := inputKeys(o)
@@ -323,7 +335,7 @@ func writeImage(dir string, spec imageSpec, key string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := writeLayout(dir, idx, spec.ref, key); err != nil {
+	if err := writeLayout(dir, idx, spec, key); err != nil {
 		return 0, err
 	}
 	return treeSize(dir), nil

@@ -20,6 +20,12 @@ const (
 	TensorFlow = "ghcr.io/tfk8s/tensorflow:2.21.0-cpu"
 )
 
+// TensorFlowGPU is Python plus tensorflow 2.21.0 built with CUDA 12, the nvidia-*-cu12
+// wheels of the libraries it loads (each its own layer), tf-keras and tensorboard: the
+// image of a job that asks for GPUs and names no image (make tensorflow-gpu-image). On
+// a node without a GPU it says so in one line and runs on the CPU.
+const TensorFlowGPU = "ghcr.io/tfk8s/tensorflow:2.21.0-gpu"
+
 // Jupyter is TensorFlow plus JupyterLab 4 (pinned with its requirements) and the tfk8s
 // CLI at /usr/local/bin/tfk8s, run as jovyan (uid 1000) in /home/jovyan: the image of
 // tfk8s notebook, from whose cells !tfk8s submit runs jobs.

@@ -39,6 +39,9 @@ type Values struct {
 	Chief, Evaluator *bool
 	// GPUs are limits of every replica but the parameter servers.
 	GPUs *int64
+	// GPUResource, when set, is the extended resource GPUs counts, instead of
+	// nvidia.com/gpu: a MIG profile or a time-sliced GPU.
+	GPUResource corev1.ResourceName
 	// GPUType, when set, is the GPU model (the node label nvidia.com/gpu.product) the
 	// replicas that ask for GPUs need.
 	GPUType string
@@ -126,10 +129,12 @@ func Build(base *tfv1.TFJob, p Values) (*tfv1.TFJob, error) {
 		if spec == nil {
 			continue
 		}
-		c := mainContainer(&spec.Template.Spec)
-		applyContainer(c, rt, p)
+		applyContainer(mainContainer(&spec.Template.Spec), rt, p)
 		applyDevices(spec, rt, p)
-		if c.Image == "" {
+	}
+	defaultImages(job, p)
+	for _, rt := range tfv1.ReplicaTypes {
+		if spec := specs[rt]; spec != nil && mainContainer(&spec.Template.Spec).Image == "" {
 			return nil, fmt.Errorf("--image is required: replica type %s has no image", rt)
 		}
 	}
@@ -269,12 +274,7 @@ func applyContainer(c *corev1.Container, rt tfv1.ReplicaType, p Values) {
 	setResource(c, corev1.ResourceCPU, p.CPU, true)
 	setResource(c, corev1.ResourceMemory, p.Memory, true)
 	if p.GPUs != nil && rt != tfv1.ReplicaTypePS {
-		if *p.GPUs == 0 {
-			delete(c.Resources.Limits, tfjob.GPUResource)
-			delete(c.Resources.Requests, tfjob.GPUResource)
-		} else {
-			setResource(c, tfjob.GPUResource, resource.NewQuantity(*p.GPUs, resource.DecimalSI), false)
-		}
+		setGPUs(c, p)
 	}
 }
 
@@ -337,7 +337,7 @@ func applyPlacement(job *tfv1.TFJob, p Values) error {
 		selected := false
 		for _, rt := range tfv1.ReplicaTypes {
 			spec := job.Spec.TFReplicaSpecs[rt]
-			if spec == nil || (tfjob.PodGPUs(&spec.Template.Spec) == 0 && spec.DeviceClaim == nil) {
+			if spec == nil || (!asksForGPUs(&spec.Template.Spec, p) && spec.DeviceClaim == nil) {
 				continue
 			}
 			if spec.Template.Spec.NodeSelector == nil {

@@ -54,7 +54,7 @@ func (p Params) checkReplicas(v *Values, fromManifest bool) error {
 }
 
 // checkResources checks what every replica gets and where it runs: --gpus,
-// --gpu-type, --spread-ps, --queue, --cpu, --memory and --env.
+// --gpu-resource, --gpu-type, --spread-ps, --queue, --cpu, --memory and --env.
 func (p Params) checkResources(v *Values, _ bool) error {
 	if p.GPUs != nil {
 		if *p.GPUs < 0 {
@@ -66,6 +66,9 @@ func (p Params) checkResources(v *Values, _ bool) error {
 		if errs := validation.IsValidLabelValue(p.GPUType); len(errs) > 0 {
 			return fmt.Errorf("--gpu-type %q: not a node label value: %s", p.GPUType, strings.Join(errs, "; "))
 		}
+	}
+	if err := p.checkGPUResource(v); err != nil {
+		return err
 	}
 	v.GPUType, v.SpreadPS = p.GPUType, p.SpreadPS
 	if v.Queue = p.Queue; p.Queue != "" {

@@ -38,6 +38,7 @@ var inverseSamples = map[string][]string{
 	"gpu-type":                   {"gpu-type=NVIDIA-A100-SXM4-80GB", "gpus=1"},
 	"device-class":               {"device-class=gpu.example.com", "gpus=2"},
 	"device-selector":            {"device-selector=device.driver == \"gpu.example.com\"", "device-class=gpu.example.com", "gpus=1"},
+	"gpu-resource":               {"gpu-resource=nvidia.com/mig-1g.10gb", "gpus=2"},
 	"spread-ps":                  {"spread-ps=true", "ps=3"},
 	"queue":                      {"queue=team-a"},
 	"data":                       {"data=s3://bucket/datasets/mnist/"},

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/images"
 
 	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
@@ -16,8 +17,8 @@ var fields = []Field{
 	{Flag: "name", Name: "Name", Help: "name of the job (required unless -f gives one)",
 		Form: &Form{Required: true}, param: func(p *Params) any { return &p.Name },
 		inverse: nameOf},
-	{Flag: "image", Name: "Image", Help: "container image of every replica (required unless -f gives one)",
-		Form: &Form{Required: true, Size: 40}, param: func(p *Params) any { return &p.Image },
+	{Flag: "image", Name: "Image", Help: "container image of every replica (required unless -f gives one, or --gpus asks for GPUs: then " + images.TensorFlowGPU + ")",
+		Form: &Form{Size: 40, Placeholder: "required without GPUs"}, param: func(p *Params) any { return &p.Image },
 		inverse: imageOf},
 	{Flag: "command", Name: "Command, split at spaces", Kind: KindArgs, Help: "command of every replica: submit's arguments after --",
 		Form: &Form{Wide: true, Size: 60, Placeholder: "python3 train.py --epochs 3"}, param: func(p *Params) any { return &p.Command },
@@ -80,6 +81,8 @@ var fields = []Field{
 
 	// Parameters the form leaves out: they read the user's files or S3 settings, or
 	// place the job where the form's user may not decide.
+	{Flag: "gpu-resource", Help: gpuResourceHelp, param: func(p *Params) any { return &p.GPUResource },
+		inverse: gpuResourceOf},
 	{Flag: "gpu-type", Help: "GPU model the replicas with GPUs need: a node selector on the label " + gpuProductLabel +
 		" that NVIDIA's GPU feature discovery sets, e.g. NVIDIA-A100-SXM4-80GB", param: func(p *Params) any { return &p.GPUType },
 		inverse: gpuTypeOf},

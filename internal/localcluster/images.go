@@ -129,7 +129,7 @@ func isLayout(dir string) bool {
 }
 
 // layoutsIn returns the images of dir, an OCI layout or a directory of layouts (its
-// subdirectories that are not layouts are skipped).
+// subdirectories that are not layouts, or are loaded only on request, are skipped).
 func layoutsIn(dir string) ([]image, error) {
 	if isLayout(dir) {
 		return readLayout(dir, filepath.Base(dir))
@@ -141,7 +141,7 @@ func layoutsIn(dir string) ([]image, error) {
 	var images []image
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !isLayout(sub) {
+		if !e.IsDir() || !isLayout(sub) || loadsOnRequest(sub) {
 			continue
 		}
 		found, err := readLayout(sub, e.Name())

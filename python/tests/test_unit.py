@@ -143,6 +143,19 @@ def test_dry_run_is_render(binary: str, offline: Path, monkeypatch: pytest.Monke
     assert job.gpus == 5
 
 
+def test_gpus_without_image(binary: str, offline: Path) -> None:
+    """gpus and no image: every replica runs in the CUDA image, and gpu_resource takes
+    the count from nvidia.com/gpu."""
+    c = tfk8s.Client(binary=binary)
+    job = c.submit(name="g", gpus=2, gpu_resource="nvidia.com/mig-1g.10gb", command=["python3", "t.py"], dry_run=True)
+    (worker,) = [r for r in job.replicas if r.type == "Worker"]
+    assert worker.image == "ghcr.io/tfk8s/tensorflow:2.21.0-gpu"
+    container = job.manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": "2"}
+    with pytest.raises(tfk8s.Tfk8sError, match="--image is required"):
+        c.submit(name="c", command=["python3", "t.py"], dry_run=True)
+
+
 def test_manifest_as_dict_or_yaml(binary: str, offline: Path) -> None:
     """A Kubeflow TFJob, as a dict or as YAML text, makes the same job, the keywords
     applied over it."""

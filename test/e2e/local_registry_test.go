@@ -103,6 +103,14 @@ func checkRegistry(t *testing.T, st *localcluster.Status, binDir string) {
 			t.Errorf("%s has digest %s, the layout %s", local, desc.Digest, digest)
 		}
 	}
+	if fileExists(filepath.Join(filepath.Dir(binDir), "_out", "images", "tensorflow-gpu", "index.json")) {
+		gpu := st.Registry + "/tfk8s/tensorflow:2.21.0-gpu"
+		if r, err := name.ParseReference(gpu, name.Insecure); err != nil {
+			t.Fatal(err)
+		} else if _, err := remote.Head(r, remote.WithAuth(auth)); err == nil {
+			t.Errorf("up pushed the CUDA image (%s), which it pushes only when named", gpu)
+		}
+	}
 }
 
 // checkLoadedImageRuns saves the python image of the source tree, with a command of
@@ -190,7 +198,8 @@ func pythonImage(p layout.Path) (v1.Image, error) {
 }
 
 // sourceImages maps the reference of each image of the source tree's _out/images
-// (each layout directory's one image, tagged as make images tags them) to its digest.
+// (each layout directory's one image, tagged as make images tags them) to its digest,
+// leaving out those up pushes only on request (make tensorflow-gpu-image's).
 func sourceImages(t *testing.T, binDir string) map[string]string {
 	t.Helper()
 	root := filepath.Join(filepath.Dir(binDir), "_out", "images")
@@ -210,6 +219,10 @@ func sourceImages(t *testing.T, binDir string) map[string]string {
 			t.Fatal(err)
 		}
 		for _, desc := range m.Manifests {
+			// The CUDA image goes into a cluster only when named (tfk8s local load).
+			if desc.Annotations["io.tfk8s.local.load"] == "explicit" {
+				continue
+			}
 			ref := desc.Annotations["org.opencontainers.image.ref.name"]
 			if !strings.Contains(ref, "/") {
 				ref = "ghcr.io/tfk8s/" + d.Name() + ":" + ref

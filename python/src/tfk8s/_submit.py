@@ -31,6 +31,7 @@ SUBMIT_FLAGS: dict[str, tuple[str, str]] = {
     "resume_from": ("--resume-from", "string"),
     "env": ("--env", "list"),
     "volume": ("--volume", "list"),
+    "gpu_resource": ("--gpu-resource", "string"),
     "gpu_type": ("--gpu-type", "string"),
     "device_class": ("--device-class", "string"),
     "device_selector": ("--device-selector", "list"),
@@ -76,6 +77,7 @@ class SubmitMixin:
         resume_from: str | None = None,
         env: str | Sequence[str] | None = None,
         volume: str | Sequence[str] | None = None,
+        gpu_resource: str | None = None,
         gpu_type: str | None = None,
         device_class: str | None = None,
         device_selector: str | Sequence[str] | None = None,
@@ -106,7 +108,8 @@ class SubmitMixin:
                 uploaded to S3 unless S3 has it already; every replica gets it unpacked
                 in /workspace before its command starts
             name: name of the job (required unless -f gives one) (--name)
-            image: container image of every replica (required unless -f gives one)
+            image: container image of every replica (required unless -f gives one, or
+                --gpus asks for GPUs: then ghcr.io/tfk8s/tensorflow:2.21.0-gpu)
                 (--image)
             ps: number of parameter servers (default 0) (--ps)
             workers: number of workers (default 1) (--workers)
@@ -140,6 +143,10 @@ class SubmitMixin:
                 size=SIZE[,storageClass=CLASS][,retain] (a claim made for the job,
                 deleted with it unless retain) or existing=CLAIM; add readOnly to mount
                 it read-only; repeatable (--volume)
+            gpu_resource: extended resource --gpus counts instead of nvidia.com/gpu: a
+                MIG profile (nvidia.com/mig-1g.10gb) or a shared GPU
+                (nvidia.com/gpu.shared) as NVIDIA's device plugin advertises it; see
+                docs/gpus.md (--gpu-resource)
             gpu_type: GPU model the replicas with GPUs need: a node selector on the
                 label nvidia.com/gpu.product that NVIDIA's GPU feature discovery sets,
                 e.g. NVIDIA-A100-SXM4-80GB (--gpu-type)

@@ -1,0 +1,126 @@
+package jobspec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// gpuResourceHelp is --gpu-resource's help.
+var gpuResourceHelp = "extended resource --gpus counts instead of " + string(tfjob.GPUResource) +
+	": a MIG profile (nvidia.com/mig-1g.10gb) or a shared GPU (nvidia.com/gpu.shared) as NVIDIA's device plugin advertises it; see docs/gpus.md"
+
+// checkGPUResource checks --gpu-resource: an extended resource's name (a domain
+// outside kubernetes.io, a slash, a name), which needs --gpus to count it.
+func (p Params) checkGPUResource(v *Values) error {
+	if p.GPUResource == "" {
+		return nil
+	}
+	domain, name, ok := strings.Cut(p.GPUResource, "/")
+	if !ok || domain == "" || name == "" {
+		return fmt.Errorf("--gpu-resource %q: want an extended resource DOMAIN/NAME, e.g. nvidia.com/mig-1g.10gb", p.GPUResource)
+	}
+	if errs := validation.IsQualifiedName(p.GPUResource); len(errs) > 0 {
+		return fmt.Errorf("--gpu-resource %q: not a resource name: %s", p.GPUResource, strings.Join(errs, "; "))
+	}
+	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
+		return fmt.Errorf("--gpu-resource %q: %s is Kubernetes' own domain, not a device plugin's", p.GPUResource, domain)
+	}
+	if ptr.Deref(p.GPUs, 0) <= 0 {
+		return fmt.Errorf("--gpu-resource %s: no replica asks for GPUs; add --gpus", p.GPUResource)
+	}
+	if p.DeviceClass != "" {
+		return fmt.Errorf("--gpu-resource %s: not with --device-class, which asks for the GPUs by a claim instead", p.GPUResource)
+	}
+	v.GPUResource = corev1.ResourceName(p.GPUResource)
+	return nil
+}
+
+// gpuResource is the resource --gpus counts.
+func (v Values) gpuResource() corev1.ResourceName {
+	if v.GPUResource != "" {
+		return v.GPUResource
+	}
+	return tfjob.GPUResource
+}
+
+// setGPUs sets the container's --gpus limit of the resource --gpu-resource names (a
+// device plugin's resources are limits: the request follows), or removes it for 0.
+func setGPUs(c *corev1.Container, v Values) {
+	res := v.gpuResource()
+	if *v.GPUs == 0 {
+		delete(c.Resources.Limits, res)
+		delete(c.Resources.Requests, res)
+		return
+	}
+	setResource(c, res, resource.NewQuantity(*v.GPUs, resource.DecimalSI), false)
+}
+
+// asksForGPUs says whether a replica's pod asks for nvidia.com/gpu or the resource
+// --gpu-resource names.
+func asksForGPUs(spec *corev1.PodSpec, v Values) bool {
+	if tfjob.PodGPUs(spec) > 0 {
+		return true
+	}
+	c := tfjob.TensorFlowContainer(spec.Containers)
+	if c == nil {
+		return false
+	}
+	q, ok := c.Resources.Limits[v.gpuResource()]
+	return ok && !q.IsZero()
+}
+
+// defaultImages gives every replica without an image the CUDA image when the job asks
+// for GPUs: a job run with --gpus and no --image then sees its GPUs (the CPU image
+// cannot). The parameter servers get it too, so that every replica runs one
+// TensorFlow.
+func defaultImages(job *tfv1.TFJob, v Values) {
+	if ptr.Deref(v.GPUs, 0) <= 0 {
+		return
+	}
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		if spec == nil {
+			continue
+		}
+		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil && c.Image == "" {
+			c.Image = images.TensorFlowGPU
+		}
+	}
+}
+
+// gpuResourceOf reads --gpu-resource back: the first extended resource other than
+// nvidia.com/gpu among the limits of a replica that is not a parameter server.
+func gpuResourceOf(v view, p *Params) {
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := v.job.Spec.TFReplicaSpecs[rt]
+		if spec == nil || rt == tfv1.ReplicaTypePS {
+			continue
+		}
+		c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers)
+		if c == nil {
+			return
+		}
+		names := make([]corev1.ResourceName, 0, len(c.Resources.Limits))
+		for name := range c.Resources.Limits {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if strings.HasPrefix(string(name), "nvidia.com/") && name != tfjob.GPUResource {
+				q := c.Resources.Limits[name]
+				p.GPUResource, p.GPUs = string(name), ptr.To(q.Value())
+				return
+			}
+		}
+		return
+	}
+}

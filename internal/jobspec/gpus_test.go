@@ -1,0 +1,89 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/images"
+)
+
+// TestGPUDefaults: a job that asks for GPUs and names no image runs every replica in
+// the CUDA image, and --gpu-resource moves the count to the resource it names; the
+// same JSON comes from the CLI's flags, the dashboard's form and the SDK.
+func TestGPUDefaults(t *testing.T) {
+	type replica struct {
+		Image  string
+		Limits corev1.ResourceList
+	}
+	gpu := func(name string, n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceName(name): resource.MustParse(n)}
+	}
+	for _, tc := range []struct {
+		name, js string
+		want     map[tfv1.ReplicaType]replica
+	}{
+		{name: "--gpus without --image: the CUDA image, the parameter servers too",
+			js: `{"name": "a", "gpus": 2, "ps": 1}`,
+			want: map[tfv1.ReplicaType]replica{
+				tfv1.ReplicaTypeWorker: {images.TensorFlowGPU, gpu("nvidia.com/gpu", "2")},
+				tfv1.ReplicaTypePS:     {Image: images.TensorFlowGPU},
+			}},
+		{name: "--image wins over the default",
+			js:   `{"name": "a", "gpus": 1, "image": "mine"}`,
+			want: map[tfv1.ReplicaType]replica{tfv1.ReplicaTypeWorker: {"mine", gpu("nvidia.com/gpu", "1")}}},
+		{name: "--gpu-resource takes the count",
+			js:   `{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/mig-1g.10gb", "workers": 2}`,
+			want: map[tfv1.ReplicaType]replica{tfv1.ReplicaTypeWorker: {images.TensorFlowGPU, gpu("nvidia.com/mig-1g.10gb", "1")}}},
+		{name: "time-slicing's renamed resource",
+			js:   `{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/gpu.shared", "image": "mine"}`,
+			want: map[tfv1.ReplicaType]replica{tfv1.ReplicaTypeWorker: {"mine", gpu("nvidia.com/gpu.shared", "1")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p Params
+			if err := json.Unmarshal([]byte(tc.js), &p); err != nil {
+				t.Fatal(err)
+			}
+			job, err := New(nil, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[tfv1.ReplicaType]replica{}
+			for rt, spec := range job.Spec.TFReplicaSpecs {
+				c := spec.Template.Spec.Containers[0]
+				got[rt] = replica{c.Image, c.Resources.Limits}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replicas (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGPUResourceRefused: a bad --gpu-resource is refused, naming the flag; no GPUs
+// and no image is still refused.
+func TestGPUResourceRefused(t *testing.T) {
+	for _, tc := range []struct{ js, want string }{
+		{`{"name": "a", "gpus": 1, "gpu-resource": "mig-1g.10gb"}`, `--gpu-resource "mig-1g.10gb": want an extended resource DOMAIN/NAME`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/mig 1g"}`, `--gpu-resource "nvidia.com/mig 1g": not a resource name`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "kubernetes.io/gpu"}`, `--gpu-resource "kubernetes.io/gpu": kubernetes.io is Kubernetes' own domain`},
+		{`{"name": "a", "gpu-resource": "nvidia.com/gpu.shared", "image": "tf"}`, "--gpu-resource nvidia.com/gpu.shared: no replica asks for GPUs; add --gpus"},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/gpu.shared", "device-class": "gpu.nvidia.com"}`,
+			"--gpu-resource nvidia.com/gpu.shared: not with --device-class"},
+		{`{"name": "a", "gpus": 0}`, "--image is required: replica type Worker has no image"},
+	} {
+		var p Params
+		if err := json.Unmarshal([]byte(tc.js), &p); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(nil, p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.js, err, tc.want)
+		}
+	}
+}
