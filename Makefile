@@ -259,10 +259,11 @@ generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) ## regenerates deepcopy 
 
 # Static and -trimpath, as the images and the Jupyter image's CLI are built, so that a
 # cold build compiles their packages once, not three times. The agent needs static
-# anyway: it runs in every pod, on whatever the image holds.
+# anyway: it runs in every pod, on whatever the image holds. tfk8s-nvml alone is
+# dynamically linked (it loads NVML), and only run where it can be (internal/nvml).
 .PHONY: build
 build: ## builds tfk8s's own commands into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent ./cmd/tfk8s-nvml
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
@@ -275,6 +276,8 @@ verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, ruff and my
 	git diff --exit-code -- api config charts python docs/reference || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
+	@# Loading a library would make them dynamically linked: tfk8s-nvml alone may.
+	for cmd in tfk8s tfk8s-agent tfk8s-controller tfk8s-nodeinit; do $(GO) run ./hack/shape -deps ./cmd/$$cmd -forbid purego,nvml/dlopen || exit 1; done
 	@$(MAKE) --no-print-directory help-check
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
@@ -468,15 +471,16 @@ tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts un
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --out $(OUT)/images --cli-ldflags "$(IMAGE_LDFLAGS)"
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
-# the binary on an empty base, user 65532, OCI labels. No base image to pull.
+# the binary on an empty base, user 65532, OCI labels. No base image to pull. The
+# agent's carries tfk8s-nvml beside it, which its install copies into each pod.
 images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker
 	@test -n "$(VERSION)" || { echo "VERSION is empty: internal/version/version.go has no var Version"; exit 1; }
 	for arch in $(IMAGE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" \
-			-o $(OUT)/bin/linux_$$arch/ $(addprefix ./cmd/,$(IMAGES)); \
+			-o $(OUT)/bin/linux_$$arch/ $(addprefix ./cmd/,$(IMAGES)) ./cmd/tfk8s-nvml; \
 	done
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
-		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) $(IMAGES)
+		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) --extra tfk8s-agent:tfk8s-nvml $(IMAGES)
 
 # The pause image, PID 1 of every pod's sandbox: hack/pause as an OCI layout named
 # registry.k8s.io/pause:3.10.2, containerd v2.4.2's default sandbox image, which tfk8s

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -34,6 +36,13 @@ type usageRecorder struct {
 	skipped  int
 	stored   []byte
 	warned   bool
+	gpus     gpuSource // nil until run starts it, and where there is no GPU to read
+	gpuTally gpuTally
+}
+
+// gpuSource is the latest reading of the container's GPUs (nvml.Sampler).
+type gpuSource interface {
+	Latest() []nvml.Reading
 }
 
 // newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
@@ -48,10 +57,18 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes.
-func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, log *logger) {
+// run samples every interval until stop closes, the GPUs too where tfk8s-nvml (cmd)
+// is installed.
+func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, log *logger) {
 	if r == nil {
 		return
+	}
+	s, stopGPUs := startGPUSampler(cmd, interval, log)
+	defer stopGPUs()
+	if s != nil {
+		r.mu.Lock()
+		r.gpus = s
+		r.mu.Unlock()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -78,6 +95,9 @@ func (r *usageRecorder) sample(log *logger) {
 		return
 	}
 	r.add(s, r.now().UTC())
+	if r.gpus != nil {
+		r.gpuTally.add(&r.rec, r.gpus.Latest())
+	}
 }
 
 // add adds sample s, taken at t, to the record. The caller holds mu.
@@ -134,6 +154,7 @@ func (r *usageRecorder) record(attempt int) *storage.Usage {
 	u := r.rec
 	u.Attempt = attempt
 	u.Series = thinUsage(r.points, storage.MaxUsagePoints)
+	u.GPUs = slices.Clone(r.rec.GPUs)
 	return &u
 }
 
