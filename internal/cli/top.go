@@ -24,7 +24,8 @@ While the job exists, the figures come from the cluster's metrics API (metrics.k
 served by metrics-server where the cluster runs it); where the cluster has none, and
 after the job is deleted, from the usage records its replicas' agents stored with the
 run (usage.json), rewritten at every upload: each replica's means and peaks over its
-latest attempt. The first line says which source the figures come from.
+latest attempt, and, where its agent read them through NVML, its GPUs' utilisation
+and memory (the GPU column). The first line says which source the figures come from.
 
 JOB names a job, or one of its runs as JOB/RUN.`
 
