@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,5 +142,35 @@ func TestDescribeRunAdvice(t *testing.T) {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// runs show -o json says why a run has no advice, as a field a script can read.
+func TestRunDocumentNoAdvice(t *testing.T) {
+	job := &tfv1.TFJob{Spec: tfv1.TFJobSpec{TFReplicaSpecs: map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: {}}}}
+	run := runs.Run{Name: "mnist", Run: "0f3a9c2e", State: string(tfv1.JobFailed), Job: job}
+	d := &runs.Details{Run: run, Manifests: []runs.Replica{{Name: "worker-0", Usage: &storage.Usage{Samples: 10}}}}
+	d.Advice, d.NoAdvice = runs.Advise(d.Run, d.Manifests)
+	var b bytes.Buffer
+	if err := printObject(&b, newRunDocument(d), "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Advice   []runs.Advice `json:"advice"`
+		NoAdvice []string      `json:"noAdvice"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"no advice: the run is Failed, not Succeeded: only a whole, successful run shows what the job needs"}
+	if diff := cmp.Diff(want, got.NoAdvice); diff != "" || got.Advice != nil {
+		t.Errorf("noAdvice (-want +got):\n%s\nadvice: %v, want none", diff, got.Advice)
+	}
+	var text bytes.Buffer
+	if err := describeRunAdvice(&text, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), want[0]) {
+		t.Errorf("runs show prints %q; the JSON's reason %q is not in it", text.String(), want[0])
 	}
 }
