@@ -292,6 +292,18 @@ test: ## unit, integration and e2e tests against a real control plane, then benc
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 
+# make test-gpu is the GPU check (test/gpu), not part of make test: on a machine with
+# NVIDIA GPUs, a 2-worker MultiWorkerMirroredStrategy job in ghcr.io/tfk8s/tensorflow:2.21.0-gpu
+# on a local cluster of the host's real GPUs (tfk8s local up --real-gpus), each
+# worker on its own. It first names whatever the machine lacks (the driver's
+# /dev/nvidia0, NVML, bin/ tools, the GPU image or the package index to build it
+# from) and stops there; docs/gpus.md says how to run it.
+.PHONY: test-gpu
+test-gpu: ## the GPU check, on a machine with 2 NVIDIA GPUs; first names what the machine lacks
+	$(GO) run ./test/gpu/check $(ROOT)
+	test -f $(OUT)/images/tensorflow-gpu/index.json || $(MAKE) --no-print-directory tensorflow-gpu-image
+	$(GO) test -tags gpu -count=1 -timeout 30m -v -run TestMultiWorkerOnRealGPUs ./test/gpu/
+
 # make test-compat runs the suites that speak to the API server alone (the CRD and its
 # CEL rules, the admission policies, a job's life under the controller, Kueue's
 # admission of jobs) against the oldest Kubernetes tfk8s supports and the newest, one
