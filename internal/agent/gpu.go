@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/nvml"
@@ -20,7 +21,11 @@ func startGPUSampler(cmd string, interval time.Duration, log *logger) (s *nvml.S
 	}
 	s, err := nvml.StartSampler(cmd, interval)
 	if err != nil {
-		log.Printf("no GPU figures: %v", err)
+		// An image without the C library's loader cannot run tfk8s-nvml, nor have
+		// NVIDIA's driver libraries: as quiet as a container without them.
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Printf("no GPU figures: %v", err)
+		}
 		return nil, func() {}
 	}
 	said := make(chan struct{})

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/nvml/nvmltest"
@@ -29,7 +31,7 @@ func TestGPUTally(t *testing.T) {
 		{Index: 0, Samples: 2, UtilizationMeanPercent: 50, UtilizationPeakPercent: 80, MemoryPeakBytes: 3 << 30, MemoryTotalBytes: 16 << 30},
 		{Index: 1, Samples: 1, UtilizationMeanPercent: 10, UtilizationPeakPercent: 10, MemoryPeakBytes: 2 << 30, MemoryTotalBytes: 16 << 30},
 	}
-	if diff := cmp.Diff(want, u.GPUs); diff != "" {
+	if diff := gocmp.Diff(want, u.GPUs); diff != "" {
 		t.Errorf("GPUs (-want +got):\n%s", diff)
 	}
 	if got, want := u.GPUSummary(), "2 GPUs 30% (peak 80%) 3.0 GiB/16.0 GiB"; got != want {
@@ -48,16 +50,23 @@ func TestUsageRecordsGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An image without the loader tfk8s-nvml names: exec finds no interpreter.
+	noLoader := filepath.Join(t.TempDir(), "tfk8s-nvml")
+	if err := os.WriteFile(noLoader, []byte("#!/lib/no-such-loader.so\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		lib     func(dir string) string
 		wantGPU bool
 		wantLog string
+		cmd     string // tfk8s-nvml if empty
 	}{
-		{"GPUs", func(dir string) string { return nvmltest.Build(t, dir) }, true, ""},
-		{"no library", func(dir string) string { return "" }, false, ""},
+		{"GPUs", func(dir string) string { return nvmltest.Build(t, dir) }, true, "", ""},
+		{"no library", func(dir string) string { return "" }, false, "", ""},
 		{"driver not loaded", func(dir string) string { return nvmltest.Build(t, dir, "-DFAKE_INIT=9") }, false,
-			"tfk8s-nvml: no GPU figures: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED"},
+			"tfk8s-nvml: no GPU figures: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED", ""},
+		{"no C library loader in the image", func(dir string) string { return "" }, false, "", noLoader},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			libDir := t.TempDir()
@@ -66,7 +75,7 @@ func TestUsageRecordsGPUs(t *testing.T) {
 			var out bytes.Buffer
 			r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
 			stop, done := make(chan struct{}), make(chan struct{})
-			go func() { defer close(done); r.run(stop, 20*time.Millisecond, cmd, &logger{out: &out}) }()
+			go func() { defer close(done); r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), &logger{out: &out}) }()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
 			}
