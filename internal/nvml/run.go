@@ -18,6 +18,12 @@ import (
 // ErrNoLibrary is where tfk8s-nvml could not load NVML: no NVIDIA driver here.
 var ErrNoLibrary = errors.New("NVML not loadable")
 
+// noLibrary is ErrNoLibrary as tfk8s-nvml said it.
+type noLibrary string
+
+func (e noLibrary) Error() string        { return string(e) }
+func (e noLibrary) Is(target error) bool { return target == ErrNoLibrary }
+
 // Beside returns the tfk8s-nvml command in the running executable's directory, where
 // make build and the agent's install put it; "" where there is none.
 func Beside() string {
@@ -38,7 +44,7 @@ func exitError(err error, stderr []byte) error {
 	msg := strings.TrimSpace(string(stderr))
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == ExitNoLibrary {
-		return fmt.Errorf("%w: %s", ErrNoLibrary, msg)
+		return noLibrary(msg)
 	}
 	if msg == "" {
 		return err
