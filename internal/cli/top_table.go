@@ -116,6 +116,22 @@ func usageTable(d *runs.Details) *topTable {
 	return t
 }
 
+// addGPUs copies the GPU figures of recorded's rows into t's rows of the same
+// replicas.
+func addGPUs(t, recorded *topTable) {
+	gpu := map[string]string{}
+	for _, r := range recorded.Rows {
+		if r.GPU != "" {
+			gpu[r.Replica] = r.GPU
+		}
+	}
+	for i := range t.Rows {
+		if g := gpu[t.Rows[i].Replica]; g != "" {
+			t.Rows[i].GPU, t.GPUs = g, true
+		}
+	}
+}
+
 // replicaContainers maps each replica of job to its container spec; empty when job
 // is nil (a run that kept no record of it).
 func replicaContainers(job *tfv1.TFJob) map[string]*corev1.Container {

@@ -108,3 +108,18 @@ worker-0   1.00       2.00       -             -           1.0 GiB       2.0 GiB
 		t.Errorf("tfk8s top with GPUs (-want +got):\n%s", diff)
 	}
 }
+
+// Live figures get the GPU column from the run's records.
+func TestAddGPUs(t *testing.T) {
+	live := &topTable{Rows: []topRow{{Replica: "worker-0"}, {Replica: "worker-1"}}}
+	addGPUs(live, &topTable{Rows: []topRow{{Replica: "worker-1", GPU: "35% (peak 80%) 3.0 GiB/16.0 GiB"}, {Replica: "ps-0"}}})
+	want := &topTable{GPUs: true, Rows: []topRow{{Replica: "worker-0"}, {Replica: "worker-1", GPU: "35% (peak 80%) 3.0 GiB/16.0 GiB"}}}
+	if diff := cmp.Diff(want, live); diff != "" {
+		t.Errorf("addGPUs (-want +got):\n%s", diff)
+	}
+	none := &topTable{Rows: []topRow{{Replica: "worker-0"}}}
+	addGPUs(none, &topTable{Rows: []topRow{{Replica: "worker-0"}}})
+	if none.GPUs {
+		t.Error("a run without GPU figures gave the table a GPU column")
+	}
+}
