@@ -216,7 +216,7 @@ def test_kubeflow_job_beside_own(client: tfk8s.Client) -> None:
     assert gone(client, ref)
 
 
-# A Keras job of 4 epochs of 20 steps, 0.4 s a step: long enough for the controller's
+# A Keras job of 6 epochs of 20 steps, 0.4 s a step: long enough for the controller's
 # 30-second reads of its progress to see it move. It imports tfk8s.keras from the SDK
 # shipped with its code (the TensorFlow image has no SDK).
 KERAS_TRAIN = """
@@ -234,7 +234,7 @@ y = x.sum(axis=1, keepdims=True)
 model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
 progress = ProgressCallback("/workspace/logs")
-model.fit(x, y, epochs=4, batch_size=32, callbacks=[progress, Pace()], verbose=0)
+model.fit(x, y, epochs=6, batch_size=32, callbacks=[progress, Pace()], verbose=0)
 print("total steps", progress.total_steps, flush=True)
 """
 
@@ -250,7 +250,7 @@ def tfjob_progress(binary: str, name: str) -> dict[str, Any]:
 
 def test_keras_callback_reports_total_steps(binary: str, client: tfk8s.Client, tmp_path: Path) -> None:
     """tfk8s.keras.ProgressCallback in real TensorFlow: the run's progress record
-    carries the total steps Keras' params give (4 x 20), and the job's status shows
+    carries the total steps Keras' params give (6 x 20), and the job's status shows
     PROGRESS and a falling ETA while it runs."""
     assert TF_IMAGE, "TestPythonSDK sets TFK8S_E2E_TF_IMAGE"
     code = tmp_path / "code"
@@ -269,12 +269,12 @@ def test_keras_callback_reports_total_steps(binary: str, client: tfk8s.Client, t
     job = client.wait_for_job_status("sdk-keras", status={"Succeeded"}, timeout=WAIT)
     assert job.state == "Succeeded"
     assert seen, "the status never carried a total"
-    assert {p["totalSteps"] for p in seen} == {80}, seen
+    assert {p["totalSteps"] for p in seen} == {120}, seen
     percents = [p["progressPercentage"] for p in seen if "progressPercentage" in p]
     etas = [p["estimatedRemainingSeconds"] for p in seen if "estimatedRemainingSeconds" in p]
     assert percents and percents == sorted(percents) and percents[-1] > 0, seen
     assert etas and (len(etas) == 1 or etas[-1] < etas[0]), seen
     record = json.loads(subprocess.run([binary, "runs", "show", "sdk-keras", "-o", "json"], capture_output=True,
                                        text=True, check=True, timeout=60).stdout)
-    assert record["progress"]["totalSteps"] == 80, record.get("progress")
+    assert record["progress"]["totalSteps"] == 120, record.get("progress")
     client.delete_job("sdk-keras", wait=True)
