@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tfk8s._progress import report_every, total_steps
+from tfk8s._progress import epoch_scalars, report_every, total_steps
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,13 @@ def test_report_every() -> None:
     assert report_every({"steps": 40}, 7) == 7
     with pytest.raises(ValueError, match="every=0"):
         report_every({"steps": 40}, 0)
+
+
+def test_epoch_scalars() -> None:
+    class Scalar:  # as numpy's and TensorFlow's scalars convert
+        def __float__(self) -> float:
+            return 0.25
+
+    logs = {"loss": 1.5, "accuracy": Scalar(), "lr_schedule": "cosine", "none": None}
+    assert epoch_scalars(logs) == {"loss": 1.5, "accuracy": 0.25}
+    assert epoch_scalars(None) == {}

@@ -28,3 +28,16 @@ def report_every(params: dict[str, Any], every: int | None) -> int:
         return every
     steps = params.get("steps")
     return max(1, steps // 10) if isinstance(steps, int) else 10
+
+
+def epoch_scalars(logs: dict[str, Any] | None) -> dict[str, float]:
+    """The numbers among the logs Keras gives at an epoch's end (loss, metrics), as
+    the scalars the callback writes: the agent keeps a progress record only for a
+    program that writes scalars other than tfk8s's own, and shows their last values."""
+    out: dict[str, float] = {}
+    for name, value in (logs or {}).items():
+        try:
+            out[name] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return out

@@ -8,8 +8,9 @@
 It writes, as TensorFlow summaries under log_dir (a directory among the job's
 artifacts, which the tfk8s agent reads), the step at which training ends when it
 begins (tfk8s/total_steps: epochs x steps per epoch, from Keras' own params) and the
-optimizer's step as it moves (tfk8s/step). So the job's status has a known length:
-kubectl get tfjobs shows its STEP, PROGRESS and ETA.
+optimizer's step as it moves (tfk8s/step), and each epoch's loss and metrics. So
+the job's status has a known length: kubectl get tfjobs shows its STEP, PROGRESS
+and ETA.
 
 This module imports TensorFlow; the rest of the tfk8s package does not.
 """
@@ -20,7 +21,13 @@ import importlib
 import os
 from typing import Any
 
-from ._progress import STEP_TAG, TOTAL_STEPS_TAG, report_every, total_steps
+from ._progress import (
+    STEP_TAG,
+    TOTAL_STEPS_TAG,
+    epoch_scalars,
+    report_every,
+    total_steps,
+)
 
 _tf: Any = importlib.import_module("tensorflow")
 
@@ -28,8 +35,9 @@ __all__ = ["ProgressCallback"]
 
 
 class ProgressCallback(_tf.keras.callbacks.Callback):  # type: ignore[misc]
-    """Reports the total steps when fit begins and the step every `every` batches
-    (a tenth of an epoch by default) and at each epoch's end, flushed at once."""
+    """Reports the total steps when fit begins, the step every `every` batches (a
+    tenth of an epoch by default), and the step, loss and metrics at each epoch's
+    end, flushed at once."""
 
     def __init__(self, log_dir: str, every: int | None = None) -> None:
         super().__init__()
@@ -59,6 +67,9 @@ class ProgressCallback(_tf.keras.callbacks.Callback):  # type: ignore[misc]
             self._write(STEP_TAG, self._step())
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        with self._writer.as_default():
+            for name, value in epoch_scalars(logs).items():
+                _tf.summary.scalar(name, value, step=self._step())
         self._write(STEP_TAG, self._step())
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
