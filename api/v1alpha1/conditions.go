@@ -43,6 +43,10 @@ const (
 	// ReasonInvalidVolume: one of spec.volumes names a storage class or an existing
 	// claim that does not exist; the job fails before any pod is created.
 	ReasonInvalidVolume = "InvalidVolume"
+	// ReasonInvalidDeviceClaim: the API server refused the ResourceClaimTemplate made
+	// from a replica type's deviceClaim (a selector that does not compile, most often),
+	// or its name is taken; the job fails before any pod is created.
+	ReasonInvalidDeviceClaim = "InvalidDeviceClaim"
 	// ReasonGangSchedulerUnavailable: the job's gang scheduler does not serve its API
 	// in this cluster, so the job is failed before any pod is created without its group.
 	ReasonGangSchedulerUnavailable = "GangSchedulerUnavailable"

@@ -258,6 +258,12 @@ type ReplicaSpec struct {
 	// +kubebuilder:default=Never
 	// +optional
 	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// DeviceClaim gives each replica of this type devices of its own by Dynamic
+	// Resource Allocation, through a ResourceClaimTemplate tfk8s makes and deletes with
+	// the job. The template's own resourceClaims pass through unchanged beside it.
+	// +optional
+	DeviceClaim *DeviceClaim `json:"deviceClaim,omitempty"`
 }
 
 // RunPolicy says how the job runs. Its fields are Kubeflow's.

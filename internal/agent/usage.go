@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ type usageRecorder struct {
 	cg  *cgroupReader
 	dst storage.URI
 	now func() time.Time
+	// cpus bounds a CPU rate: the node's CPUs, which the container cannot exceed; 0
+	// for no bound.
+	cpus float64
 
 	mu       sync.Mutex // guards what follows
 	rec      storage.Usage
@@ -53,7 +57,7 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		log.Printf("no usage record: %v", err)
 		return nil
 	}
-	return &usageRecorder{cg: cg, dst: replica.Join(storage.UsageName), now: time.Now, stride: 1,
+	return &usageRecorder{cg: cg, dst: replica.Join(storage.UsageName), now: time.Now, stride: 1, cpus: float64(runtime.NumCPU()),
 		rec: storage.Usage{Source: cg.source()}}
 }
 
@@ -82,11 +86,13 @@ func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd st
 	}
 }
 
-// sample reads the cgroup once and adds the reading to the record.
+// sample reads the cgroup once and adds the reading to the record. The lock is held
+// across the read and its time stamp, so that the ticker's samples and the uploads'
+// are stamped in the order they were read.
 func (r *usageRecorder) sample(log *logger) {
-	s, err := r.cg.read()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	s, err := r.cg.read()
 	if err != nil {
 		if !r.warned {
 			r.warned = true
@@ -100,27 +106,43 @@ func (r *usageRecorder) sample(log *logger) {
 	}
 }
 
+// minRateWindow is the shortest interval a CPU rate is taken over. An upload samples
+// again, often a moment after the ticker did; over such a moment a delay between the
+// read and its time stamp, common on a loaded node, would show cores the container
+// never had. A sample that close updates the totals but adds no point.
+const minRateWindow = time.Second
+
 // add adds sample s, taken at t, to the record. The caller holds mu.
 func (r *usageRecorder) add(s cgroupSample, t time.Time) {
 	u := &r.rec
-	var cores float64
-	if u.Samples == 0 {
-		u.Start, r.firstCPU = t, s.cpuSeconds
-	} else if dt := t.Sub(r.lastAt).Seconds(); dt > 0 {
-		cores = max(0, s.cpuSeconds-r.last.cpuSeconds) / dt
-		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
-	}
-	u.Samples++
 	u.Updated = t
 	u.CPUSeconds = s.cpuSeconds
-	if span := t.Sub(u.Start).Seconds(); span > 0 {
-		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
-	}
-	r.memSum += float64(s.workingSet)
-	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
 	u.MemoryPeakBytes = max(u.MemoryPeakBytes, s.workingSet)
 	u.MemoryHighWaterBytes = max(u.MemoryHighWaterBytes, s.highWater)
 	u.MemoryLimitBytes, u.OOMKills = s.limit, s.oomKills
+	if u.Samples == 0 {
+		u.Start, r.firstCPU = t, s.cpuSeconds
+	}
+	if span := t.Sub(u.Start).Seconds(); span > 0 {
+		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
+	}
+	dt := t.Sub(r.lastAt).Seconds()
+	if u.Samples > 0 && dt < minRateWindow.Seconds() {
+		return
+	}
+	var cores float64
+	if u.Samples > 0 {
+		cores = max(0, s.cpuSeconds-r.last.cpuSeconds) / dt
+		if r.cpus > 0 {
+			// What remains of a stamp's delay over minRateWindow shows no more than the
+			// node's CPUs.
+			cores = min(cores, r.cpus)
+		}
+		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
+	}
+	u.Samples++
+	r.memSum += float64(s.workingSet)
+	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
 	r.last, r.lastAt = s, t
 	r.keep(storage.UsagePoint{Time: t, CPUCores: cores, MemoryBytes: s.workingSet})
 }

@@ -15,7 +15,7 @@ import (
 
 func TestUsageRecord(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	r := &usageRecorder{stride: 1, rec: storage.Usage{Source: "cgroup v2"}}
+	r := &usageRecorder{stride: 1, cpus: 2, rec: storage.Usage{Source: "cgroup v2"}}
 	// Two cores for two seconds, then idle; the working set rises to 300 MiB and
 	// falls back, and the limit kills a process at the end.
 	samples := []cgroupSample{
@@ -36,6 +36,32 @@ func TestUsageRecord(t *testing.T) {
 			{Time: t0, MemoryBytes: 100 << 20},
 			{Time: t0.Add(2 * time.Second), CPUCores: 2, MemoryBytes: 300 << 20},
 			{Time: t0.Add(4 * time.Second), MemoryBytes: 200 << 20},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+}
+
+// An upload's sample a moment after the ticker's updates the totals and adds no
+// point, and no rate goes past the node's CPUs: on a loaded node a sample can be
+// stamped late, and over a short window that showed cores the container never had.
+func TestUsageRateWindow(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	r := &usageRecorder{stride: 1, cpus: 2}
+	r.add(cgroupSample{cpuSeconds: 0, workingSet: 100 << 20}, t0)
+	r.add(cgroupSample{cpuSeconds: 1.5, workingSet: 200 << 20}, t0.Add(1900*time.Millisecond))
+	r.add(cgroupSample{cpuSeconds: 1.8, workingSet: 250 << 20}, t0.Add(2*time.Second))
+	r.add(cgroupSample{cpuSeconds: 6, workingSet: 150 << 20}, t0.Add(3*time.Second))
+	got := r.record(1)
+	want := &storage.Usage{
+		Attempt: 1, Start: t0, Updated: t0.Add(3 * time.Second), Samples: 3,
+		CPUSeconds: 6, CPUCoresMean: 2, CPUCoresPeak: 2,
+		MemoryMeanBytes: 150 << 20, MemoryPeakBytes: 250 << 20,
+		Series: []storage.UsagePoint{
+			{Time: t0, MemoryBytes: 100 << 20},
+			{Time: t0.Add(1900 * time.Millisecond), CPUCores: 1.5 / 1.9, MemoryBytes: 200 << 20},
+			{Time: t0.Add(3 * time.Second), CPUCores: 2, MemoryBytes: 150 << 20},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -71,6 +71,9 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if wait := r.refusals.wait(job, r.clock.Now()); wait > 0 {
 		return startOutcome{}, wait, nil
 	}
+	if out, err := r.ensureDeviceClaims(ctx, job); out.failReason != "" || err != nil {
+		return out, 0, err
+	}
 	invalid, err := r.ensureClaims(ctx, job)
 	if invalid == "" && err == nil {
 		invalid, err = r.checkNotebookClaims(ctx, job)

@@ -42,6 +42,10 @@ type Values struct {
 	// GPUType, when set, is the GPU model (the node label nvidia.com/gpu.product) the
 	// replicas that ask for GPUs need.
 	GPUType string
+	// DeviceClass, when set, asks for the GPUs by a claim on this DeviceClass, each
+	// device satisfying every one of DeviceSelectors.
+	DeviceClass     string
+	DeviceSelectors []string
 	// SpreadPS, when true, asks the scheduler to put the parameter servers on
 	// different nodes where it can.
 	SpreadPS bool
@@ -124,6 +128,7 @@ func Build(base *tfv1.TFJob, p Values) (*tfv1.TFJob, error) {
 		}
 		c := mainContainer(&spec.Template.Spec)
 		applyContainer(c, rt, p)
+		applyDevices(spec, rt, p)
 		if c.Image == "" {
 			return nil, fmt.Errorf("--image is required: replica type %s has no image", rt)
 		}
@@ -332,7 +337,7 @@ func applyPlacement(job *tfv1.TFJob, p Values) error {
 		selected := false
 		for _, rt := range tfv1.ReplicaTypes {
 			spec := job.Spec.TFReplicaSpecs[rt]
-			if spec == nil || tfjob.PodGPUs(&spec.Template.Spec) == 0 {
+			if spec == nil || (tfjob.PodGPUs(&spec.Template.Spec) == 0 && spec.DeviceClaim == nil) {
 				continue
 			}
 			if spec.Template.Spec.NodeSelector == nil {

@@ -261,3 +261,28 @@ func TestBuildJobPlacement(t *testing.T) {
 		t.Errorf("Build with --gpu-type and no GPUs: error %v, want %q", err, want)
 	}
 }
+
+// TestBuildJobDeviceClaim: --gpus with --device-class asks for the GPUs by a claim on
+// the class for every replica type but the parameter servers, in place of the device
+// plugin's count, which a manifest's GPUs limit no longer adds to.
+func TestBuildJobDeviceClaim(t *testing.T) {
+	p := Params{Name: "mnist", Image: "tf:2", PS: ptr.To[int32](1), Workers: ptr.To[int32](4), Chief: ptr.To(true),
+		GPUs: ptr.To[int64](1), DeviceClass: "gpu.example.com", DeviceSelectors: []string{`device.driver == "gpu.example.com"`}}
+	job, err := New(nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com", Count: ptr.To[int64](1), Selectors: []string{`device.driver == "gpu.example.com"`}}
+	for rt, spec := range job.Spec.TFReplicaSpecs {
+		w := want
+		if rt == tfv1.ReplicaTypePS {
+			w = nil
+		}
+		if d := cmp.Diff(w, spec.DeviceClaim); d != "" {
+			t.Errorf("%s deviceClaim (-want +got):\n%s", rt, d)
+		}
+		if limits := spec.Template.Spec.Containers[0].Resources.Limits; len(limits) != 0 {
+			t.Errorf("%s limits %v, want none: the claim stands for the GPUs", rt, limits)
+		}
+	}
+}

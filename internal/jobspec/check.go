@@ -17,7 +17,7 @@ import (
 // without one, the defaults apply.
 func (p Params) Check(fromManifest bool) (Values, error) {
 	v := Values{Name: p.Name, Namespace: p.Namespace, Image: p.Image, Command: p.Command}
-	for _, check := range []func(*Values, bool) error{p.checkReplicas, p.checkResources, p.checkStorage, p.checkPolicy} {
+	for _, check := range []func(*Values, bool) error{p.checkReplicas, p.checkResources, p.checkDevices, p.checkStorage, p.checkPolicy} {
 		if err := check(&v, fromManifest); err != nil {
 			return v, err
 		}

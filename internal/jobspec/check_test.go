@@ -29,6 +29,9 @@ func TestCheckNamesTheParameter(t *testing.T) {
 		{`{"active-deadline": "1.5s"}`, "--active-deadline 1.5s: want whole seconds, e.g. 90s or 2h"},
 		{`{"backoff-limit": -1}`, "--backoff-limit -1: must not be negative"},
 		{`{"resume-from": "s3://x"}`, `--resume-from "s3://x": want the name of an earlier job`},
+		{`{"device-class": "gpu.example.com"}`, "--device-class gpu.example.com needs --gpus from 1 to 32"},
+		{`{"device-class": "GPU_Class", "gpus": 1}`, `--device-class "GPU_Class": not a DeviceClass name`},
+		{`{"device-selector": ["device.driver == 'x'"]}`, `--device-selector "device.driver == 'x'" needs --device-class`},
 	} {
 		var p Params
 		if err := json.Unmarshal([]byte(tc.js), &p); err != nil {

@@ -36,6 +36,8 @@ var inverseSamples = map[string][]string{
 	"env":                        {"env=EPOCHS=3", "env=LOG=a=b"},
 	"volume":                     {"volume=name=logs,mount=/logs,size=1Gi,storageClass=fast,retain", "volume=name=ref,mount=/ref,existing=refdata,readOnly"},
 	"gpu-type":                   {"gpu-type=NVIDIA-A100-SXM4-80GB", "gpus=1"},
+	"device-class":               {"device-class=gpu.example.com", "gpus=2"},
+	"device-selector":            {"device-selector=device.driver == \"gpu.example.com\"", "device-class=gpu.example.com", "gpus=1"},
 	"spread-ps":                  {"spread-ps=true", "ps=3"},
 	"queue":                      {"queue=team-a"},
 	"data":                       {"data=s3://bucket/datasets/mnist/"},

@@ -83,6 +83,10 @@ var fields = []Field{
 	{Flag: "gpu-type", Help: "GPU model the replicas with GPUs need: a node selector on the label " + gpuProductLabel +
 		" that NVIDIA's GPU feature discovery sets, e.g. NVIDIA-A100-SXM4-80GB", param: func(p *Params) any { return &p.GPUType },
 		inverse: gpuTypeOf},
+	{Flag: "device-class", Help: deviceClassHelp, param: func(p *Params) any { return &p.DeviceClass },
+		inverse: deviceClassOf},
+	{Flag: "device-selector", Kind: KindList, Help: deviceSelectorHelp, param: func(p *Params) any { return &p.DeviceSelectors },
+		inverse: deviceSelectorsOf},
 	{Flag: "spread-ps", Kind: KindBool, Help: "ask the scheduler to put the parameter servers on different nodes where it can",
 		param:   func(p *Params) any { return &p.SpreadPS },
 		inverse: spreadPSOf},

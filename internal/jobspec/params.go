@@ -28,10 +28,13 @@ type Params struct {
 	Evaluator *bool    `json:"evaluator,omitempty"`
 	GPUs      *int64   `json:"gpus,omitempty"`
 	GPUType   string   `json:"gpu-type,omitempty"`
-	SpreadPS  bool     `json:"spread-ps,omitempty"`
-	Queue     string   `json:"queue,omitempty"`
-	CPU       string   `json:"cpu,omitempty"`
-	Memory    string   `json:"memory,omitempty"`
+	// DeviceClass and DeviceSelectors ask for the GPUs by a DRA claim.
+	DeviceClass     string   `json:"device-class,omitempty"`
+	DeviceSelectors []string `json:"device-selector,omitempty"`
+	SpreadPS        bool     `json:"spread-ps,omitempty"`
+	Queue           string   `json:"queue,omitempty"`
+	CPU             string   `json:"cpu,omitempty"`
+	Memory          string   `json:"memory,omitempty"`
 	// Data is an s3:// prefix; a local directory is the front end's to upload.
 	Data                     string           `json:"data,omitempty"`
 	Artifacts                []string         `json:"artifacts,omitempty"`

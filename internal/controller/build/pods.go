@@ -103,6 +103,7 @@ func Pod(job *tfv1.TFJob, rt tfv1.ReplicaType, index int32, opts PodOptions) (*c
 		setTFConfigEnv(c, tfConfig)
 	}
 	addJobVolumes(job, &pod.Spec)
+	addDeviceClaim(job, rt, &pod.Spec, c)
 	if tfjob.UsesStorage(job) {
 		injectAgent(job, pod, c, rt, index, opts.Agent)
 	}

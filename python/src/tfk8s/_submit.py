@@ -32,6 +32,8 @@ SUBMIT_FLAGS: dict[str, tuple[str, str]] = {
     "env": ("--env", "list"),
     "volume": ("--volume", "list"),
     "gpu_type": ("--gpu-type", "string"),
+    "device_class": ("--device-class", "string"),
+    "device_selector": ("--device-selector", "list"),
     "spread_ps": ("--spread-ps", "bool"),
     "queue": ("--queue", "string"),
     "data": ("--data", "string"),
@@ -75,6 +77,8 @@ class SubmitMixin:
         env: str | Sequence[str] | None = None,
         volume: str | Sequence[str] | None = None,
         gpu_type: str | None = None,
+        device_class: str | None = None,
+        device_selector: str | Sequence[str] | None = None,
         spread_ps: bool | None = None,
         queue: str | None = None,
         data: str | None = None,
@@ -139,6 +143,13 @@ class SubmitMixin:
             gpu_type: GPU model the replicas with GPUs need: a node selector on the
                 label nvidia.com/gpu.product that NVIDIA's GPU feature discovery sets,
                 e.g. NVIDIA-A100-SXM4-80GB (--gpu-type)
+            device_class: DeviceClass the --gpus come from, by Dynamic Resource
+                Allocation rather than the nvidia.com/gpu count: each replica but the
+                parameter servers gets a claim of its own (e.g. gpu.nvidia.com for
+                NVIDIA's DRA driver) (--device-class)
+            device_selector: CEL expression a --device-class device must satisfy, e.g.
+                device.attributes["gpu.nvidia.com"].productName == "NVIDIA
+                A100-SXM4-80GB"; repeatable (--device-selector)
             spread_ps: ask the scheduler to put the parameter servers on different nodes
                 where it can (--spread-ps)
             queue: Kueue LocalQueue of the job: sets Kueue's label
