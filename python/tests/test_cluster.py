@@ -277,4 +277,6 @@ def test_keras_callback_reports_total_steps(binary: str, client: tfk8s.Client, t
     record = json.loads(subprocess.run([binary, "runs", "show", "sdk-keras", "-o", "json"], capture_output=True,
                                        text=True, check=True, timeout=60).stdout)
     assert record["progress"]["totalSteps"] == 120, record.get("progress")
+    print("status progress seen:", seen)  # the figures, in TestPythonSDK's log with -s
+    assert any(m["name"] == "train/loss" for m in seen[-1].get("metrics", [])), seen
     client.delete_job("sdk-keras", wait=True)

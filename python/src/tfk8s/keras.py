@@ -5,7 +5,7 @@
     model.fit(dataset, epochs=10, steps_per_epoch=500,
               callbacks=[ProgressCallback("/workspace/model/logs")])
 
-It writes, as TensorFlow summaries under log_dir (a directory among the job's
+It writes, as TensorFlow summaries in log_dir/train (log_dir among the job's
 artifacts, which the tfk8s agent reads), the step at which training ends when it
 begins (tfk8s/total_steps: epochs x steps per epoch, from Keras' own params) and the
 optimizer's step as it moves (tfk8s/step), and each epoch's loss and metrics. So
@@ -57,7 +57,7 @@ class ProgressCallback(_tf.keras.callbacks.Callback):  # type: ignore[misc]
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._every = report_every(self.params, self.every)
-        self._writer = _tf.summary.create_file_writer(os.path.join(self.log_dir, "tfk8s"))
+        self._writer = _tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
         self.total_steps = total_steps(self.params)
         if self.total_steps is not None:
             self._write(TOTAL_STEPS_TAG, self.total_steps)
