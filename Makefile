@@ -259,10 +259,11 @@ generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) ## regenerates deepcopy 
 
 # Static and -trimpath, as the images and the Jupyter image's CLI are built, so that a
 # cold build compiles their packages once, not three times. The agent needs static
-# anyway: it runs in every pod, on whatever the image holds.
+# anyway: it runs in every pod, on whatever the image holds. tfk8s-nvml alone is
+# dynamically linked (it loads NVML), and only run where it can be (internal/nvml).
 .PHONY: build
 build: ## builds tfk8s's own commands into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tfk8s ./cmd/tfk8s-controller ./cmd/tfk8s-nodeinit ./cmd/tfk8s-agent ./cmd/tfk8s-nvml
 	ln -sf tfk8s $(BIN)/kubectl-tfk8s
 
 .PHONY: verify
@@ -275,6 +276,8 @@ verify: generate $(STATICCHECK_STAMP) ## gofmt, go vet, staticcheck, ruff and my
 	git diff --exit-code -- api config charts python docs/reference || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	$(GO) run ./hack/shape
 	$(GO) run ./hack/shape -deps ./cmd/tfk8s-dashboard -forbid cobra,internal/cli,localcluster,controlplane,localnode
+	@# Loading a library would make them dynamically linked: tfk8s-nvml alone may.
+	for cmd in tfk8s tfk8s-agent tfk8s-controller tfk8s-nodeinit; do $(GO) run ./hack/shape -deps ./cmd/$$cmd -forbid purego,nvml/dlopen || exit 1; done
 	@$(MAKE) --no-print-directory help-check
 
 # Integration tests find the control plane binaries through TFK8S_BIN.
@@ -288,6 +291,18 @@ test: ## unit, integration and e2e tests against a real control plane, then benc
 	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image tensorflow-gpu-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
+
+# make test-gpu is the GPU check (test/gpu), not part of make test: on a machine with
+# NVIDIA GPUs, a 2-worker MultiWorkerMirroredStrategy job in ghcr.io/tfk8s/tensorflow:2.21.0-gpu
+# on a local cluster of the host's real GPUs (tfk8s local up --real-gpus), each
+# worker on its own. It first names whatever the machine lacks (the driver's
+# /dev/nvidia0, NVML, bin/ tools, the GPU image or the package index to build it
+# from) and stops there; docs/gpus.md says how to run it.
+.PHONY: test-gpu
+test-gpu: ## the GPU check, on a machine with 2 NVIDIA GPUs; first names what the machine lacks
+	$(GO) run ./test/gpu/check $(ROOT)
+	test -f $(OUT)/images/tensorflow-gpu/index.json || $(MAKE) --no-print-directory tensorflow-gpu-image
+	$(GO) test -tags gpu -count=1 -timeout 30m -v -run TestMultiWorkerOnRealGPUs ./test/gpu/
 
 # make test-compat runs the suites that speak to the API server alone (the CRD and its
 # CEL rules, the admission policies, a job's life under the controller, Kueue's
@@ -481,15 +496,16 @@ tensorflow-gpu-image: tensorflow-image ## the CUDA TensorFlow image as an OCI la
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --gpu --out $(OUT)/images
 
 # Static binaries for each platform, then one OCI image index per binary: a layer with
-# the binary on an empty base, user 65532, OCI labels. No base image to pull.
+# the binary on an empty base, user 65532, OCI labels. No base image to pull. The
+# agent's carries tfk8s-nvml beside it, which its install copies into each pod.
 images: ## tfk8s's images (amd64, arm64) as OCI layouts under _out/images/, without Docker
 	@test -n "$(VERSION)" || { echo "VERSION is empty: internal/version/version.go has no var Version"; exit 1; }
 	for arch in $(IMAGE_ARCHES); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" \
-			-o $(OUT)/bin/linux_$$arch/ $(addprefix ./cmd/,$(IMAGES)); \
+			-o $(OUT)/bin/linux_$$arch/ $(addprefix ./cmd/,$(IMAGES)) ./cmd/tfk8s-nvml; \
 	done
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/images build --bin $(OUT)/bin --out $(OUT)/images --arch "$(IMAGE_ARCHES)" \
-		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) $(IMAGES)
+		--version $(VERSION) --revision "$(REVISION)" --source $(IMAGE_SOURCE) --extra tfk8s-agent:tfk8s-nvml $(IMAGES)
 
 # The pause image, PID 1 of every pod's sandbox: hack/pause as an OCI layout named
 # registry.k8s.io/pause:3.10.2, containerd v2.4.2's default sandbox image, which tfk8s

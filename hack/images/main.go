@@ -54,6 +54,8 @@ func build(args []string) error {
 	fs.StringVar(&spec.Revision, "revision", "", "git commit: the org.opencontainers.image.revision label")
 	fs.StringVar(&spec.Source, "source", "", "source repository URL: the org.opencontainers.image.source label")
 	fs.StringVar(&spec.User, "user", ociimage.User, "uid:gid the images run as")
+	var extra multiFlag
+	fs.Var(&extra, "extra", "IMAGE:BINARY puts BINARY, from the same directory, beside IMAGE's own; repeatable")
 	repository := fs.String("repository", "", "names each layout REPOSITORY/NAME:VERSION; empty: VERSION, which tfk8s local up reads as ghcr.io/tfk8s/NAME:VERSION")
 	_ = fs.Parse(args)
 	if spec.Version == "" {
@@ -62,6 +64,11 @@ func build(args []string) error {
 	for _, name := range fs.Args() {
 		s := spec
 		s.Name = name
+		for _, e := range extra {
+			if img, bin, ok := strings.Cut(e, ":"); ok && img == name {
+				s.Extra = append(s.Extra, bin)
+			}
+		}
 		s.Binaries = map[string]string{}
 		for _, arch := range strings.Fields(*archs) {
 			s.Binaries[arch] = filepath.Join(*bin, "linux_"+arch, name)
@@ -115,3 +122,9 @@ func push(args []string) error {
 	}
 	return nil
 }
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

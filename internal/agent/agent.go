@@ -31,8 +31,9 @@
 //     event files among the artifacts as they grow, storing their step and scalars
 //     in .../progress.json when they changed (progress.go), which the lead replica
 //     also serves to the controller on TFK8S_PROGRESS_PORT (live.go); and samples the
-//     container's cgroup, storing its CPU and memory use in .../usage.json at every
-//     upload (usage.go, cgroup.go);
+//     container's cgroup, and its NVIDIA GPUs through tfk8s-nvml where installed,
+//     storing its CPU, memory and GPU use in .../usage.json at every upload
+//     (usage.go, cgroup.go, gpu.go);
 //  6. once the command has exited, ends what it left running (SIGTERM, then SIGKILL
 //     after TFK8S_CHILD_GRACE): the agent is a child subreaper, so even a daemon that
 //     left the process group is found, and no orphan stays a zombie;
@@ -54,6 +55,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -225,7 +227,7 @@ func (s *session) runCommand() int {
 	periodicDone := make(chan struct{})
 	if s.up != nil {
 		s.up.started(ctx)
-		go s.up.usage.run(stop, usageInterval, s.log)
+		go s.up.usage.run(stop, usageInterval, nvml.Beside(), s.log)
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)

@@ -5,14 +5,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tfk8s/tfk8s/internal/nvml"
 )
 
 // BinaryName is the agent's file name, in its install directory.
 const BinaryName = "tfk8s-agent"
 
 // Install copies the running executable to dir/tfk8s-agent with mode 0755, through a
-// temporary file renamed into place. The controller's init container runs it to put
-// the agent in a volume the training container shares.
+// temporary file renamed into place, and tfk8s-nvml beside it where the image has it.
+// The controller's init container runs it to put the agent in a volume the training
+// container shares.
 func Install(dir string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -25,6 +28,12 @@ func Install(dir string) error {
 	if err := copyExecutable(self, dst); err != nil {
 		return fmt.Errorf("installing the agent to %s: %w", dst, err)
 	}
+	if gpus := nvml.Beside(); gpus != "" {
+		dst := filepath.Join(dir, nvml.Command)
+		if err := copyExecutable(gpus, dst); err != nil {
+			return fmt.Errorf("installing %s to %s: %w", nvml.Command, dst, err)
+		}
+	}
 	return nil
 }
 
@@ -35,7 +44,7 @@ func copyExecutable(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+BinaryName+"-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+"-*")
 	if err != nil {
 		return err
 	}

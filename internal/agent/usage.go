@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
@@ -38,6 +40,13 @@ type usageRecorder struct {
 	skipped  int
 	stored   []byte
 	warned   bool
+	gpus     gpuSource // nil until run starts it, and where there is no GPU to read
+	gpuTally gpuTally
+}
+
+// gpuSource is the latest reading of the container's GPUs (nvml.Sampler).
+type gpuSource interface {
+	Latest() []nvml.Reading
 }
 
 // newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
@@ -52,10 +61,18 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes.
-func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, log *logger) {
+// run samples every interval until stop closes, the GPUs too where tfk8s-nvml (cmd)
+// is installed.
+func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, log *logger) {
 	if r == nil {
 		return
+	}
+	s, stopGPUs := startGPUSampler(cmd, interval, log)
+	defer stopGPUs()
+	if s != nil {
+		r.mu.Lock()
+		r.gpus = s
+		r.mu.Unlock()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -84,6 +101,9 @@ func (r *usageRecorder) sample(log *logger) {
 		return
 	}
 	r.add(s, r.now().UTC())
+	if r.gpus != nil {
+		r.gpuTally.add(&r.rec, r.gpus.Latest())
+	}
 }
 
 // minRateWindow is the shortest interval a CPU rate is taken over. An upload samples
@@ -156,6 +176,7 @@ func (r *usageRecorder) record(attempt int) *storage.Usage {
 	u := r.rec
 	u.Attempt = attempt
 	u.Series = thinUsage(r.points, storage.MaxUsagePoints)
+	u.GPUs = slices.Clone(r.rec.GPUs)
 	return &u
 }
 

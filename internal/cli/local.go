@@ -95,6 +95,7 @@ Nodes of the ones gone).`,
 	f.StringVar(&opts.Bridge, "bridge", "", "the host's Linux bridge the nodes join (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "number of fake nvidia.com/gpu devices each node advertises (none by default)")
+	f.BoolVar(&opts.RealGPUs, "real-gpus", false, "advertise the host's NVIDIA GPUs, found through NVML (bin/tfk8s-nvml), instead of fake ones: each GPU to one node")
 	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each a kubelet, containerd and kube-proxy in namespaces of its own, with its pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")

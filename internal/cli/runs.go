@@ -287,6 +287,10 @@ type runDocument struct {
 	Progress *tfevents.Progress `json:"progress,omitempty"`
 	// Advice is the right-sizing advice of a finished run.
 	Advice []runs.Advice `json:"advice,omitempty"`
+	// NoAdvice says why the run, or a type of its replicas, has none, one line each
+	// (runs.Advise): all of them, where the text prints them only once a replica of
+	// a run that ended recorded its usage, so that a script need not guess.
+	NoAdvice []string `json:"noAdvice,omitempty"`
 }
 
 // replicaDocument is what one replica stored.
@@ -300,7 +304,7 @@ type replicaDocument struct {
 }
 
 func newRunDocument(d *runs.Details) runDocument {
-	doc := runDocument{Run: d.Run, End: d.End, Replicas: []replicaDocument{}, Advice: d.Advice}
+	doc := runDocument{Run: d.Run, End: d.End, Replicas: []replicaDocument{}, Advice: d.Advice, NoAdvice: d.NoAdvice}
 	if d.Progress != nil {
 		doc.Progress = d.Progress.Progress
 	}

@@ -109,6 +109,11 @@ func (o *rootOptions) rightSize(ctx context.Context, c *storage.Client, r runs.R
 	for _, why := range d.NoAdvice {
 		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s: %s\n", r.Name, r.Run, why)
 	}
+	for _, a := range d.Advice {
+		if !a.Applies() {
+			fmt.Fprintf(o.env.ErrOut, "--right-size: not a request to change: %s\n", a)
+		}
+	}
 	if len(changed) == 0 {
 		fmt.Fprintf(o.env.ErrOut, "--right-size: run %s/%s has no advice to apply: nothing changed\n", r.Name, r.Run)
 	}

@@ -44,7 +44,28 @@ func describeRunUsage(w io.Writer, replicas []runs.Replica) error {
 			fmt.Fprintf(w, "  %s\n", msg)
 		}
 	}
-	return nil
+	return describeRunGPUs(w, replicas)
+}
+
+// describeRunGPUs writes each GPU a replica's agent read through NVML, where any did:
+// an idle GPU beside a busy CPU is an input pipeline that starves it.
+func describeRunGPUs(w io.Writer, replicas []runs.Replica) error {
+	if !slices.ContainsFunc(replicas, func(r runs.Replica) bool { return r.Usage != nil && len(r.Usage.GPUs) > 0 }) {
+		return nil
+	}
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "GPUs:")
+	fmt.Fprintln(tw, "  REPLICA\tGPU\tUTILISATION MEAN\tUTILISATION PEAK\tMEMORY PEAK\tMEMORY TOTAL")
+	for _, r := range replicas {
+		if r.Usage == nil {
+			continue
+		}
+		for _, g := range r.Usage.GPUs {
+			fmt.Fprintf(tw, "  %s\t%d\t%.0f%%\t%d%%\t%s\t%s\n", r.Name, g.Index, g.UtilizationMeanPercent, g.UtilizationPeakPercent,
+				storage.FormatBytes(g.MemoryPeakBytes), storage.FormatBytes(g.MemoryTotalBytes))
+		}
+	}
+	return tw.Flush()
 }
 
 // describeRunAdvice writes a finished run's right-sizing advice, and how to apply
@@ -64,7 +85,7 @@ func describeRunAdvice(w io.Writer, d *runs.Details) error {
 			fmt.Fprintf(w, "  %s\n", why)
 		}
 	}
-	if len(d.Advice) == 0 {
+	if !slices.ContainsFunc(d.Advice, runs.Advice.Applies) {
 		return nil
 	}
 	also := ""

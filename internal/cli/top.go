@@ -24,7 +24,9 @@ While the job exists, the figures come from the cluster's metrics API (metrics.k
 served by metrics-server where the cluster runs it); where the cluster has none, and
 after the job is deleted, from the usage records its replicas' agents stored with the
 run (usage.json), rewritten at every upload: each replica's means and peaks over its
-latest attempt. The first line says which source the figures come from.
+latest attempt. Where the agents read GPUs through NVML, a GPU column gives their
+utilisation and memory from those records, beside the metrics API's figures too.
+The first line says which source the figures come from.
 
 JOB names a job, or one of its runs as JOB/RUN.`
 
@@ -55,6 +57,10 @@ func (o *rootOptions) top(ctx context.Context, name string) error {
 	if id == "" {
 		var t *topTable
 		if t, why = o.liveTop(ctx, job); why == nil {
+			// The metrics API knows no GPU: the agents' records, where they have some, do.
+			if recorded, err := o.runTop(ctx, job); err == nil {
+				addGPUs(t, recorded)
+			}
 			return printTop(o.env.Out, t)
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -28,7 +29,10 @@ type topTable struct {
 	Note string
 	// Peaks is true when the rows have peaks (a usage record's).
 	Peaks bool
-	Rows  []topRow
+	// GPUs is true when some row has GPU figures (a usage record's, read through
+	// NVML): the table then has a GPU column.
+	GPUs bool
+	Rows []topRow
 }
 
 // topRow is one replica's figures. Used and peak CPU are in cores, memory in bytes;
@@ -39,6 +43,8 @@ type topRow struct {
 	Memory, MemoryPeak   int64
 	CPURequest, CPULimit *resource.Quantity
 	MemRequest, MemLimit *resource.Quantity
+	// GPU is the replica's GPUs in a few words (storage.Usage.GPUSummary); "" for none.
+	GPU string
 	// Missing says why the replica has no figures; "" when it has.
 	Missing string
 }
@@ -102,10 +108,28 @@ func usageTable(d *runs.Details) *topTable {
 		default:
 			row.CPU, row.CPUPeak = u.CPUCoresMean, u.CPUCoresPeak
 			row.Memory, row.MemoryPeak = u.MemoryMeanBytes, u.MemoryPeakBytes
+			row.GPU = u.GPUSummary()
+			t.GPUs = t.GPUs || row.GPU != ""
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// addGPUs copies the GPU figures of recorded's rows into t's rows of the same
+// replicas.
+func addGPUs(t, recorded *topTable) {
+	gpu := map[string]string{}
+	for _, r := range recorded.Rows {
+		if r.GPU != "" {
+			gpu[r.Replica] = r.GPU
+		}
+	}
+	for i := range t.Rows {
+		if g := gpu[t.Rows[i].Replica]; g != "" {
+			t.Rows[i].GPU, t.GPUs = g, true
+		}
+	}
 }
 
 // replicaContainers maps each replica of job to its container spec; empty when job
@@ -151,9 +175,16 @@ func printTop(w io.Writer, t *topTable) error {
 	if t.Peaks {
 		cols = []string{"REPLICA", "CPU MEAN", "CPU PEAK", "CPU REQUEST", "CPU LIMIT", "MEMORY MEAN", "MEMORY PEAK", "MEMORY REQUEST", "MEMORY LIMIT"}
 	}
+	if t.GPUs {
+		cols = append(cols, "GPU")
+	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, r := range t.Rows {
-		fmt.Fprintln(tw, strings.Join(topCells(r, t.Peaks), "\t"))
+		cells := topCells(r, t.Peaks)
+		if t.GPUs && r.Missing == "" {
+			cells = append(cells, cmp.Or(r.GPU, "-"))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

@@ -86,3 +86,40 @@ worker-2   <reading the usage record: denied>
 		t.Errorf("tfk8s top from a run (-want +got):\n%s", diff)
 	}
 }
+
+// A run whose agents read GPUs through NVML gets a GPU column; a replica without
+// GPUs shows "-" there.
+func TestPrintTopGPUs(t *testing.T) {
+	gpu := []storage.GPUUsage{{Index: 0, Samples: 9, UtilizationMeanPercent: 35.4, UtilizationPeakPercent: 80, MemoryPeakBytes: 3 << 30, MemoryTotalBytes: 16 << 30}}
+	d := &runs.Details{Run: runs.Run{Name: "mnist", Run: "0f3a9c2e"}, Manifests: []runs.Replica{
+		{Name: "ps-0", Usage: &storage.Usage{CPUCoresMean: 0.5, CPUCoresPeak: 1, MemoryMeanBytes: 100 << 20, MemoryPeakBytes: 200 << 20}},
+		{Name: "worker-0", Usage: &storage.Usage{CPUCoresMean: 1, CPUCoresPeak: 2, MemoryMeanBytes: 1 << 30, MemoryPeakBytes: 2 << 30, GPUs: gpu}},
+	}}
+	var out strings.Builder
+	if err := printTop(&out, usageTable(d)); err != nil {
+		t.Fatal(err)
+	}
+	want := `Source: the agents' usage records (usage.json) of run mnist/0f3a9c2e: means and peaks of each replica's latest attempt
+REPLICA    CPU MEAN   CPU PEAK   CPU REQUEST   CPU LIMIT   MEMORY MEAN   MEMORY PEAK   MEMORY REQUEST   MEMORY LIMIT   GPU
+ps-0       0.50       1.00       -             -           100.0 MiB     200.0 MiB     -                -              -
+worker-0   1.00       2.00       -             -           1.0 GiB       2.0 GiB       -                -              35% (peak 80%) 3.0 GiB/16.0 GiB
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("tfk8s top with GPUs (-want +got):\n%s", diff)
+	}
+}
+
+// Live figures get the GPU column from the run's records.
+func TestAddGPUs(t *testing.T) {
+	live := &topTable{Rows: []topRow{{Replica: "worker-0"}, {Replica: "worker-1"}}}
+	addGPUs(live, &topTable{Rows: []topRow{{Replica: "worker-1", GPU: "35% (peak 80%) 3.0 GiB/16.0 GiB"}, {Replica: "ps-0"}}})
+	want := &topTable{GPUs: true, Rows: []topRow{{Replica: "worker-0"}, {Replica: "worker-1", GPU: "35% (peak 80%) 3.0 GiB/16.0 GiB"}}}
+	if diff := cmp.Diff(want, live); diff != "" {
+		t.Errorf("addGPUs (-want +got):\n%s", diff)
+	}
+	none := &topTable{Rows: []topRow{{Replica: "worker-0"}}}
+	addGPUs(none, &topTable{Rows: []topRow{{Replica: "worker-0"}}})
+	if none.GPUs {
+		t.Error("a run without GPU figures gave the table a GPU column")
+	}
+}

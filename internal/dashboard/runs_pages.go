@@ -138,6 +138,8 @@ type usageRow struct {
 	CPUMean, CPUPeak, CPUTime, MemMean, MemPeak string
 	Limit                                       string
 	OOMKills                                    int
+	// GPU is its GPUs' utilisation and memory (storage.Usage.GPUSummary), "-" for none.
+	GPU string
 	// OOM names the OOM kill, its limit and its peaks; "" if none.
 	OOM string
 }
@@ -151,7 +153,7 @@ func newUsageRow(replica string, u *storage.Usage) usageRow {
 	return usageRow{Replica: replica, Attempt: u.Attempt, CPUMean: fmt.Sprintf("%.2f", u.CPUCoresMean),
 		CPUPeak: fmt.Sprintf("%.2f", u.CPUCoresPeak), CPUTime: fmt.Sprintf("%.1f s", u.CPUSeconds),
 		MemMean: storage.FormatBytes(u.MemoryMeanBytes), MemPeak: storage.FormatBytes(u.MemoryPeakBytes),
-		Limit: limit, OOMKills: u.OOMKills, OOM: u.OOMMessage(replica)}
+		Limit: limit, OOMKills: u.OOMKills, GPU: cmp.Or(u.GPUSummary(), "-"), OOM: u.OOMMessage(replica)}
 }
 
 // runPage shows one run: its spec in short, its replicas' attempts and its curves.

@@ -114,6 +114,9 @@ type Options struct {
 	ClusterDomain string
 	// GPUs is how many nvidia.com/gpu each node advertises.
 	GPUs int
+	// RealGPUs advertises the host's GPUs, found through NVML, instead of fake ones:
+	// each to one node, its containers given its device nodes alone.
+	RealGPUs bool
 	// Nodes is how many nodes run, each its own Node and pod network: the first
 	// named NodeName, node i (from 2) with "-i" added. Each node routes to the
 	// others' pods. Default: 1.
@@ -208,6 +211,9 @@ func (opts Options) withDefaults() (Options, error) {
 	}
 	if err := checkInstall(opts.Install); err != nil {
 		return opts, err
+	}
+	if opts.RealGPUs && opts.GPUs > 0 {
+		return opts, fmt.Errorf("--gpus %d and --real-gpus: want fake GPUs or the host's, not both", opts.GPUs)
 	}
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)

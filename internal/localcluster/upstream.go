@@ -262,6 +262,11 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 	for i := range configs {
 		configs[i].RegistryAuthorization = u.registry.authorization()
 	}
+	if u.opts.RealGPUs {
+		if err := assignRealGPUs(ctx, u.opts.BinDir, configs); err != nil {
+			return err
+		}
+	}
 	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {
@@ -286,7 +291,7 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 			if !nodeReady(node, since[i]) {
 				return errors.New("not Ready")
 			}
-			return gpusAdvertised(node, u.opts.GPUs)
+			return gpusAdvertised(node, configs[i].GPUs+len(configs[i].RealGPUs))
 		})
 		if err != nil {
 			return err

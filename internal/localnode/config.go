@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tfk8s/tfk8s/internal/localnode/gpus"
 	"github.com/tfk8s/tfk8s/internal/safewrite"
 )
 
@@ -60,6 +61,9 @@ type Config struct {
 	SandboxImage string `json:"sandboxImage"`
 	// GPUs is how many fake nvidia.com/gpu the node advertises.
 	GPUs int `json:"gpus"`
+	// RealGPUs are the host's GPUs the node advertises instead, each given to one
+	// node alone.
+	RealGPUs []gpus.Device `json:"realGPUs,omitempty"`
 	// CgroupRoot is the cgroup under which the node's processes and pods run, in
 	// every hierarchy.
 	CgroupRoot string `json:"cgroupRoot"`
@@ -108,6 +112,7 @@ func (c Config) Check() error {
 	need(c.ClusterDomain != "", "clusterDomain is empty")
 	need(c.SandboxImage != "", "sandboxImage is empty")
 	need(c.GPUs >= 0, "gpus %d: want 0 or more", c.GPUs)
+	need(c.GPUs == 0 || len(c.RealGPUs) == 0, "gpus %d and realGPUs: want fake GPUs or real ones, not both", c.GPUs)
 	need(filepath.IsAbs(c.CgroupRoot), "cgroupRoot %q is not an absolute cgroup path", c.CgroupRoot)
 	need(c.KubeletPort > 0 && c.KubeletPort < 65536, "kubeletPort %d: want a TCP port", c.KubeletPort)
 	errs = append(errs, c.checkHostPorts())

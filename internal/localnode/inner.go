@@ -104,7 +104,7 @@ func runUntilStopped(ctx context.Context, c Config, running []*proc.Process) err
 	if err != nil {
 		return err
 	}
-	plugin := &gpus.Plugin{Count: c.GPUs, PluginDir: filepath.Join(kubeletRootDir, "device-plugins")}
+	plugin := &gpus.Plugin{Count: c.GPUs, Devices: c.RealGPUs, PluginDir: filepath.Join(kubeletRootDir, "device-plugins")}
 	var wg sync.WaitGroup
 	var pluginErr error
 	wg.Go(func() { pluginErr = plugin.Run(ctx) })

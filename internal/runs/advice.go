@@ -35,20 +35,30 @@ const (
 )
 
 // Advice is one resource of one replica type whose peak use was far below its
-// request, and the request that would have fitted it.
+// request, and the request that would have fitted it; or, for GPUs, whose GPUs were
+// mostly idle.
 type Advice struct {
 	// ReplicaType is the type advised, all of its replicas together.
 	ReplicaType tfv1.ReplicaType `json:"replicaType"`
-	// Resource is memory or cpu.
+	// Resource is memory, cpu or nvidia.com/gpu.
 	Resource corev1.ResourceName `json:"resource"`
 	// Peak is the highest use among the type's replicas: bytes of memory, the
-	// working set's peak or the kernel's high-water mark whichever is higher, or
-	// cores.
+	// working set's peak or the kernel's high-water mark whichever is higher,
+	// cores, or a GPU's utilisation in percent.
 	Peak float64 `json:"peak"`
+	// MeanUtilizationPercent is, for GPUs, the mean of the type's GPUs' utilisation.
+	MeanUtilizationPercent float64 `json:"meanUtilizationPercent,omitempty"`
 	// Requested is what each replica of the type requested.
 	Requested resource.Quantity `json:"requested"`
-	// Suggested is the request that would fit the peak with headroom.
-	Suggested resource.Quantity `json:"suggested"`
+	// Suggested is the request that would fit the peak with headroom; none for GPUs,
+	// whose idleness a smaller request may not mend.
+	Suggested resource.Quantity `json:"suggested,omitzero"`
+}
+
+// Applies is whether submit --right-size can apply the advice: memory and CPU, not
+// idle GPUs.
+func (a Advice) Applies() bool {
+	return a.Resource == corev1.ResourceMemory || a.Resource == corev1.ResourceCPU
 }
 
 // Flag is the submit flag that sets the resource.
@@ -62,6 +72,9 @@ func (a Advice) Flag() string {
 // String says it as one line, as tfk8s runs show prints it. It names no flag:
 // submit's --memory and --cpu set every replica type, and the advice is of one.
 func (a Advice) String() string {
+	if a.Resource == tfjob.GPUResource {
+		return a.gpuString()
+	}
 	peak, requested := fmt.Sprintf("%.2f cores", a.Peak), a.Requested.String()
 	name := "CPU"
 	if a.Resource == corev1.ResourceMemory {
@@ -106,7 +119,8 @@ func AdviceFlags(job *tfv1.TFJob, advice []Advice) []string {
 const minUsageSamples = 5
 
 // Advise is the right-sizing advice of run r: per replica type of its job, the
-// memory and CPU whose request was more than twice the peak with headroom. Advice
+// memory and CPU whose request was more than twice the peak with headroom, and the
+// GPUs whose mean utilisation was under gpuIdlePercent (advice_gpu.go). Advice
 // is given only from a run that ended Succeeded, for a type whose every replica
 // recorded its usage over at least minUsageSamples samples, in its first attempt
 // (a record covers only the latest attempt, so a restart hides what the earlier
@@ -137,6 +151,7 @@ func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 			continue
 		}
 		peakMem, peakCPU, reason := 0.0, 0.0, ""
+		var gpus gpuTally
 		for i := range tfjob.Replicas(spec) {
 			name := tfjob.ReplicaName(rt, i)
 			rep := byName[name]
@@ -158,6 +173,7 @@ func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 			// to set a limit by (storage.Usage).
 			peakMem = max(peakMem, float64(u.MemoryPeakBytes), float64(u.MemoryHighWaterBytes))
 			peakCPU = max(peakCPU, u.CPUCoresPeak)
+			gpus.add(name, u)
 		}
 		if reason != "" {
 			why = append(why, fmt.Sprintf("no advice for %s: %s", tfjob.TaskType(rt), reason))
@@ -168,6 +184,12 @@ func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 		}
 		if a, ok := adviseOne(rt, c, corev1.ResourceCPU, peakCPU); ok {
 			advice = append(advice, a)
+		}
+		a, whyNot, ok := adviseGPU(rt, c, gpus)
+		if ok {
+			advice = append(advice, a)
+		} else if whyNot != "" {
+			why = append(why, whyNot)
 		}
 	}
 	return advice, why
@@ -219,15 +241,15 @@ func suggestCPU(peak float64) int64 {
 	return int64(math.Ceil(peak*adviceHeadroom*1000/cpuUnitMilli) * cpuUnitMilli)
 }
 
-// ApplyAdvice sets the requests of job's replica types as advised, and their
-// limits where the limit equalled the old request (as submit --memory makes it); a
-// limit the user set above the request is theirs to keep. It returns what it
-// changed, one line each: "worker memory 8Gi -> 1536Mi".
+// ApplyAdvice sets the requests of job's replica types as advised, where the advice
+// Applies, and their limits where the limit equalled the old request (as submit
+// --memory makes it); a limit the user set above the request is theirs to keep. It
+// returns what it changed, one line each: "worker memory 8Gi -> 1536Mi".
 func ApplyAdvice(job *tfv1.TFJob, advice []Advice) []string {
 	var changed []string
 	for _, a := range advice {
 		spec := job.Spec.TFReplicaSpecs[a.ReplicaType]
-		if spec == nil {
+		if spec == nil || !a.Applies() {
 			continue
 		}
 		c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers)

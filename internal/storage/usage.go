@@ -39,8 +39,49 @@ type Usage struct {
 	MemoryLimitBytes int64 `json:"memoryLimitBytes,omitempty"`
 	// OOMKills counts the processes the kernel killed for the limit.
 	OOMKills int `json:"oomKills"`
+	// GPUs is each NVIDIA GPU the container saw, read through NVML; none where it saw
+	// none or NVML could not be loaded.
+	GPUs []GPUUsage `json:"gpus,omitempty"`
 	// Series is the samples, evenly thinned out to at most MaxUsagePoints.
 	Series []UsagePoint `json:"series,omitempty"`
+}
+
+// GPUUsage is what one GPU of a container was used for over the samples that read it.
+type GPUUsage struct {
+	// Index is NVML's index of the GPU in the container, 0 to n-1.
+	Index int `json:"index"`
+	// Samples counts the readings of it.
+	Samples int `json:"samples"`
+	// UtilizationMeanPercent and UtilizationPeakPercent are of the share of time a
+	// kernel ran on the GPU, as NVML measures it.
+	UtilizationMeanPercent float64 `json:"utilizationMeanPercent"`
+	UtilizationPeakPercent int     `json:"utilizationPeakPercent"`
+	// MemoryPeakBytes is the most of its memory in use; MemoryTotalBytes all of it.
+	MemoryPeakBytes  int64 `json:"memoryPeakBytes"`
+	MemoryTotalBytes int64 `json:"memoryTotalBytes"`
+}
+
+// GPUSummary is a record's GPUs in a few words, as tfk8s top and runs show print
+// them: the mean and peak utilisation over all its GPUs, and the peak memory of the
+// fullest against its total, "35% (peak 80%) 3.1 GiB/16 GiB"; "" where it has none.
+func (u *Usage) GPUSummary() string {
+	if u == nil || len(u.GPUs) == 0 {
+		return ""
+	}
+	var mean float64
+	peak, fullest := 0, u.GPUs[0]
+	for _, g := range u.GPUs {
+		mean += g.UtilizationMeanPercent / float64(len(u.GPUs))
+		peak = max(peak, g.UtilizationPeakPercent)
+		if g.MemoryPeakBytes > fullest.MemoryPeakBytes {
+			fullest = g
+		}
+	}
+	s := fmt.Sprintf("%.0f%% (peak %d%%) %s/%s", mean, peak, FormatBytes(fullest.MemoryPeakBytes), FormatBytes(fullest.MemoryTotalBytes))
+	if len(u.GPUs) > 1 {
+		s = fmt.Sprintf("%d GPUs %s", len(u.GPUs), s)
+	}
+	return s
 }
 
 // MaxUsagePoints bounds a usage record's series, as MaxPoints bounds progress's.

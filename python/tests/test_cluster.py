@@ -5,9 +5,14 @@ bounded: each job gets an active deadline, each wait a timeout."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
+import subprocess
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +21,7 @@ import tfk8s
 from .conftest import REPO
 
 IMAGE = os.environ.get("TFK8S_E2E_IMAGE", "")
+TF_IMAGE = os.environ.get("TFK8S_E2E_TF_IMAGE", "")
 DENIED_KUBECONFIG = os.environ.get("TFK8S_E2E_DENIED_KUBECONFIG", "")
 
 pytestmark = pytest.mark.skipif(not IMAGE, reason="needs the cluster of test/e2e's TestPythonSDK")
@@ -208,3 +214,69 @@ def test_kubeflow_job_beside_own(client: tfk8s.Client) -> None:
         client.list_artifacts(ref)
     client.delete_job(ref, wait=True)
     assert gone(client, ref)
+
+
+# A Keras job of 6 epochs of 20 steps, 0.4 s a step: long enough for the controller's
+# 30-second reads of its progress to see it move. It imports tfk8s.keras from the SDK
+# shipped with its code (the TensorFlow image has no SDK).
+KERAS_TRAIN = """
+import time
+import numpy as np
+import tensorflow as tf
+from tfk8s.keras import ProgressCallback
+
+class Pace(tf.keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.4)
+
+x = np.random.default_rng(0).normal(size=(640, 8)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+progress = ProgressCallback("/workspace/logs")
+model.fit(x, y, epochs=6, batch_size=32, callbacks=[progress, Pace()], verbose=0)
+print("total steps", progress.total_steps, flush=True)
+"""
+
+
+def tfjob_progress(binary: str, name: str) -> dict[str, Any]:
+    """The TFJob's status.progress, read with kubectl (bin/, beside tfk8s)."""
+    kubectl = str(Path(binary).parent / "kubectl")
+    out = subprocess.run([kubectl, "get", "tfjobs.tfk8s.io", name, "-n", "default", "-o", "json"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    progress: dict[str, Any] = json.loads(out).get("status", {}).get("progress", {})
+    return progress
+
+
+def test_keras_callback_reports_total_steps(binary: str, client: tfk8s.Client, tmp_path: Path) -> None:
+    """tfk8s.keras.ProgressCallback in real TensorFlow: the run's progress record
+    carries the total steps Keras' params give (6 x 20), and the job's status shows
+    PROGRESS and a falling ETA while it runs."""
+    assert TF_IMAGE, "TestPythonSDK sets TFK8S_E2E_TF_IMAGE"
+    code = tmp_path / "code"
+    shutil.copytree(REPO / "python" / "src" / "tfk8s", code / "tfk8s",
+                    ignore=shutil.ignore_patterns("_bin", "__pycache__"))
+    (code / "train.py").write_text(KERAS_TRAIN)
+    client.submit(str(code), name="sdk-keras", image=TF_IMAGE, workers=1, artifacts=["logs"],
+                  artifacts_interval="5s", active_deadline=DEADLINE, command=["python3", "train.py"])
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and client.get_job("sdk-keras").state not in ("Succeeded", "Failed"):
+        progress = tfjob_progress(binary, "sdk-keras")
+        if progress.get("totalSteps") and (not seen or progress != seen[-1]):
+            seen.append(progress)
+        time.sleep(2)
+    job = client.wait_for_job_status("sdk-keras", status={"Succeeded"}, timeout=WAIT)
+    assert job.state == "Succeeded"
+    assert seen, "the status never carried a total"
+    assert {p["totalSteps"] for p in seen} == {120}, seen
+    percents = [p["progressPercentage"] for p in seen if "progressPercentage" in p]
+    etas = [p["estimatedRemainingSeconds"] for p in seen if "estimatedRemainingSeconds" in p]
+    assert percents and percents == sorted(percents) and percents[-1] > 0, seen
+    assert etas and (len(etas) == 1 or etas[-1] < etas[0]), seen
+    record = json.loads(subprocess.run([binary, "runs", "show", "sdk-keras", "-o", "json"], capture_output=True,
+                                       text=True, check=True, timeout=60).stdout)
+    assert record["progress"]["totalSteps"] == 120, record.get("progress")
+    print("status progress seen:", seen)  # the figures, in TestPythonSDK's log with -s
+    assert any(m["name"] == "train/loss" for m in seen[-1].get("metrics", [])), seen
+    client.delete_job("sdk-keras", wait=True)

@@ -18,6 +18,7 @@ import (
 
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 	"github.com/tfk8s/tfk8s/internal/scheme"
 )
@@ -74,6 +75,7 @@ func TestPythonSDK(t *testing.T) {
 		"TFK8S_CONFIG="+opts.UserConfigFile,
 		"TFK8S_BIN="+filepath.Join(binDir, "tfk8s"),
 		"TFK8S_E2E_IMAGE="+jobsImage,
+		"TFK8S_E2E_TF_IMAGE="+images.TensorFlow,
 		"TFK8S_E2E_DENIED_KUBECONFIG="+denied,
 		"TFK8S_E2E_KUBEFLOW_JOB="+sdkKubeflowJob,
 	)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -36,6 +37,9 @@ type Spec struct {
 	// Binaries maps a linux architecture ("amd64", "arm64") to the path of the
 	// static binary built for it.
 	Binaries map[string]string
+	// Extra names binaries that go beside the first, from the same directory as
+	// each architecture's: the agent's tfk8s-nvml, which its install copies with it.
+	Extra []string
 	// Version, Revision and Source become the image's OCI labels.
 	Version, Revision, Source string
 	// User is the uid:gid the image runs as; empty means User.
@@ -81,7 +85,7 @@ func Build(spec Spec, archs []string) (v1.ImageIndex, error) {
 
 // platformImage is the image of one architecture: the binary's layer on an empty base.
 func platformImage(spec Spec, arch, binary string) (v1.Image, error) {
-	layer, err := binaryLayer(spec.Name, binary)
+	layer, err := binaryLayer(binary, append([]string{spec.Name}, spec.Extra...))
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +117,10 @@ func platformImage(spec Spec, arch, binary string) (v1.Image, error) {
 	return mutate.CreatedAt(img, v1.Time{Time: time.Unix(0, 0).UTC()})
 }
 
-// binaryLayer is a gzipped tar of the binary at BinDir/name, mode 0755, owned by root
-// (the user runs it, and cannot change it), with its parent directories.
-func binaryLayer(name, binary string) (v1.Layer, error) {
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return nil, fmt.Errorf("reading the binary: %w", err)
-	}
+// binaryLayer is a gzipped tar of the binary at BinDir/names[0], and of the others
+// named beside it in binary's directory, mode 0755, owned by root (the user runs
+// them, and cannot change them), with their parent directories.
+func binaryLayer(binary string, names []string) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, dir := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
@@ -127,12 +128,22 @@ func binaryLayer(name, binary string) (v1.Layer, error) {
 			return nil, err
 		}
 	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: BinDir[1:] + "/" + name, Mode: 0o755, Size: int64(len(data)), Format: tar.FormatPAX}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	for i, name := range names {
+		path := binary
+		if i > 0 {
+			path = filepath.Join(filepath.Dir(binary), name)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the binary: %w", err)
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: BinDir[1:] + "/" + name, Mode: 0o755, Size: int64(len(data)), Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

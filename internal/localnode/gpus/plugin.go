@@ -1,6 +1,7 @@
-// Package gpus advertises fake NVIDIA GPUs to the kubelet through its device-plugin API.
-// Tests and local mode run GPU jobs on machines without GPUs, and the upstream kubelet
-// schedules and allocates them as it would real ones.
+// Package gpus advertises NVIDIA GPUs to the kubelet through its device-plugin API:
+// fake ones, so that tests and local mode run GPU jobs on machines without GPUs, and
+// the upstream kubelet schedules and allocates them as it would real ones; or the
+// host's real ones, enumerated through NVML, on a GPU machine (make test-gpu).
 package gpus
 
 import (
@@ -30,12 +31,19 @@ const SocketName = "tfk8s-gpus.sock"
 // kubelet creates its socket a moment before it accepts on it.
 const registerTimeout = 10 * time.Second
 
-// Plugin advertises Count fake nvidia.com/gpu devices to the kubelet of one node.
-// It stands in for NVIDIA's device plugin where there are no GPUs, so that GPU jobs
-// schedule in tests and in local mode.
+// Plugin advertises Count fake nvidia.com/gpu devices to the kubelet of one node, or
+// the host's real GPUs in Devices. It stands in for NVIDIA's device plugin: fake
+// GPUs let GPU jobs schedule in tests and in local mode where there are none; real
+// ones, enumerated through NVML (RealDevices), run them on a GPU machine.
 type Plugin struct {
-	// Count is how many GPUs the node advertises; 0 advertises none.
+	// Count is how many fake GPUs the node advertises; 0 advertises none.
 	Count int
+	// Devices are real GPUs to advertise instead; each container gets its own device
+	// nodes and the host's driver libraries.
+	Devices []Device
+	// LibDirs are where the host's driver libraries are looked for, for Devices;
+	// the distributions' directories if empty.
+	LibDirs []string
 	// DevDir is where the host's device nodes are, "/dev" if empty; tests give a
 	// directory of their own.
 	DevDir string
@@ -45,16 +53,21 @@ type Plugin struct {
 }
 
 // Run advertises the devices until ctx ends, then removes its socket and returns nil;
-// with Count 0 it returns at once, and it fails only if it cannot serve or watch.
+// with neither Count nor Devices it returns at once, and it fails only if it cannot serve or watch.
 // The kubelet deletes every plugin's socket and forgets its plugins when it starts, so
 // Run serves and registers anew, or after a failed registration tries again, each time
 // the kubelet's socket is created.
 func (p *Plugin) Run(ctx context.Context) error {
-	if p.Count == 0 {
+	if p.Count == 0 && len(p.Devices) == 0 {
 		return nil
 	}
 	p = p.withDefaults()
-	log := klog.FromContext(ctx).WithValues("resource", tfjob.GPUResource, "count", p.Count)
+	svc := &service{devices: fakeDevices(p.Count), devDir: p.DevDir}
+	if len(p.Devices) > 0 {
+		svc.devices, svc.libDirs = realDevices(p.Devices), p.LibDirs
+	}
+	log := klog.FromContext(ctx).WithValues("resource", tfjob.GPUResource, "count", len(svc.devices), "real", len(p.Devices) > 0)
+	svc.log = log
 	if err := os.MkdirAll(p.PluginDir, 0o750); err != nil {
 		return fmt.Errorf("creating the device-plugin directory: %w", err)
 	}
@@ -66,7 +79,6 @@ func (p *Plugin) Run(ctx context.Context) error {
 	if err := watcher.Add(p.PluginDir); err != nil {
 		return fmt.Errorf("watching the device-plugin directory: %w", err)
 	}
-	svc := &service{count: p.Count, devDir: p.DevDir, log: log}
 	for {
 		err := p.serveUntilKubeletRestarts(ctx, watcher, svc, log)
 		if ctx.Err() != nil {
@@ -87,6 +99,9 @@ func (p *Plugin) withDefaults() *Plugin {
 	}
 	if c.PluginDir == "" {
 		c.PluginDir = v1beta1.DevicePluginPath
+	}
+	if len(c.LibDirs) == 0 {
+		c.LibDirs = hostLibDirs
 	}
 	return &c
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -19,12 +18,15 @@ import (
 // container with any GPU gets those the host has.
 var controlNodes = []string{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}
 
-// service answers the kubelet's DevicePlugin calls for count fake GPUs.
+// service answers the kubelet's DevicePlugin calls for its devices, fake or real.
 type service struct {
 	v1beta1.UnimplementedDevicePluginServer
-	count  int
-	devDir string // where the host's device nodes are
-	log    logr.Logger
+	devices []advertised
+	devDir  string // where the host's device nodes are
+	// libDirs are where the host's driver libraries are, for real GPUs; none for
+	// fake ones, whose containers get no library.
+	libDirs []string
+	log     logr.Logger
 }
 
 // pluginOptions are the plugin's options, sent when registering and when asked: no
@@ -39,9 +41,9 @@ func (s *service) GetDevicePluginOptions(context.Context, *v1beta1.Empty) (*v1be
 // ListAndWatch sends the devices once and holds the stream, since they never change;
 // the stream ends when the kubelet hangs up or the plugin's server stops.
 func (s *service) ListAndWatch(_ *v1beta1.Empty, stream v1beta1.DevicePlugin_ListAndWatchServer) error {
-	devs := make([]*v1beta1.Device, s.count)
-	for i := range devs {
-		devs[i] = &v1beta1.Device{ID: strconv.Itoa(i), Health: v1beta1.Healthy}
+	devs := make([]*v1beta1.Device, len(s.devices))
+	for i, d := range s.devices {
+		devs[i] = &v1beta1.Device{ID: d.id, Health: v1beta1.Healthy}
 	}
 	if err := stream.Send(&v1beta1.ListAndWatchResponse{Devices: devs}); err != nil {
 		return fmt.Errorf("sending the device list: %w", err)
@@ -71,10 +73,11 @@ func (s *service) GetPreferredAllocation(_ context.Context, req *v1beta1.Preferr
 func (s *service) Allocate(_ context.Context, req *v1beta1.AllocateRequest) (*v1beta1.AllocateResponse, error) {
 	resp := &v1beta1.AllocateResponse{}
 	for _, c := range req.ContainerRequests {
-		if err := s.checkIDs(c.DevicesIds); err != nil {
+		devs, err := s.lookUp(c.DevicesIds)
+		if err != nil {
 			return nil, err
 		}
-		resp.ContainerResponses = append(resp.ContainerResponses, containerAllocation(s.devDir, c.DevicesIds))
+		resp.ContainerResponses = append(resp.ContainerResponses, containerAllocation(s.devDir, s.libDirs, devs))
 		s.log.V(2).Info("Allocated GPUs", "devices", c.DevicesIds)
 	}
 	return resp, nil
@@ -85,30 +88,56 @@ func (s *service) PreStartContainer(context.Context, *v1beta1.PreStartContainerR
 	return &v1beta1.PreStartContainerResponse{}, nil
 }
 
-// checkIDs refuses an ID the plugin did not advertise, naming it.
-func (s *service) checkIDs(ids []string) error {
+// lookUp returns the devices of ids, refusing an ID the plugin did not advertise,
+// naming it.
+func (s *service) lookUp(ids []string) ([]advertised, error) {
+	out := make([]advertised, 0, len(ids))
 	for _, id := range ids {
-		if i, err := strconv.Atoi(id); err != nil || i < 0 || i >= s.count || strconv.Itoa(i) != id {
-			return status.Errorf(codes.InvalidArgument, "unknown device %q: this node has GPUs 0 to %d", id, s.count-1)
+		i := slices.IndexFunc(s.devices, func(d advertised) bool { return d.id == id })
+		if i < 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "unknown device %q: this node has %s", id, s.listed())
 		}
+		out = append(out, s.devices[i])
 	}
-	return nil
+	return out, nil
 }
 
-// containerAllocation is one container's share: its GPUs' indices, in the order given,
+// listed names the devices for an error: "GPUs 0 to 3", or their IDs.
+func (s *service) listed() string {
+	if len(s.devices) == 0 {
+		return "no GPU"
+	}
+	if s.libDirs == nil {
+		return fmt.Sprintf("GPUs 0 to %d", len(s.devices)-1)
+	}
+	ids := make([]string, len(s.devices))
+	for i, d := range s.devices {
+		ids[i] = d.id
+	}
+	return "GPUs " + strings.Join(ids, ", ")
+}
+
+// containerAllocation is one container's share: its GPUs' names, in the order given,
 // in NVIDIA's and CUDA's variables, and the device nodes under devDir of those GPUs and
 // of the driver's control, those that exist. CUDA counts in PCI bus order, as the
-// indices do (nvidia-smi's numbering), rather than fastest first.
-func containerAllocation(devDir string, ids []string) *v1beta1.ContainerAllocateResponse {
-	list := strings.Join(ids, ",")
+// indices do (nvidia-smi's numbering), rather than fastest first. Real GPUs also get
+// the host's driver libraries from libDirs, on the library path.
+func containerAllocation(devDir string, libDirs []string, devs []advertised) *v1beta1.ContainerAllocateResponse {
+	visible := make([]string, len(devs))
+	nodes := make([]string, 0, len(devs)+len(controlNodes))
+	for i, d := range devs {
+		visible[i] = d.visible
+		nodes = append(nodes, d.node)
+	}
+	list := strings.Join(visible, ",")
 	resp := &v1beta1.ContainerAllocateResponse{Envs: map[string]string{
 		"NVIDIA_VISIBLE_DEVICES": list,
 		"CUDA_VISIBLE_DEVICES":   list,
 		"CUDA_DEVICE_ORDER":      "PCI_BUS_ID",
 	}}
-	nodes := make([]string, 0, len(ids)+len(controlNodes))
-	for _, id := range ids {
-		nodes = append(nodes, "nvidia"+id)
+	if libDirs != nil {
+		resp.Mounts = driverMounts(libDirs)
+		resp.Envs["LD_LIBRARY_PATH"] = DriverLibDir
 	}
 	for _, name := range append(nodes, controlNodes...) {
 		host := filepath.Join(devDir, name)

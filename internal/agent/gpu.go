@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/nvml"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+// startGPUSampler runs tfk8s-nvml, installed beside the agent, to read the GPUs the
+// container sees at every usage sample; nil where it is not installed. A container
+// without NVIDIA's library is the common case and says nothing; one whose NVML
+// loads and reads no GPU says why in one line, since a GPU job without figures is
+// worth a look.
+// The returned stop ends the command and returns once anything it had to say is said.
+func startGPUSampler(cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
+	if cmd == "" {
+		return nil, func() {}
+	}
+	s, err := nvml.StartSampler(cmd, interval)
+	if err != nil {
+		// An image without the C library's loader cannot run tfk8s-nvml, nor have
+		// NVIDIA's driver libraries: as quiet as a container without them.
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Printf("no GPU figures: %v", err)
+		}
+		return nil, func() {}
+	}
+	said := make(chan struct{})
+	go func() {
+		defer close(said)
+		<-s.Done()
+		if err := s.Err(); err != nil && !errors.Is(err, nvml.ErrNoLibrary) {
+			log.Printf("%v", err)
+		}
+	}()
+	return s, func() { s.Stop(); <-said }
+}
+
+// gpuTally adds up the readings of each GPU between samples of the record.
+type gpuTally struct {
+	sums []float64 // utilisation summed over samples, per GPU
+}
+
+// add adds readings to the record's GPUs, one per GPU index.
+func (g *gpuTally) add(u *storage.Usage, readings []nvml.Reading) {
+	for _, r := range readings {
+		for len(u.GPUs) <= r.Index {
+			u.GPUs = append(u.GPUs, storage.GPUUsage{Index: len(u.GPUs)})
+			g.sums = append(g.sums, 0)
+		}
+		gu := &u.GPUs[r.Index]
+		gu.Samples++
+		g.sums[r.Index] += float64(r.UtilizationPercent)
+		gu.UtilizationMeanPercent = g.sums[r.Index] / float64(gu.Samples)
+		gu.UtilizationPeakPercent = max(gu.UtilizationPeakPercent, r.UtilizationPercent)
+		gu.MemoryPeakBytes = max(gu.MemoryPeakBytes, r.MemoryUsedBytes)
+		gu.MemoryTotalBytes = r.MemoryTotalBytes
+	}
+}

@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/nvml"
+	"github.com/tfk8s/tfk8s/internal/nvml/nvmltest"
+	"github.com/tfk8s/tfk8s/internal/storage"
+)
+
+func TestGPUTally(t *testing.T) {
+	var g gpuTally
+	u := &storage.Usage{}
+	for _, rs := range [][]nvml.Reading{
+		{{Index: 0, UtilizationPercent: 20, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30}},
+		{{Index: 0, UtilizationPercent: 80, MemoryUsedBytes: 3 << 30, MemoryTotalBytes: 16 << 30},
+			{Index: 1, UtilizationPercent: 10, MemoryUsedBytes: 2 << 30, MemoryTotalBytes: 16 << 30}},
+		nil, // the sampler had not read yet, or stopped
+	} {
+		g.add(u, rs)
+	}
+	want := []storage.GPUUsage{
+		{Index: 0, Samples: 2, UtilizationMeanPercent: 50, UtilizationPeakPercent: 80, MemoryPeakBytes: 3 << 30, MemoryTotalBytes: 16 << 30},
+		{Index: 1, Samples: 1, UtilizationMeanPercent: 10, UtilizationPeakPercent: 10, MemoryPeakBytes: 2 << 30, MemoryTotalBytes: 16 << 30},
+	}
+	if diff := gocmp.Diff(want, u.GPUs); diff != "" {
+		t.Errorf("GPUs (-want +got):\n%s", diff)
+	}
+	if got, want := u.GPUSummary(), "2 GPUs 30% (peak 80%) 3.0 GiB/16.0 GiB"; got != want {
+		t.Errorf("GPUSummary() = %q, want %q", got, want)
+	}
+}
+
+// The agent runs tfk8s-nvml, built as make build builds it, which loads a fake
+// libnvidia-ml.so.1 found on the loader's path as the driver's would be; the usage
+// record then holds each GPU's figures. Without the library it holds none and the
+// log says nothing; with a library whose NVML will not start, the log says why once.
+func TestUsageRecordsGPUs(t *testing.T) {
+	cmd := nvmltest.Command(t)
+	dir := filepath.Join("testdata", "cgroup", "v1")
+	cg, err := findCgroup(filepath.Join(dir, "self-cgroup"), filepath.Join(dir, "sys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An image without the loader tfk8s-nvml names: exec finds no interpreter.
+	noLoader := filepath.Join(t.TempDir(), "tfk8s-nvml")
+	if err := os.WriteFile(noLoader, []byte("#!/lib/no-such-loader.so\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		lib     func(dir string) string
+		wantGPU bool
+		wantLog string
+		cmd     string // tfk8s-nvml if empty
+	}{
+		{"GPUs", func(dir string) string { return nvmltest.Build(t, dir) }, true, "", ""},
+		{"no library", func(dir string) string { return "" }, false, "", ""},
+		{"driver not loaded", func(dir string) string { return nvmltest.Build(t, dir, "-DFAKE_INIT=9") }, false,
+			"tfk8s-nvml: no GPU figures: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED", ""},
+		{"no C library loader in the image", func(dir string) string { return "" }, false, "", noLoader},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			libDir := t.TempDir()
+			tc.lib(libDir)
+			t.Setenv("LD_LIBRARY_PATH", libDir)
+			var out bytes.Buffer
+			r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() { defer close(done); r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), &logger{out: &out}) }()
+			if tc.wantGPU {
+				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
+			}
+			close(stop)
+			<-done
+			u := r.record(1)
+			if tc.wantGPU {
+				g := u.GPUs[1]
+				if g.UtilizationPeakPercent != 47 || g.UtilizationMeanPercent != 47 || g.MemoryPeakBytes != 2<<30 || g.MemoryTotalBytes != 16<<30 {
+					t.Errorf("GPU 1 = %+v, want 47%% busy, 2 GiB of 16 GiB", g)
+				}
+			} else if u != nil && len(u.GPUs) != 0 {
+				t.Errorf("GPUs = %+v, want none", u.GPUs)
+			}
+			if log := out.String(); !strings.Contains(log, tc.wantLog) || (tc.wantLog == "" && log != "") || strings.Count(log, "\n") > 1 {
+				t.Errorf("log %q, want %q alone", log, tc.wantLog)
+			}
+		})
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
+}
