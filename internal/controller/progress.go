@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -378,7 +379,8 @@ func (p *progressPoller) run() {
 }
 
 // done records a poll's outcome, and reports whether it brought a new answer for the
-// job's status.
+// job's status: a reading other than the one kept. An unchanged reading queues no
+// reconcile, so that a job whose training stalls costs none per poll.
 func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -391,8 +393,9 @@ func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) 
 		jp.failures++
 		return false
 	}
+	changed := lp != nil && !reflect.DeepEqual(lp, jp.result)
 	jp.failures, jp.result = 0, lp
-	return lp != nil
+	return changed
 }
 
 // forget drops a finished job.

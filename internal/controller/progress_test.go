@@ -443,3 +443,30 @@ func TestNotifyProgressQueuesTheJob(t *testing.T) {
 		t.Errorf("%d more notices queued, want the second dropped", len(ch))
 	}
 }
+
+func TestProgressPollQueuesAReconcileOnlyForANewReading(t *testing.T) {
+	p := newProgressPoller(nil, 0, 1)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	steps := []struct {
+		name string
+		lp   *tfjob.LiveProgress
+		err  error
+		want bool
+	}{
+		{name: "first reading", lp: &tfjob.LiveProgress{Step: 5}, want: true},
+		{name: "the same reading", lp: &tfjob.LiveProgress{Step: 5}},
+		{name: "a failed poll", err: errors.New("i/o timeout")},
+		{name: "the same reading after a failure", lp: &tfjob.LiveProgress{Step: 5}},
+		{name: "a later step", lp: &tfjob.LiveProgress{Step: 6}, want: true},
+		{name: "a new metric", lp: &tfjob.LiveProgress{Step: 6, Metrics: []tfjob.LiveMetric{{Name: "loss", Value: "0.5"}}}, want: true},
+		{name: "the same metric", lp: &tfjob.LiveProgress{Step: 6, Metrics: []tfjob.LiveMetric{{Name: "loss", Value: "0.5"}}}},
+		{name: "no reading served", lp: nil},
+	}
+	for _, s := range steps {
+		p.ask(context.Background(), "a", pollRequest{}, now)
+		<-p.queue
+		if got := p.done("a", s.lp, s.err); got != s.want {
+			t.Errorf("%s: done = %v, want %v (true queues a reconcile)", s.name, got, s.want)
+		}
+	}
+}
