@@ -120,7 +120,7 @@ func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
 	w.tensorBoard = r.readTensorBoard(ctx, job)
 	w.now = metav1.NewTime(r.clock.Now())
 	w.refusals = r.readRefusals(job, w.now.Time)
-	w.progress = progressPolls.peek(job.UID, w.now.Time)
+	w.progress = r.progressPoller().peek(job.UID, w.now.Time)
 	if w.refusals.wait > 0 {
 		return nil // while pods are held back, their volumes wait too
 	}

@@ -97,11 +97,11 @@ func (r *TFJobReconciler) planProgress(job *tfv1.TFJob, pods []*corev1.Pod, st *
 func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, p progressPlan, now metav1.Time) time.Duration {
 	switch {
 	case p.forget:
-		progressPolls.forget(job.UID)
+		r.progressPoller().forget(job.UID)
 	case p.poll != nil:
 		req := *p.poll
 		req.notify = r.progressNotify
-		return progressPolls.ask(ctx, job.UID, req, now.Time)
+		return r.progressPoller().ask(ctx, job.UID, req, now.Time)
 	}
 	return p.wait
 }
@@ -252,6 +252,14 @@ func finishedProgress(p *tfv1.TrainingProgress) *tfv1.TrainingProgress {
 
 // progressPolls polls the running jobs' lead replicas for every reconciler.
 var progressPolls = newProgressPoller(progressClient, progressPollers, progressQueue)
+
+// progressPoller is the poller of the reconciler: its own when a test gave it one.
+func (r *TFJobReconciler) progressPoller() *progressPoller {
+	if r.polls != nil {
+		return r.polls
+	}
+	return progressPolls
+}
 
 // progressPoller polls on a fixed number of goroutines, fed by a bounded queue, and
 // keeps each job's last result until the next one replaces it. Entries of jobs gone

@@ -263,9 +263,6 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 	c := &http.Client{Timeout: progressTimeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", srv.Listener.Addr().String())
 	}}}
-	saved := progressPolls
-	progressPolls = newProgressPoller(c, 1, 1)
-	defer func() { progressPolls = saved }()
 
 	job := testutil.MakeTFJob("j", "ns").Chief().Obj()
 	job.UID = "job-1"
@@ -277,8 +274,8 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
 	st := &tfv1.TFJobStatus{}
 	start := time.Now()
-	r, now := &TFJobReconciler{}, metav1.Now()
-	wait := r.syncProgress(context.Background(), job, r.planProgress(job, []*corev1.Pod{pod}, st, progressPolls.peek(job.UID, now.Time), now), now)
+	r, now := &TFJobReconciler{polls: newProgressPoller(c, 1, 1)}, metav1.Now()
+	wait := r.syncProgress(context.Background(), job, r.planProgress(job, []*corev1.Pod{pod}, st, r.polls.peek(job.UID, now.Time), now), now)
 	if took := time.Since(start); took > progressTimeout/4 {
 		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}

@@ -69,6 +69,8 @@ type TFJobReconciler struct {
 	// progressNotify asks for the reconcile of a job whose progress poll brought an
 	// answer; nil without a manager.
 	progressNotify func(types.NamespacedName)
+	// polls polls the jobs' lead replicas; the shared progressPolls when nil.
+	polls *progressPoller
 	// imageVolumes says whether the nodes mount the agent's image; nil without a
 	// manager: init containers.
 	imageVolumes *imageVolumeDetector
