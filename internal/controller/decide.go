@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,11 +151,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	sp.gang, sp.gangRefused = decideGang(job, w.gang)
 	sp.services = decideServices(job, w.services)
 	sp.retries, sp.retryIn = planRetries(o.retry, r.RetryBackoff, now)
-	taken := sets.New[string]()
-	for _, pod := range w.foreign {
-		taken.Insert(pod.Name)
-	}
-	sp.missing = missingReplicas(job, o, taken)
+	sp.missing = missingReplicas(job, o, podNames(w.foreign))
 	if len(sp.missing) == 0 {
 		return sp
 	}

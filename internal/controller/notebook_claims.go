@@ -87,12 +87,13 @@ type notebookView struct {
 // readNotebookClaims reads what holds a notebook's job to the claims admission let it
 // name, now that its pods are about to mount them: a claim that did not exist at
 // admission (say, the home of a notebook not yet started) was not checked then. A job
-// of any other creator reads nothing. It reads around the cache, as readVolumes does.
-func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (notebookView, error) {
+// of any other creator reads nothing. It reads around the cache, as readVolumes does,
+// and only when observe finds pods about to be created (startsPods).
+func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJob) (notebookView, error) {
 	var v notebookView
 	name := notebookAccount(job)
 	claims := namedClaims(job)
-	if name == "" || len(claims) == 0 || !podsMayBeCreated(job, pods) {
+	if name == "" || len(claims) == 0 {
 		return v, nil
 	}
 	account := &corev1.ServiceAccount{}
