@@ -85,16 +85,20 @@ func podNames(pods []*corev1.Pod) sets.Set[string] {
 
 // decideClaims returns the claims to create before the job's pods, or why a volume can
 // never be served, naming its field: an existing claim or a storage class that does not
-// exist, or a claim of the name tfk8s would create that is not the job's.
-func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.PersistentVolumeClaim, invalid string) {
+// exist, or a claim of the name tfk8s would create that is not the job's. unread:
+// observe did not read the volumes, and the pods wait for a reconcile that does.
+func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.PersistentVolumeClaim, invalid string, unread bool) {
+	if len(views) < len(job.Spec.Volumes) {
+		return nil, "", true
+	}
 	for i, vv := range views {
 		v := &job.Spec.Volumes[i]
 		field := fmt.Sprintf("spec.volumes[%d]", i)
 		switch {
 		case vv.classMissing:
-			return nil, fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *v.StorageClassName)
+			return nil, fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *v.StorageClassName), false
 		case v.ExistingClaim != "" && vv.claim == nil:
-			return nil, fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace)
+			return nil, fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace), false
 		case v.ExistingClaim != "":
 		case vv.claim == nil:
 			create = append(create, build.Claim(job, v))
@@ -102,11 +106,11 @@ func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.Persist
 			if whose := claimForeign(job, v, vv.claim); whose != "" {
 				return nil, fmt.Sprintf("%s.name %q: claim %s already exists and %s; the controller mounts only a claim "+
 					"it created for this job: rename the volume or the job, or ask an admin to mount the claim with existingClaim",
-					field, v.Name, vv.claim.Name, whose)
+					field, v.Name, vv.claim.Name, whose), false
 			}
 		}
 	}
-	return create, ""
+	return create, "", false
 }
 
 // createClaims creates the claims decideClaims planned. One created meanwhile by
