@@ -264,14 +264,8 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", srv.Listener.Addr().String())
 	}}}
 
-	job := testutil.MakeTFJob("j", "ns").Chief().Obj()
+	job, pod := progressJob("ns")
 	job.UID = "job-1"
-	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
-		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
-			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
 	st := &tfv1.TFJobStatus{}
 	start := time.Now()
 	r, now := &TFJobReconciler{polls: newProgressPoller(c, 1, 1)}, metav1.Now()
@@ -466,4 +460,17 @@ func TestProgressPollQueuesAReconcileOnlyForANewReading(t *testing.T) {
 			t.Errorf("%s: done = %v, want %v (true queues a reconcile)", s.name, got, s.want)
 		}
 	}
+}
+
+// progressJob is a job of a chief whose pod serves its progress, and that pod, running
+// at 10.1.2.3.
+func progressJob(ns string) (*tfv1.TFJob, *corev1.Pod) {
+	job := testutil.MakeTFJob("j", ns).Chief().Obj()
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
+		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
+	return job, pod
 }
