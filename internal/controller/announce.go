@@ -98,6 +98,17 @@ func (r *TFJobReconciler) emit(job *tfv1.TFJob, events []jobEvent) {
 	}
 }
 
+// warnings are the events of type Warning.
+func warnings(events []jobEvent) []jobEvent {
+	var out []jobEvent
+	for _, e := range events {
+		if e.eventType == corev1.EventTypeWarning {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // event records an event on the job; unit tests run the reconciler without a recorder.
 func (r *TFJobReconciler) event(job *tfv1.TFJob, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -144,6 +143,10 @@ func nameTakenMessage(rival string) string {
 		"so this job does not run and leaves them alone; delete this job and submit it again under another name", rival)
 }
 
+// unreadWait is how long the pods of a job wait when observe did not read what
+// creating them needs (startsPods found none to create): the next reconcile reads it.
+const unreadWait = time.Second
+
 // planStart decides what running the job writes: the pods of an earlier job to clear
 // (their names are not free yet), the failed pods due for re-creation, and the missing
 // pods with what builds them.
@@ -152,19 +155,19 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	sp.gang, sp.gangRefused = decideGang(job, w.gang)
 	sp.services = decideServices(job, w.services)
 	sp.retries, sp.retryIn = planRetries(o.retry, r.RetryBackoff, now)
-	taken := sets.New[string]()
-	for _, pod := range w.foreign {
-		taken.Insert(pod.Name)
-	}
-	sp.missing = missingReplicas(job, o, taken)
+	sp.missing = missingReplicas(job, o, podNames(w.foreign))
 	if len(sp.missing) == 0 {
 		return sp
 	}
-	sp.claims, sp.invalidVolume = decideClaims(job, w.volumes)
+	var unreadVolumes, unreadClaims bool
+	sp.claims, sp.invalidVolume, unreadVolumes = decideClaims(job, w.volumes)
 	if sp.invalidVolume == "" {
-		sp.invalidVolume = decideNotebookClaims(job, w.notebook)
+		sp.invalidVolume, unreadClaims = decideNotebookClaims(job, w.notebook)
 	}
 	sp.holdFor = w.refusals.wait
+	if sp.holdFor == 0 && (unreadVolumes || unreadClaims) {
+		sp.holdFor = unreadWait // observe and decide disagreed: never create unchecked
+	}
 	sp.firstBatch = firstBatch(len(sp.missing), cap(r.createSlots), w.refusals.refusedLately)
 	sp.opts = r.PodOptions
 	sp.opts.Agent.ImageVolume = r.imageVolumes.imageVolumes()

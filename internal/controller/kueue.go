@@ -214,9 +214,9 @@ func anyLive(pods []*corev1.Pod) bool {
 }
 
 // readFlavors reads the resource flavors Kueue admitted the job's pod sets to, when
-// its pods may be created; a flavor that is gone places nothing.
-func (r *TFJobReconciler) readFlavors(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod, v *kueueView) (map[string]*resourceFlavorSpec, error) {
-	if v == nil || v.status == nil || v.status.Admission == nil || !podsMayBeCreated(job, pods) {
+// its pods are about to be created (starting); a flavor that is gone places nothing.
+func (r *TFJobReconciler) readFlavors(ctx context.Context, starting bool, v *kueueView) (map[string]*resourceFlavorSpec, error) {
+	if !starting || v == nil || v.status == nil || v.status.Admission == nil {
 		return nil, nil
 	}
 	flavors := map[string]*resourceFlavorSpec{}

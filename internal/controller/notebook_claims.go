@@ -74,11 +74,12 @@ func claimMountable(claim *corev1.PersistentVolumeClaim, account *corev1.Service
 	return false
 }
 
-// notebookView is what observe reads of a notebook's job's named claims: the
-// notebook's account (nil when the job's creator is no notebook account), each claim
-// the job names (nil when absent), and, for a claim that is neither the notebook's nor
-// shared, whether the account may read it.
+// notebookView is what observe reads of a notebook's job's named claims: whether it
+// read at all, the notebook's account (nil when the job's creator is no notebook
+// account), each claim the job names (nil when absent), and, for a claim that is
+// neither the notebook's nor shared, whether the account may read it.
 type notebookView struct {
+	read    bool
 	account *corev1.ServiceAccount
 	claims  map[string]*corev1.PersistentVolumeClaim
 	mayGet  map[string]bool
@@ -87,12 +88,13 @@ type notebookView struct {
 // readNotebookClaims reads what holds a notebook's job to the claims admission let it
 // name, now that its pods are about to mount them: a claim that did not exist at
 // admission (say, the home of a notebook not yet started) was not checked then. A job
-// of any other creator reads nothing. It reads around the cache, as readVolumes does.
-func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) (notebookView, error) {
-	var v notebookView
+// of any other creator reads nothing. It reads around the cache, as readVolumes does,
+// and only when observe finds pods about to be created (startsPods).
+func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJob) (notebookView, error) {
+	v := notebookView{read: true}
 	name := notebookAccount(job)
 	claims := namedClaims(job)
-	if name == "" || len(claims) == 0 || !podsMayBeCreated(job, pods) {
+	if name == "" || len(claims) == 0 {
 		return v, nil
 	}
 	account := &corev1.ServiceAccount{}
@@ -132,25 +134,30 @@ func (r *TFJobReconciler) readNotebookClaims(ctx context.Context, job *tfv1.TFJo
 
 // decideNotebookClaims says why a notebook's job may not mount a claim it names, or "":
 // each must exist, and be the notebook account's, shared, or readable by that account.
-func decideNotebookClaims(job *tfv1.TFJob, v notebookView) (invalid string) {
+// unread: observe did not read what a claim needs judging by, and the pods wait for a
+// reconcile that does, rather than mount a claim nobody checked.
+func decideNotebookClaims(job *tfv1.TFJob, v notebookView) (invalid string, unread bool) {
+	if !v.read {
+		return "", notebookAccount(job) != "" && len(namedClaims(job)) > 0
+	}
 	if v.account == nil {
-		return ""
+		return "", false
 	}
 	name := v.account.Name
 	for _, c := range namedClaims(job) {
 		claim, read := v.claims[c.name]
 		switch {
 		case !read:
-			return "" // not read: an earlier claim ended the reading, and is judged first
+			return "", true
 		case claim == nil:
 			return fmt.Sprintf("%s: claim %s does not exist; a job of notebook account %s mounts only claims that exist when its pods are made",
-				c.field, c.name, name)
+				c.field, c.name, name), false
 		case !claimMountable(claim, v.account) && !v.mayGet[c.name]:
 			return fmt.Sprintf("%s: claim %s: a job of notebook account %s may mount only the claims its notebook owns, those labelled %s=true, and those that account may read",
-				c.field, c.name, name, tfv1.LabelSharedClaim)
+				c.field, c.name, name, tfv1.LabelSharedClaim), false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get

@@ -65,3 +65,58 @@ func TestClaimMountable(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideNotebookClaims: a notebook's job mounts the claims it names only once each
+// is read and found its notebook's, shared, or readable by the notebook's account; a
+// claim observe did not read makes the pods wait rather than pass unchecked.
+func TestDecideNotebookClaims(t *testing.T) {
+	job := testutil.MakeTFJob("j", "team").Workers(1).Obj()
+	job.Annotations = map[string]string{tfv1.AnnotationCreator: "system:serviceaccount:team:nb"}
+	job.Spec.Volumes = []tfv1.JobVolume{{Name: "home", ExistingClaim: "nb-home"}, {Name: "data", ExistingClaim: "datasets"}}
+	other := job.DeepCopy()
+	other.Annotations[tfv1.AnnotationCreator] = "alice"
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nb", UID: "uid-nb"}}
+	home := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nb-home",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: "nb", UID: "uid-nb"}}}}
+	datasets := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "datasets"}}
+	claims := func(kv ...any) map[string]*corev1.PersistentVolumeClaim {
+		m := map[string]*corev1.PersistentVolumeClaim{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)], _ = kv[i+1].(*corev1.PersistentVolumeClaim)
+		}
+		return m
+	}
+	type result struct {
+		Invalid string
+		Unread  bool
+	}
+	cases := []struct {
+		name string
+		job  *tfv1.TFJob
+		v    notebookView
+		want result
+	}{
+		{name: "not read", job: job, want: result{Unread: true}},
+		{name: "another creator, not read", job: other},
+		{name: "read, the creator no notebook account", job: job, v: notebookView{read: true}},
+		{name: "a claim not read", job: job, v: notebookView{read: true, account: account, claims: claims("nb-home", home)},
+			want: result{Unread: true}},
+		{name: "its home, and a claim it may read", job: job,
+			v: notebookView{read: true, account: account, claims: claims("nb-home", home, "datasets", datasets), mayGet: map[string]bool{"datasets": true}}},
+		{name: "a claim that does not exist", job: job, v: notebookView{read: true, account: account, claims: claims("nb-home", nil)},
+			want: result{Invalid: "spec.volumes[0].existingClaim: claim nb-home does not exist; a job of notebook account nb mounts only claims that exist when its pods are made"}},
+		{name: "a claim it may not read", job: job,
+			v: notebookView{read: true, account: account, claims: claims("nb-home", home, "datasets", datasets), mayGet: map[string]bool{"datasets": false}},
+			want: result{Invalid: "spec.volumes[1].existingClaim: claim datasets: a job of notebook account nb may mount only the claims its notebook owns, " +
+				"those labelled tfk8s.io/shared-claim=true, and those that account may read"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got result
+			got.Invalid, got.Unread = decideNotebookClaims(tc.job, tc.v)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decideNotebookClaims (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

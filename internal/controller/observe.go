@@ -17,7 +17,9 @@ import (
 )
 
 // world is what one reconcile reads before it decides anything: observe gathers it and
-// writes nothing, so that every write of the reconcile follows the decision.
+// writes nothing, so that every write of the reconcile follows the decision. (The
+// SubjectAccessReview it may send for a notebook's claim is a question the API server
+// answers and stores nothing of.)
 type world struct {
 	// job is the job to reconcile, nil when it is gone; stored is a Kubeflow job's
 	// status as stored (readJob).
@@ -41,13 +43,14 @@ type world struct {
 	services serviceView
 	// gang is the job's gang scheduler as discovery serves it.
 	gang gangView
-	// volumes are the claims and storage classes the job's volumes name, read when
-	// its pods may be created.
+	// starting: pods of the job are about to be created (startsPods), and what
+	// creating them needs is read: volumes are the claims and storage classes the
+	// job's volumes name, notebook a notebook's claims, flavors the resource flavors
+	// Kueue admitted the job to. Each is read around the cache, so only then.
+	starting bool
 	volumes  []volumeView
 	notebook notebookView
-	// flavors are the resource flavors Kueue admitted the job to, when pods may be
-	// created.
-	flavors map[string]*resourceFlavorSpec
+	flavors  map[string]*resourceFlavorSpec
 	// refusals is what the API server's last refusals of pods hold back.
 	refusals refusalView
 	// tensorBoard is the job's TensorBoard as it exists.
@@ -99,14 +102,17 @@ func (r *TFJobReconciler) observe(ctx context.Context, req ctrl.Request) (*world
 // observeLive reads what deciding on a live job needs beyond its pods: its Kueue
 // Workload and flavors, a job of the other API with its name, its Services, its gang
 // scheduler's API, its TensorBoard, the clock, the refusals of its pods, its polled
-// progress, and, when pods may be created, the claims and classes its volumes name.
+// progress, and, when pods are about to be created, the claims and classes its
+// volumes name.
 func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
 	job := w.job
 	var err error
 	if w.kueue, w.rival, err = r.observeNeighbours(ctx, job, w.pods); err != nil {
 		return err
 	}
-	if w.flavors, err = r.readFlavors(ctx, job, w.pods, w.kueue); err != nil {
+	w.now = metav1.NewTime(r.clock.Now())
+	w.starting = startsPods(w)
+	if w.flavors, err = r.readFlavors(ctx, w.starting, w.kueue); err != nil {
 		return err
 	}
 	if !jobFinished(&job.Status) && !jobSuspended(job) {
@@ -118,16 +124,15 @@ func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
 		return err
 	}
 	w.tensorBoard = r.readTensorBoard(ctx, job)
-	w.now = metav1.NewTime(r.clock.Now())
 	w.refusals = r.readRefusals(job, w.now.Time)
-	w.progress = progressPolls.peek(job.UID, w.now.Time)
-	if w.refusals.wait > 0 {
+	w.progress = r.progressPoller().peek(job.UID, w.now.Time)
+	if w.refusals.wait > 0 || !w.starting {
 		return nil // while pods are held back, their volumes wait too
 	}
-	if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
+	if w.volumes, err = r.readVolumes(ctx, job); err != nil {
 		return err
 	}
-	w.notebook, err = r.readNotebookClaims(ctx, job, w.pods)
+	w.notebook, err = r.readNotebookClaims(ctx, job)
 	return err
 }
 

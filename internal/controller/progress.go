@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -96,11 +97,11 @@ func (r *TFJobReconciler) planProgress(job *tfv1.TFJob, pods []*corev1.Pod, st *
 func (r *TFJobReconciler) syncProgress(ctx context.Context, job *tfv1.TFJob, p progressPlan, now metav1.Time) time.Duration {
 	switch {
 	case p.forget:
-		progressPolls.forget(job.UID)
+		r.progressPoller().forget(job.UID)
 	case p.poll != nil:
 		req := *p.poll
 		req.notify = r.progressNotify
-		return progressPolls.ask(ctx, job.UID, req, now.Time)
+		return r.progressPoller().ask(ctx, job.UID, req, now.Time)
 	}
 	return p.wait
 }
@@ -252,6 +253,14 @@ func finishedProgress(p *tfv1.TrainingProgress) *tfv1.TrainingProgress {
 // progressPolls polls the running jobs' lead replicas for every reconciler.
 var progressPolls = newProgressPoller(progressClient, progressPollers, progressQueue)
 
+// progressPoller is the poller of the reconciler: its own when a test gave it one.
+func (r *TFJobReconciler) progressPoller() *progressPoller {
+	if r.polls != nil {
+		return r.polls
+	}
+	return progressPolls
+}
+
 // progressPoller polls on a fixed number of goroutines, fed by a bounded queue, and
 // keeps each job's last result until the next one replaces it. Entries of jobs gone
 // without finishing are swept once they are stale.
@@ -378,7 +387,8 @@ func (p *progressPoller) run() {
 }
 
 // done records a poll's outcome, and reports whether it brought a new answer for the
-// job's status.
+// job's status: a reading other than the one kept. An unchanged reading queues no
+// reconcile, so that a job whose training stalls costs none per poll.
 func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -391,8 +401,9 @@ func (p *progressPoller) done(uid types.UID, lp *tfjob.LiveProgress, err error) 
 		jp.failures++
 		return false
 	}
+	changed := lp != nil && !reflect.DeepEqual(lp, jp.result)
 	jp.failures, jp.result = 0, lp
-	return lp != nil
+	return changed
 }
 
 // forget drops a finished job.

@@ -263,22 +263,13 @@ func TestProgressPollDoesNotHoldTheReconcile(t *testing.T) {
 	c := &http.Client{Timeout: progressTimeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", srv.Listener.Addr().String())
 	}}}
-	saved := progressPolls
-	progressPolls = newProgressPoller(c, 1, 1)
-	defer func() { progressPolls = saved }()
 
-	job := testutil.MakeTFJob("j", "ns").Chief().Obj()
+	job, pod := progressJob("ns")
 	job.UID = "job-1"
-	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
-		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
-			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
 	st := &tfv1.TFJobStatus{}
 	start := time.Now()
-	r, now := &TFJobReconciler{}, metav1.Now()
-	wait := r.syncProgress(context.Background(), job, r.planProgress(job, []*corev1.Pod{pod}, st, progressPolls.peek(job.UID, now.Time), now), now)
+	r, now := &TFJobReconciler{polls: newProgressPoller(c, 1, 1)}, metav1.Now()
+	wait := r.syncProgress(context.Background(), job, r.planProgress(job, []*corev1.Pod{pod}, st, r.polls.peek(job.UID, now.Time), now), now)
 	if took := time.Since(start); took > progressTimeout/4 {
 		t.Errorf("syncProgress took %v with the pod silent, want it not to wait on the poll (timeout %v)", took, progressTimeout)
 	}
@@ -442,4 +433,44 @@ func TestNotifyProgressQueuesTheJob(t *testing.T) {
 	if len(ch) != 0 {
 		t.Errorf("%d more notices queued, want the second dropped", len(ch))
 	}
+}
+
+func TestProgressPollQueuesAReconcileOnlyForANewReading(t *testing.T) {
+	p := newProgressPoller(nil, 0, 1)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	steps := []struct {
+		name string
+		lp   *tfjob.LiveProgress
+		err  error
+		want bool
+	}{
+		{name: "first reading", lp: &tfjob.LiveProgress{Step: 5}, want: true},
+		{name: "the same reading", lp: &tfjob.LiveProgress{Step: 5}},
+		{name: "a failed poll", err: errors.New("i/o timeout")},
+		{name: "the same reading after a failure", lp: &tfjob.LiveProgress{Step: 5}},
+		{name: "a later step", lp: &tfjob.LiveProgress{Step: 6}, want: true},
+		{name: "a new metric", lp: &tfjob.LiveProgress{Step: 6, Metrics: []tfjob.LiveMetric{{Name: "loss", Value: "0.5"}}}, want: true},
+		{name: "the same metric", lp: &tfjob.LiveProgress{Step: 6, Metrics: []tfjob.LiveMetric{{Name: "loss", Value: "0.5"}}}},
+		{name: "no reading served", lp: nil},
+	}
+	for _, s := range steps {
+		p.ask(context.Background(), "a", pollRequest{}, now)
+		<-p.queue
+		if got := p.done("a", s.lp, s.err); got != s.want {
+			t.Errorf("%s: done = %v, want %v (true queues a reconcile)", s.name, got, s.want)
+		}
+	}
+}
+
+// progressJob is a job of a chief whose pod serves its progress, and that pod, running
+// at 10.1.2.3.
+func progressJob(ns string) (*tfv1.TFJob, *corev1.Pod) {
+	job := testutil.MakeTFJob("j", ns).Chief().Obj()
+	job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/x", Paths: []string{"/ckpt"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-chief-0", UID: "u",
+		Labels: map[string]string{tfv1.LabelReplicaType: "chief", tfv1.LabelReplicaIndex: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow",
+			Env: []corev1.EnvVar{{Name: tfjob.EnvProgressPort, Value: strconv.Itoa(tfjob.ProgressPort)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}}
+	return job, pod
 }

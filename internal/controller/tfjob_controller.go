@@ -69,6 +69,8 @@ type TFJobReconciler struct {
 	// progressNotify asks for the reconcile of a job whose progress poll brought an
 	// answer; nil without a manager.
 	progressNotify func(types.NamespacedName)
+	// polls polls the jobs' lead replicas; the shared progressPolls when nil.
+	polls *progressPoller
 	// imageVolumes says whether the nodes mount the agent's image; nil without a
 	// manager: init containers.
 	imageVolumes *imageVolumeDetector
@@ -198,11 +200,16 @@ func (r *TFJobReconciler) act(ctx context.Context, w *world, p *plan) (ctrl.Resu
 
 	// 4. Write the status once, if it changed; right after pods were created, routine
 	// changes wait for the batch period, so a burst of jobs costs one write each.
-	// The events of the act steps follow the write, as the status changes' do.
+	// The events of the act steps say what they just did: they follow the write when
+	// there is one, and are emitted at once when it is deferred. When the write
+	// fails, their warnings are emitted all the same: the next reconcile does not
+	// repeat a refused creation while its backoff lasts (holdFor), so its warning
+	// would be lost; the status changes are announced only once written.
 	if wait := r.statusDeferral(run, p.o); wait > 0 {
 		requeue = minPositive(requeue, wait)
 		r.emit(run, out.events)
 	} else if err := r.writeStatus(ctx, run, w.stored, st); err != nil {
+		r.emit(run, warnings(out.events))
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	} else {
 		r.emit(run, out.events)

@@ -9,11 +9,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/controller/build"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // volumeView is what observe reads of each of the job's volumes, in spec.volumes'
@@ -24,12 +24,12 @@ type volumeView struct {
 	classMissing bool
 }
 
-// readVolumes reads the claims and storage classes the job's volumes name, when its
-// pods may be about to be created: a replica has no pod. It reads the API server
-// directly rather than a cache, so that the controller watches no claims or classes,
-// and stops at the first volume that can never be served.
-func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob, pods []*corev1.Pod) ([]volumeView, error) {
-	if len(job.Spec.Volumes) == 0 || !podsMayBeCreated(job, pods) {
+// readVolumes reads the claims and storage classes the job's volumes name; observe
+// calls it only when its pods are about to be created (startsPods). It reads the API
+// server directly rather than a cache, so that the controller watches no claims or
+// classes, and stops at the first volume that can never be served.
+func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob) ([]volumeView, error) {
+	if len(job.Spec.Volumes) == 0 {
 		return nil, nil
 	}
 	out := make([]volumeView, len(job.Spec.Volumes))
@@ -57,42 +57,48 @@ func (r *TFJobReconciler) readVolumes(ctx context.Context, job *tfv1.TFJob, pods
 	return out, nil
 }
 
-// podsMayBeCreated reports whether this reconcile may create pods of the job: it has
-// not finished, is not suspended, and a replica of its spec has no pod.
-func podsMayBeCreated(job *tfv1.TFJob, pods []*corev1.Pod) bool {
-	return !jobFinished(&job.Status) && !jobSuspended(job) && replicaWithoutPod(job, pods)
+// startsPods reports whether decide will find pods of the job to create, as planStart
+// does: the job has not finished, is neither suspended nor held by Kueue, holds its
+// name, and a replica to start now has no pod (missingReplicas, which waits for the
+// parameter servers under PSFirst). Observe reads around the cache what creating pods
+// needs only then, so that a job waiting costs the API server nothing per reconcile.
+func startsPods(w *world) bool {
+	job := w.job
+	if w.rival != "" || jobSuspended(job) {
+		return false
+	}
+	if kp := decideKueue(job, w.pods, w.kueue); kp.holdReason != "" || kp.unavailable != "" {
+		return false
+	}
+	o := observePods(job, w.pods, w.now)
+	return !jobFinished(o.status) && len(missingReplicas(job, o, podNames(w.foreign))) > 0
 }
 
-// replicaWithoutPod reports whether a replica of the job's spec has no pod.
-func replicaWithoutPod(job *tfv1.TFJob, pods []*corev1.Pod) bool {
-	have := map[ReplicaKey]bool{}
+// podNames are the names of pods.
+func podNames(pods []*corev1.Pod) sets.Set[string] {
+	names := sets.New[string]()
 	for _, pod := range pods {
-		if key, ok := podKey(pod); ok {
-			have[key] = true
-		}
+		names.Insert(pod.Name)
 	}
-	for rt, spec := range job.Spec.TFReplicaSpecs {
-		for i := range tfjob.Replicas(spec) {
-			if !have[ReplicaKey{Type: rt, Index: i}] {
-				return true
-			}
-		}
-	}
-	return false
+	return names
 }
 
 // decideClaims returns the claims to create before the job's pods, or why a volume can
 // never be served, naming its field: an existing claim or a storage class that does not
-// exist, or a claim of the name tfk8s would create that is not the job's.
-func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.PersistentVolumeClaim, invalid string) {
+// exist, or a claim of the name tfk8s would create that is not the job's. unread:
+// observe did not read the volumes, and the pods wait for a reconcile that does.
+func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.PersistentVolumeClaim, invalid string, unread bool) {
+	if len(views) < len(job.Spec.Volumes) {
+		return nil, "", true
+	}
 	for i, vv := range views {
 		v := &job.Spec.Volumes[i]
 		field := fmt.Sprintf("spec.volumes[%d]", i)
 		switch {
 		case vv.classMissing:
-			return nil, fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *v.StorageClassName)
+			return nil, fmt.Sprintf("%s.storageClassName: storage class %q does not exist", field, *v.StorageClassName), false
 		case v.ExistingClaim != "" && vv.claim == nil:
-			return nil, fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace)
+			return nil, fmt.Sprintf("%s.existingClaim: claim %q does not exist in namespace %s", field, v.ExistingClaim, job.Namespace), false
 		case v.ExistingClaim != "":
 		case vv.claim == nil:
 			create = append(create, build.Claim(job, v))
@@ -100,11 +106,11 @@ func decideClaims(job *tfv1.TFJob, views []volumeView) (create []*corev1.Persist
 			if whose := claimForeign(job, v, vv.claim); whose != "" {
 				return nil, fmt.Sprintf("%s.name %q: claim %s already exists and %s; the controller mounts only a claim "+
 					"it created for this job: rename the volume or the job, or ask an admin to mount the claim with existingClaim",
-					field, v.Name, vv.claim.Name, whose)
+					field, v.Name, vv.claim.Name, whose), false
 			}
 		}
 	}
-	return create, ""
+	return create, "", false
 }
 
 // createClaims creates the claims decideClaims planned. One created meanwhile by

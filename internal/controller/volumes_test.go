@@ -3,7 +3,10 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -49,6 +52,57 @@ func TestClaimForeign(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := claimForeign(job, tc.v, tc.claim); got != tc.want {
 				t.Errorf("claimForeign = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecideClaims: the claims a job's volumes need are created before its pods, an
+// existing claim or class that is missing fails the job naming the field, and volumes
+// observe did not read make the pods wait.
+func TestDecideClaims(t *testing.T) {
+	job := testutil.MakeTFJob("train", "team").UID("uid-job").Workers(1).Obj()
+	job.Spec.Volumes = []tfv1.JobVolume{
+		{Name: "data", MountPath: "/data", Size: ptr.To(resource.MustParse("1Gi")), StorageClassName: ptr.To("fast")},
+		{Name: "shared", MountPath: "/shared", ExistingClaim: "team-shared"},
+	}
+	ours := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "train-data",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "TFJob", Name: "train", UID: "uid-job", Controller: ptr.To(true)}}}}
+	theirs := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "train-data"}}
+	shared := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "team-shared"}}
+	cases := []struct {
+		name        string
+		views       []volumeView
+		wantCreate  []string
+		wantInvalid string
+		wantUnread  bool
+	}{
+		{name: "not read", wantUnread: true},
+		{name: "read in part", views: []volumeView{{claim: ours}}, wantUnread: true},
+		{name: "claim to create", views: []volumeView{{}, {claim: shared}}, wantCreate: []string{"train-data"}},
+		{name: "all there", views: []volumeView{{claim: ours}, {claim: shared}}},
+		{name: "class missing", views: []volumeView{{classMissing: true}, {}},
+			wantInvalid: `spec.volumes[0].storageClassName: storage class "fast" does not exist`},
+		{name: "existing claim missing", views: []volumeView{{claim: ours}, {}},
+			wantInvalid: `spec.volumes[1].existingClaim: claim "team-shared" does not exist in namespace team`},
+		{name: "a claim of the name not the job's", views: []volumeView{{claim: theirs}, {claim: shared}},
+			wantInvalid: `spec.volumes[0].name "data": claim train-data already exists and is owned by nothing; the controller mounts only a claim ` +
+				"it created for this job: rename the volume or the job, or ask an admin to mount the claim with existingClaim"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			create, invalid, unread := decideClaims(job, tc.views)
+			var names []string
+			for _, c := range create {
+				names = append(names, c.Name)
+			}
+			type result struct {
+				Create  []string
+				Invalid string
+				Unread  bool
+			}
+			if diff := cmp.Diff(result{tc.wantCreate, tc.wantInvalid, tc.wantUnread}, result{names, invalid, unread}); diff != "" {
+				t.Errorf("decideClaims (-want +got):\n%s", diff)
 			}
 		})
 	}

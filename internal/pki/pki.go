@@ -1,7 +1,8 @@
-// Package pki makes the certificates tfk8s's clusters and tests serve TLS with: a
-// self-signed CA and the serving certificates it signs. The caller picks the keys, so
-// that each user keeps the key type its reader wants (ECDSA for the control plane, RSA
-// for Kueue's certificate rotator, which parses PKCS #1 alone).
+// Package pki makes the certificates tfk8s's clusters and tests use for TLS: a
+// self-signed CA and the certificates it signs, for serving, for a client to
+// authenticate with, and for a cluster's peers, which do both. The caller picks the
+// keys, so that each user keeps the key type its reader wants (ECDSA for the control
+// plane, RSA for Kueue's certificate rotator, which parses PKCS #1 alone).
 package pki
 
 import (
