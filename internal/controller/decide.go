@@ -65,6 +65,12 @@ type startPlan struct {
 	// invalidVolume fails the job instead, naming the volume that cannot be served.
 	claims        []*corev1.PersistentVolumeClaim
 	invalidVolume string
+	// deviceClaims are the ResourceClaimTemplates to create before the pods;
+	// deviceClaimWait holds the pods back while one a deleted job of the name left is
+	// collected; invalidDeviceClaim fails the job instead, naming the field.
+	deviceClaims       []newDeviceClaim
+	deviceClaimWait    time.Duration
+	invalidDeviceClaim string
 	// services are what the job's Services need.
 	services servicePlan
 	// holdFor is how long the delay after the API server's last refusal of the job's
@@ -161,6 +167,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 		return sp
 	}
 	sp.claims, sp.invalidVolume = decideClaims(job, w.volumes)
+	sp.deviceClaims, sp.deviceClaimWait, sp.invalidDeviceClaim = decideDeviceClaims(job, w.devices)
 	if sp.invalidVolume == "" {
 		sp.invalidVolume = decideNotebookClaims(job, w.notebook)
 	}

@@ -56,6 +56,9 @@ type world struct {
 	progress progressView
 	// now is the reconcile's one reading of the clock.
 	now metav1.Time
+	// devices are the DeviceClasses and templates the job's deviceClaims need, read
+	// when its pods may be created.
+	devices deviceClaimView
 }
 
 // tensorBoardView is the job's TensorBoard Deployment and Service as the cache holds
@@ -123,6 +126,9 @@ func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
 	w.progress = progressPolls.peek(job.UID, w.now.Time)
 	if w.refusals.wait > 0 {
 		return nil // while pods are held back, their volumes wait too
+	}
+	if w.devices, err = r.readDeviceClaims(ctx, job, w.pods); err != nil {
+		return err
 	}
 	if w.volumes, err = r.readVolumes(ctx, job, w.pods); err != nil {
 		return err
