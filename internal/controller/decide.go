@@ -110,6 +110,8 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	switch {
 	case w.rival != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonJobNameTaken, nameTakenMessage(w.rival), now)
+	case p.kueue.devicesRefused != "" && !jobFinished(st):
+		finish(st, tfv1.JobFailed, tfv1.ReasonInvalidDeviceClaim, p.kueue.devicesRefused, now)
 	case p.kueue.unavailable != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, p.kueue.unavailable, now)
 	case p.kueue.holdReason != "":

@@ -160,6 +160,22 @@ func templateOwner(job *tfv1.TFJob, tmpl *resourcev1.ResourceClaimTemplate) stri
 	}
 }
 
+// queuedDeviceClaim says why a job waiting in a Kueue queue may not ask for devices by
+// deviceClaim, naming the field, or "". Kueue (v0.19) counts DRA claims only of
+// DeviceClasses an admin maps in its deviceClassMappings, reading the
+// ResourceClaimTemplates when the Workload is made, while tfk8s makes them only once
+// admitted: the job's Workload carries no claim, and Kueue would admit it without
+// counting its devices against the queue's quota.
+func queuedDeviceClaim(job *tfv1.TFJob, queue string) string {
+	types := deviceClaimTypes(job)
+	if len(types) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the job waits in Kueue queue %s (label %s), and Kueue is not told of the devices a deviceClaim asks for, "+
+		"so it would admit the job without counting them against the queue's quota; in a queue, ask for GPUs by resources.limits (nvidia.com/gpu), or remove the label",
+		deviceClaimField(types[0]), queue, tfv1.LabelKueueQueue)
+}
+
 // deviceClaimField is the field of the job's spec a replica type's deviceClaim is.
 func deviceClaimField(rt tfv1.ReplicaType) string {
 	return fmt.Sprintf("spec.tfReplicaSpecs[%s].deviceClaim", rt)

@@ -244,3 +244,27 @@ func TestDeviceClaimTemplateLeftByDeletedJobIsWaitedFor(t *testing.T) {
 		t.Errorf("job failed: %s: %s", c.Reason, c.Message)
 	}
 }
+
+// TestQueuedDeviceClaimFailsTheJob: a job in a Kueue queue that asks for devices by
+// deviceClaim fails with InvalidDeviceClaim naming the field: its Workload would not
+// carry the devices, and Kueue would admit it without counting them.
+func TestQueuedDeviceClaimFailsTheJob(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startController(t)
+	ctx := context.Background()
+	job := testutil.MakeTFJob("queued", ns).Workers(1).Obj()
+	job.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	c := conditionOf(waitCondition(t, ns, job.Name, tfv1.JobFailed), tfv1.JobFailed)
+	t.Logf("%s: %s", c.Reason, c.Message)
+	const want = "spec.tfReplicaSpecs[Worker].deviceClaim: the job waits in Kueue queue team-a (label kueue.x-k8s.io/queue-name)"
+	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, want) {
+		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, want)
+	}
+	if pods, err := jobPods(ctx, ns, job.Name); err != nil || len(pods) != 0 {
+		t.Errorf("pods %v (%v), want none", pods, err)
+	}
+}
