@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,26 +110,13 @@ func TestDeviceClaimGivesEachReplicaItsOwnClaim(t *testing.T) {
 func TestBadDeviceSelectorFailsTheJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
-	ctx := context.Background()
 	deviceClass(t, "gpu.example.com")
 	job := testutil.MakeTFJob("badcel", ns).Workers(1).Obj()
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{
 		DeviceClassName: "gpu.example.com",
 		Selectors:       []string{`device.driver == "gpu.example.com"`, `device.attributes["gpu.example.com"].model ==`},
 	}
-	if err := k8sClient.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	got := waitCondition(t, ns, job.Name, tfv1.JobFailed)
-	c := conditionOf(got, tfv1.JobFailed)
-	t.Logf("%s: %s", c.Reason, c.Message)
-	const field = "spec.tfReplicaSpecs[Worker].deviceClaim.selectors[1]: "
-	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, field) {
-		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, field)
-	}
-	if pods, err := jobPods(ctx, ns, job.Name); err != nil || len(pods) != 0 {
-		t.Errorf("pods %v (%v), want none", pods, err)
-	}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim.selectors[1]: ")
 }
 
 // TestDeviceClaimTemplateOfAnotherIsNotUsed: a template that already holds the name of
@@ -149,19 +135,7 @@ func TestDeviceClaimTemplateOfAnotherIsNotUsed(t *testing.T) {
 	if err := k8sClient.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8sClient.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	got := waitCondition(t, ns, job.Name, tfv1.JobFailed)
-	c := conditionOf(got, tfv1.JobFailed)
-	const want = "spec.tfReplicaSpecs[Worker].deviceClaim: ResourceClaimTemplate taken-worker-devices already exists and is owned by nothing"
-	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, want) {
-		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, want)
-	}
-	pods := &corev1.PodList{}
-	if err := k8sClient.List(ctx, pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
-		t.Errorf("%d pods (%v), want none", len(pods.Items), err)
-	}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim: ResourceClaimTemplate taken-worker-devices already exists and is owned by nothing")
 }
 
 // deviceClass makes sure the cluster-wide DeviceClass of the name exists: tfk8s fails a
@@ -180,20 +154,9 @@ func deviceClass(t *testing.T, name string) {
 func TestMissingDeviceClassFailsTheJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
-	ctx := context.Background()
 	job := testutil.MakeTFJob("noclass", ns).Workers(1).Obj()
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "nosuch.example.com"}
-	if err := k8sClient.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	c := conditionOf(waitCondition(t, ns, job.Name, tfv1.JobFailed), tfv1.JobFailed)
-	const want = `spec.tfReplicaSpecs[Worker].deviceClaim.deviceClassName: DeviceClass "nosuch.example.com" does not exist`
-	if c.Reason != tfv1.ReasonInvalidDeviceClaim || c.Message != want {
-		t.Errorf("Failed condition %s: %q; want %s: %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, want)
-	}
-	if pods, err := jobPods(ctx, ns, job.Name); err != nil || len(pods) != 0 {
-		t.Errorf("pods %v (%v), want none", pods, err)
-	}
+	wantDeviceClaimFailure(t, job, `spec.tfReplicaSpecs[Worker].deviceClaim.deviceClassName: DeviceClass "nosuch.example.com" does not exist`)
 }
 
 // TestDeviceClaimTemplateLeftByDeletedJobIsWaitedFor: a job submitted again under the
@@ -251,20 +214,26 @@ func TestDeviceClaimTemplateLeftByDeletedJobIsWaitedFor(t *testing.T) {
 func TestQueuedDeviceClaimFailsTheJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
-	ctx := context.Background()
 	job := testutil.MakeTFJob("queued", ns).Workers(1).Obj()
 	job.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim: the job waits in Kueue queue team-a (label kueue.x-k8s.io/queue-name)")
+}
+
+// wantDeviceClaimFailure creates the job and waits for it to fail with reason
+// InvalidDeviceClaim, its message starting with want, having made no pod.
+func wantDeviceClaimFailure(t *testing.T, job *tfv1.TFJob, want string) {
+	t.Helper()
+	ctx := context.Background()
 	if err := k8sClient.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	c := conditionOf(waitCondition(t, ns, job.Name, tfv1.JobFailed), tfv1.JobFailed)
+	c := conditionOf(waitCondition(t, job.Namespace, job.Name, tfv1.JobFailed), tfv1.JobFailed)
 	t.Logf("%s: %s", c.Reason, c.Message)
-	const want = "spec.tfReplicaSpecs[Worker].deviceClaim: the job waits in Kueue queue team-a (label kueue.x-k8s.io/queue-name)"
 	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, want) {
 		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, want)
 	}
-	if pods, err := jobPods(ctx, ns, job.Name); err != nil || len(pods) != 0 {
+	if pods, err := jobPods(ctx, job.Namespace, job.Name); err != nil || len(pods) != 0 {
 		t.Errorf("pods %v (%v), want none", pods, err)
 	}
 }
