@@ -236,6 +236,9 @@ type TFJobSpec struct {
 }
 
 // ReplicaSpec describes a group of identical replicas.
+// With a deviceClaim, no resourceClaim of the template may be named tfk8s-devices:
+// that is the pod's claim tfk8s makes from the deviceClaim.
+// +kubebuilder:validation:XValidation:rule="!has(self.deviceClaim) || !has(self.template.spec) || !has(self.template.spec.resourceClaims) || self.template.spec.resourceClaims.all(c, c.name != 'tfk8s-devices')",fieldPath=".template.spec.resourceClaims",message="the resourceClaim name tfk8s-devices is the claim tfk8s makes from deviceClaim: rename the template's own claim"
 type ReplicaSpec struct {
 	// Replicas is the number of replicas of this type.
 	// +kubebuilder:default=1

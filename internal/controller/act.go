@@ -72,7 +72,13 @@ func (r *TFJobReconciler) startPods(ctx context.Context, job *tfv1.TFJob, sp *st
 	if sp.holdFor > 0 {
 		return startOutcome{}, sp.holdFor, nil
 	}
-	if out, err := r.ensureDeviceClaims(ctx, job); out.failReason != "" || err != nil {
+	if sp.invalidDeviceClaim != "" {
+		return invalidDeviceClaim("%s", sp.invalidDeviceClaim), 0, nil
+	}
+	if sp.deviceClaimWait > 0 {
+		return startOutcome{}, sp.deviceClaimWait, nil
+	}
+	if out, err := r.createDeviceClaims(ctx, sp.deviceClaims); out.failReason != "" || err != nil {
 		return out, 0, err
 	}
 	if sp.invalidVolume != "" {

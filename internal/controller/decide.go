@@ -64,6 +64,12 @@ type startPlan struct {
 	// invalidVolume fails the job instead, naming the volume that cannot be served.
 	claims        []*corev1.PersistentVolumeClaim
 	invalidVolume string
+	// deviceClaims are the ResourceClaimTemplates to create before the pods;
+	// deviceClaimWait holds the pods back while one a deleted job of the name left is
+	// collected; invalidDeviceClaim fails the job instead, naming the field.
+	deviceClaims       []newDeviceClaim
+	deviceClaimWait    time.Duration
+	invalidDeviceClaim string
 	// services are what the job's Services need.
 	services servicePlan
 	// holdFor is how long the delay after the API server's last refusal of the job's
@@ -103,6 +109,8 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	switch {
 	case w.rival != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonJobNameTaken, nameTakenMessage(w.rival), now)
+	case p.kueue.devicesRefused != "" && !jobFinished(st):
+		finish(st, tfv1.JobFailed, tfv1.ReasonInvalidDeviceClaim, p.kueue.devicesRefused, now)
 	case p.kueue.unavailable != "" && !jobFinished(st):
 		finish(st, tfv1.JobFailed, tfv1.ReasonKueueUnavailable, p.kueue.unavailable, now)
 	case p.kueue.holdReason != "":
@@ -161,6 +169,7 @@ func (r *TFJobReconciler) planStart(job *tfv1.TFJob, o *observation, w *world, n
 	}
 	var unreadVolumes, unreadClaims bool
 	sp.claims, sp.invalidVolume, unreadVolumes = decideClaims(job, w.volumes)
+	sp.deviceClaims, sp.deviceClaimWait, sp.invalidDeviceClaim = decideDeviceClaims(job, w.devices)
 	if sp.invalidVolume == "" {
 		sp.invalidVolume, unreadClaims = decideNotebookClaims(job, w.notebook)
 	}

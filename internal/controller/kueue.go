@@ -104,6 +104,9 @@ type kueuePlan struct {
 	queue string
 	// unavailable fails the job: it is labelled for a queue Kueue does not serve.
 	unavailable string
+	// devicesRefused fails the job: it asks for devices by deviceClaim, which its
+	// Workload does not carry.
+	devicesRefused string
 	// create the job's Workload; active, when set, is its spec.active to write.
 	create bool
 	active *bool
@@ -125,6 +128,9 @@ func decideKueue(job *tfv1.TFJob, pods []*corev1.Pod, v *kueueView) kueuePlan {
 	p := kueuePlan{queue: v.queue}
 	switch {
 	case v.queue == "":
+		return p
+	case !jobFinished(&job.Status) && queuedDeviceClaim(job, v.queue) != "":
+		p.devicesRefused = queuedDeviceClaim(job, v.queue)
 		return p
 	case !v.served:
 		p.unavailable = fmt.Sprintf("the job is labelled %s=%s but the API server does not serve Kueue's %s %s: install Kueue, or remove the label",

@@ -59,6 +59,9 @@ type world struct {
 	progress progressView
 	// now is the reconcile's one reading of the clock.
 	now metav1.Time
+	// devices are the DeviceClasses and templates the job's deviceClaims need, read
+	// when its pods may be created.
+	devices deviceClaimView
 }
 
 // tensorBoardView is the job's TensorBoard Deployment and Service as the cache holds
@@ -128,6 +131,9 @@ func (r *TFJobReconciler) observeLive(ctx context.Context, w *world) error {
 	w.progress = r.progressPoller().peek(job.UID, w.now.Time)
 	if w.refusals.wait > 0 || !w.starting {
 		return nil // while pods are held back, their volumes wait too
+	}
+	if w.devices, err = r.readDeviceClaims(ctx, job); err != nil {
+		return err
 	}
 	if w.volumes, err = r.readVolumes(ctx, job); err != nil {
 		return err

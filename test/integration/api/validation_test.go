@@ -387,6 +387,18 @@ func TestInvalidTFJobsAreRefused(t *testing.T) {
 			wantField: "spec.tensorboard.logDir",
 			wantMsg:   "not in any of spec.volumes",
 		},
+		{
+			name: "own resourceClaim named as deviceClaim's",
+			job: func() *tfv1.TFJob {
+				j := validJob(ns).Obj()
+				w := j.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker]
+				w.DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
+				w.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "tfk8s-devices", ResourceClaimName: ptr.To("mine")}}
+				return j
+			}(),
+			wantField: "spec.tfReplicaSpecs[Worker].template.spec.resourceClaims",
+			wantMsg:   "the resourceClaim name tfk8s-devices is the claim tfk8s makes from deviceClaim",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,6 +56,7 @@ func TestDeviceClaimGivesEachReplicaItsOwnClaim(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
 	ctx := context.Background()
+	deviceClass(t, "gpu.example.com")
 	job := testutil.MakeTFJob("dra", ns).Chief().Workers(2).Obj()
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
 	if err := k8sClient.Create(ctx, job); err != nil {
@@ -109,25 +110,13 @@ func TestDeviceClaimGivesEachReplicaItsOwnClaim(t *testing.T) {
 func TestBadDeviceSelectorFailsTheJob(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
-	ctx := context.Background()
+	deviceClass(t, "gpu.example.com")
 	job := testutil.MakeTFJob("badcel", ns).Workers(1).Obj()
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{
 		DeviceClassName: "gpu.example.com",
 		Selectors:       []string{`device.driver == "gpu.example.com"`, `device.attributes["gpu.example.com"].model ==`},
 	}
-	if err := k8sClient.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	got := waitCondition(t, ns, job.Name, tfv1.JobFailed)
-	c := conditionOf(got, tfv1.JobFailed)
-	t.Logf("%s: %s", c.Reason, c.Message)
-	const field = "spec.tfReplicaSpecs[Worker].deviceClaim.selectors[1]: "
-	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, field) {
-		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, field)
-	}
-	if pods, err := jobPods(ctx, ns, job.Name); err != nil || len(pods) != 0 {
-		t.Errorf("pods %v (%v), want none", pods, err)
-	}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim.selectors[1]: ")
 }
 
 // TestDeviceClaimTemplateOfAnotherIsNotUsed: a template that already holds the name of
@@ -137,6 +126,7 @@ func TestDeviceClaimTemplateOfAnotherIsNotUsed(t *testing.T) {
 	ns := testutil.Namespace(t, k8sClient)
 	startController(t)
 	ctx := context.Background()
+	deviceClass(t, "gpu.example.com")
 	job := testutil.MakeTFJob("taken", ns).Workers(1).Obj()
 	dc := &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
 	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = dc
@@ -145,17 +135,105 @@ func TestDeviceClaimTemplateOfAnotherIsNotUsed(t *testing.T) {
 	if err := k8sClient.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim: ResourceClaimTemplate taken-worker-devices already exists and is owned by nothing")
+}
+
+// deviceClass makes sure the cluster-wide DeviceClass of the name exists: tfk8s fails a
+// job whose class does not.
+func deviceClass(t *testing.T, name string) {
+	t.Helper()
+	err := k8sClient.Create(context.Background(), &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestMissingDeviceClassFailsTheJob: a deviceClaim naming a DeviceClass that does not
+// exist fails the job with InvalidDeviceClaim naming the field, rather than leaving its
+// pods Pending with no reason.
+func TestMissingDeviceClassFailsTheJob(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startController(t)
+	job := testutil.MakeTFJob("noclass", ns).Workers(1).Obj()
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "nosuch.example.com"}
+	wantDeviceClaimFailure(t, job, `spec.tfReplicaSpecs[Worker].deviceClaim.deviceClassName: DeviceClass "nosuch.example.com" does not exist`)
+}
+
+// TestDeviceClaimTemplateLeftByDeletedJobIsWaitedFor: a job submitted again under the
+// name of one just deleted finds the old job's template not yet collected; it waits
+// for garbage collection and then starts with a template of its own, rather than
+// failing. A finalizer holds the old template until the controller has met it.
+func TestDeviceClaimTemplateLeftByDeletedJobIsWaitedFor(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startController(t)
+	ctx := context.Background()
+	deviceClass(t, "gpu.example.com")
+	dc := &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
+	old := testutil.MakeTFJob("again", ns).UID("uid-deleted").Workers(1).Obj()
+	left := build.DeviceClaimTemplate(old, tfv1.ReplicaTypeWorker, dc)
+	left.Finalizers = []string{"test.tfk8s.io/hold"}
+	if err := k8sClient.Create(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	job := testutil.MakeTFJob("again", ns).Workers(1).Obj()
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = dc
 	if err := k8sClient.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	got := waitCondition(t, ns, job.Name, tfv1.JobFailed)
-	c := conditionOf(got, tfv1.JobFailed)
-	const want = "spec.tfReplicaSpecs[Worker].deviceClaim: ResourceClaimTemplate taken-worker-devices already exists and is owned by nothing"
+	// The controller has read the job when it has given it a status; only then does
+	// the old template go, so the job meets it.
+	testutil.Eventually(t, "the job observed", func(ctx context.Context) (bool, error) {
+		got := &tfv1.TFJob{}
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), got)
+		return err == nil && len(got.Status.Conditions) > 0, err
+	})
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := k8sClient.Patch(ctx, left, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitPods(t, ns, job.Name, "again-worker-0")
+	tmpl := &resourcev1.ResourceClaimTemplate{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again-worker-devices"}, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if owner := metav1.GetControllerOf(tmpl); owner == nil || owner.UID != job.UID {
+		t.Errorf("template's controller %v, want TFJob again (uid %s)", owner, job.UID)
+	}
+	got := &tfv1.TFJob{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := conditionOf(got, tfv1.JobFailed); c.Status == "True" {
+		t.Errorf("job failed: %s: %s", c.Reason, c.Message)
+	}
+}
+
+// TestQueuedDeviceClaimFailsTheJob: a job in a Kueue queue that asks for devices by
+// deviceClaim fails with InvalidDeviceClaim naming the field: its Workload would not
+// carry the devices, and Kueue would admit it without counting them.
+func TestQueuedDeviceClaimFailsTheJob(t *testing.T) {
+	ns := testutil.Namespace(t, k8sClient)
+	startController(t)
+	job := testutil.MakeTFJob("queued", ns).Workers(1).Obj()
+	job.Labels = map[string]string{tfv1.LabelKueueQueue: "team-a"}
+	job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}
+	wantDeviceClaimFailure(t, job, "spec.tfReplicaSpecs[Worker].deviceClaim: the job waits in Kueue queue team-a (label kueue.x-k8s.io/queue-name)")
+}
+
+// wantDeviceClaimFailure creates the job and waits for it to fail with reason
+// InvalidDeviceClaim, its message starting with want, having made no pod.
+func wantDeviceClaimFailure(t *testing.T, job *tfv1.TFJob, want string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8sClient.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	c := conditionOf(waitCondition(t, job.Namespace, job.Name, tfv1.JobFailed), tfv1.JobFailed)
+	t.Logf("%s: %s", c.Reason, c.Message)
 	if c.Reason != tfv1.ReasonInvalidDeviceClaim || !strings.HasPrefix(c.Message, want) {
 		t.Errorf("Failed condition %s: %q; want %s starting %q", c.Reason, c.Message, tfv1.ReasonInvalidDeviceClaim, want)
 	}
-	pods := &corev1.PodList{}
-	if err := k8sClient.List(ctx, pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
-		t.Errorf("%d pods (%v), want none", len(pods.Items), err)
+	if pods, err := jobPods(ctx, job.Namespace, job.Name); err != nil || len(pods) != 0 {
+		t.Errorf("pods %v (%v), want none", pods, err)
 	}
 }
