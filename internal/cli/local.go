@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/localnode"
 )
 
 // newLocalCommand returns `tfk8s local` and its subcommands up, down, delete, status,
@@ -95,6 +96,7 @@ Nodes of the ones gone).`,
 	f.StringVar(&opts.Bridge, "bridge", "", "the host's Linux bridge the nodes join (default "+localcluster.DefaultBridge+")")
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "number of fake nvidia.com/gpu devices each node advertises (none by default)")
+	f.IntVar(&opts.DRAGPUs, "dra-gpus", 0, "number of simulated GPUs each node's DRA driver publishes, for claims of DeviceClass "+localnode.DRADriver+" (none by default)")
 	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each a kubelet, containerd and kube-proxy in namespaces of its own, with its pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")

@@ -114,6 +114,9 @@ type Options struct {
 	ClusterDomain string
 	// GPUs is how many nvidia.com/gpu each node advertises.
 	GPUs int
+	// DRAGPUs is how many simulated GPUs each node's DRA driver publishes, as
+	// devices of DeviceClass localnode.DRADriver; with none, no driver runs.
+	DRAGPUs int
 	// Nodes is how many nodes run, each its own Node and pod network: the first
 	// named NodeName, node i (from 2) with "-i" added. Each node routes to the
 	// others' pods. Default: 1.
@@ -211,6 +214,9 @@ func (opts Options) withDefaults() (Options, error) {
 	}
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)
+	}
+	if opts.DRAGPUs < 0 {
+		return opts, fmt.Errorf("--dra-gpus %d is negative", opts.DRAGPUs)
 	}
 	if err := checkCompactTFConfigAbove(opts); err != nil {
 		return opts, err
