@@ -73,7 +73,11 @@ host takes its first address, node i the address after it plus i (10.244.0.2, ..
 each node's pods take the next networks of its size (10.244.1.0/24, 10.244.2.0/24,
 ...), and every node routes to the others' pods. A running cluster keeps its number
 of nodes: to change it, local down first (a later up with fewer nodes deletes the
-Nodes of the ones gone).`,
+Nodes of the ones gone).
+
+With --dra-gpus G, each node also runs a DRA driver publishing G simulated GPUs, and
+DeviceClass ` + localnode.DRADriver + ` selects them: submit --gpus 1 --device-class
+` + localnode.DRADriver + ` claims one (docs/gpus-dra.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
