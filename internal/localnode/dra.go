@@ -1,6 +1,8 @@
 package localnode
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -24,6 +26,7 @@ const (
 // ResourceSlices and read the claims of its pods), its sockets where the node's
 // kubelet looks for plugins, and its CDI specs where containerd reads them.
 func draDriverArgs(c Config) []string {
+	d := draDriverDirs()
 	return []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--drivername=" + DRADriver,
@@ -31,7 +34,33 @@ func draDriverArgs(c Config) []string {
 		"--node-name=" + c.Name,
 		"--num-devices=" + strconv.Itoa(c.DRAGPUs),
 		"--cdi-dir=" + pathsOf(c).cdiDir,
-		"--plugin-registration-path=" + filepath.Join(kubeletRootDir, "plugins_registry"),
-		"--datadir=" + filepath.Join(kubeletRootDir, "plugins"),
+		"--plugin-registration-path=" + d.registration,
+		"--datadir=" + d.plugins,
 	}
+}
+
+// draDirs are where the driver's sockets go: its registration socket where the
+// kubelet watches for plugins, its DRA socket in a directory of the driver's name.
+type draDirs struct{ registration, plugins, socket string }
+
+// draDriverDirs are the driver's directories in the kubelet's root.
+func draDriverDirs() draDirs {
+	plugins := filepath.Join(kubeletRootDir, "plugins")
+	return draDirs{
+		registration: filepath.Join(kubeletRootDir, "plugins_registry"),
+		plugins:      plugins,
+		socket:       filepath.Join(plugins, DRADriver),
+	}
+}
+
+// makeDRADriverDirs creates the driver's directories: it creates none of them but
+// the plugins directory, and fails to listen in its socket's.
+func makeDRADriverDirs() error {
+	d := draDriverDirs()
+	for _, dir := range []string{d.registration, d.socket} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("creating the DRA driver's %s: %w", dir, err)
+		}
+	}
+	return nil
 }

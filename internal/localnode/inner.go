@@ -78,6 +78,9 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 		{"kube-proxy", []string{"--config=" + p.proxyConfig}},
 	}
 	if c.DRAGPUs > 0 {
+		if err := makeDRADriverDirs(); err != nil {
+			return err
+		}
 		starts = append(starts, struct {
 			name string
 			args []string
