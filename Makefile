@@ -110,7 +110,7 @@ help-check: ## fails on a target without its "## " line for make help
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools: ## builds the upstream binaries tests and local mode run, into bin/
 	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
-node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, pause; installs runc, nft
+node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, the DRA test driver, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
 coredns: $(COREDNS_STAMP) ## builds the cluster's binaries, CoreDNS among them, into bin/
