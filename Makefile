@@ -49,6 +49,7 @@ PROMETHEUS_STAMP := $(STAMP)/prometheus-server-$(PROMETHEUS_VERSION)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
+DRA_DRIVER_STAMP := $(STAMP)/dra-test-driver-$(KUBE_VERSION)
 TRAINING_OPERATOR_STAMP := $(STAMP)/training-operator-$(TRAINING_OPERATOR_VERSION)
 CRD_REF_DOCS_STAMP := $(STAMP)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 CLUSTER_STAMPS := $(KUBE_STAMP) $(ETCD_STAMP) $(COREDNS_STAMP) $(KUBELET_STAMP) $(CONTAINERD_STAMP) $(CNI_PLUGINS_STAMP)
@@ -75,7 +76,7 @@ TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
 # with the cluster's build.
-NODE_TOOLS := $(KUBELET_STAMP) pause-image runc nftables
+NODE_TOOLS := $(KUBELET_STAMP) $(DRA_DRIVER_STAMP) pause-image runc nftables
 # What a local cluster runs, and no more: make demo builds these (not Kueue, nor the
 # Prometheus CRDs, which only the tests use).
 LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE_TOOLS)
@@ -109,7 +110,7 @@ help-check: ## fails on a target without its "## " line for make help
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools: ## builds the upstream binaries tests and local mode run, into bin/
 	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
-node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, pause; installs runc, nft
+node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, the DRA test driver, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
 coredns: $(COREDNS_STAMP) ## builds the cluster's binaries, CoreDNS among them, into bin/
@@ -163,6 +164,15 @@ $(CLUSTER_STAMPS) &: hack/tools/cluster/go.mod hack/tools/cluster/etcd/main.go h
 		github.com/containernetworking/plugins/plugins/meta/portmap
 	mkdir -p $(STAMP) && rm -f $(STAMP)/kube-* $(STAMP)/kubelet-* $(STAMP)/etcd-* $(STAMP)/coredns-* \
 		$(STAMP)/containerd-* $(STAMP)/cni-plugins-* && touch $(CLUSTER_STAMPS)
+
+# The DRA driver of local mode's simulated GPUs (local up --dra-gpus, docs/gpus-dra.md):
+# Kubernetes' own test driver, from the module and version the kubelet is built from,
+# so that it compiles against the packages the cluster's build has compiled already.
+# A go build of its own: its binary would be named test-driver in the one above.
+$(DRA_DRIVER_STAMP): hack/tools/cluster/go.mod
+	$(CLUSTER_GO) -ldflags "$(TOOL_LDFLAGS) $(KUBE_LDFLAGS)" -o $(BIN)/dra-test-driver \
+		k8s.io/kubernetes/test/e2e/dra/test-driver
+	mkdir -p $(STAMP) && rm -f $(STAMP)/dra-test-driver-* && touch $@
 
 # The control plane of the oldest Kubernetes tfk8s supports, for make test-compat, from a
 # module of its own into bin/k8s-<version>/, with etcd and Kueue linked from bin/: etcd

@@ -6,8 +6,8 @@ package v1alpha1
 // its own. It is immutable with the rest of tfReplicaSpecs.
 type DeviceClaim struct {
 	// DeviceClassName names the DeviceClass the devices come from, e.g.
-	// gpu.nvidia.com for NVIDIA's DRA driver or gpu.example.com for the simulated
-	// GPUs of local mode.
+	// gpu.nvidia.com for NVIDIA's DRA driver or gpu.tfk8s.io for the simulated
+	// GPUs of local mode (tfk8s local up --dra-gpus).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -23,7 +23,7 @@ type DeviceClaim struct {
 	Count *int64 `json:"count,omitempty"`
 
 	// Selectors are CEL expressions over a device's attributes and capacity (e.g.
-	// device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0); a
+	// device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0); a
 	// device is chosen only if every one is true. The API server compiles them when
 	// tfk8s creates the ResourceClaimTemplate: one that does not compile fails the job
 	// with reason InvalidDeviceClaim, naming the selector.

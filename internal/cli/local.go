@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tfk8s/tfk8s/internal/localcluster"
+	"github.com/tfk8s/tfk8s/internal/localnode"
 )
 
 // newLocalCommand returns `tfk8s local` and its subcommands up, down, delete, status,
@@ -72,7 +73,11 @@ host takes its first address, node i the address after it plus i (10.244.0.2, ..
 each node's pods take the next networks of its size (10.244.1.0/24, 10.244.2.0/24,
 ...), and every node routes to the others' pods. A running cluster keeps its number
 of nodes: to change it, local down first (a later up with fewer nodes deletes the
-Nodes of the ones gone).`,
+Nodes of the ones gone).
+
+With --dra-gpus G, each node also runs a DRA driver publishing G simulated GPUs, and
+DeviceClass ` + localnode.DRADriver + ` selects them: submit --gpus 1 --device-class
+` + localnode.DRADriver + ` claims one (docs/gpus.md, "DRA: devices by claim").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = streams.ErrOut
@@ -96,6 +101,7 @@ Nodes of the ones gone).`,
 	f.StringVar(&opts.NodeName, "node-name", "", "name of the node (default "+localcluster.DefaultNodeName+")")
 	f.IntVar(&opts.GPUs, "gpus", 0, "number of fake nvidia.com/gpu devices each node advertises (none by default)")
 	f.BoolVar(&opts.RealGPUs, "real-gpus", false, "advertise the host's NVIDIA GPUs, found through NVML (bin/tfk8s-nvml), instead of fake ones: each GPU to one node")
+	f.IntVar(&opts.DRAGPUs, "dra-gpus", 0, "number of simulated GPUs each node's DRA driver publishes, for claims of DeviceClass "+localnode.DRADriver+" (none by default)")
 	f.IntVar(&opts.Nodes, "nodes", 0, "number of nodes, each a kubelet, containerd and kube-proxy in namespaces of its own, with its pod network (default 1); a running cluster keeps its number")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "longest wait for each component to become ready (default 2m)")
 	f.IntVar(&opts.Ports.Registry, "registry-port", 0, "the image registry's port on the bridge's first address (default 5000)")

@@ -117,6 +117,9 @@ type Options struct {
 	// RealGPUs advertises the host's GPUs, found through NVML, instead of fake ones:
 	// each to one node, its containers given its device nodes alone.
 	RealGPUs bool
+	// DRAGPUs is how many simulated GPUs each node's DRA driver publishes, as
+	// devices of DeviceClass localnode.DRADriver; with none, no driver runs.
+	DRAGPUs int
 	// Nodes is how many nodes run, each its own Node and pod network: the first
 	// named NodeName, node i (from 2) with "-i" added. Each node routes to the
 	// others' pods. Default: 1.
@@ -217,6 +220,9 @@ func (opts Options) withDefaults() (Options, error) {
 	}
 	if opts.GPUs < 0 {
 		return opts, fmt.Errorf("--gpus %d is negative", opts.GPUs)
+	}
+	if opts.DRAGPUs < 0 {
+		return opts, fmt.Errorf("--dra-gpus %d is negative", opts.DRAGPUs)
 	}
 	if err := checkCompactTFConfigAbove(opts); err != nil {
 		return opts, err

@@ -73,6 +73,11 @@ func TestWithDefaultsRefuses(t *testing.T) {
 			wantErr: "--gpus -1 is negative",
 		},
 		{
+			name:    "negative DRA GPUs",
+			opts:    Options{Dir: "/state", BinDir: "/bin", DRAGPUs: -1},
+			wantErr: "--dra-gpus -1 is negative",
+		},
+		{
 			name:    "negative TF_CONFIG size",
 			opts:    Options{Dir: "/state", BinDir: "/bin", CompactTFConfigAbove: ptr.To(-1)},
 			wantErr: "--compact-tf-config-above -1 is negative",

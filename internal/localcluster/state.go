@@ -28,6 +28,7 @@ type settings struct {
 	Bridge        string `json:"bridge"`
 	ClusterDomain string `json:"clusterDomain"`
 	GPUs          int    `json:"gpus,omitempty"`
+	DRAGPUs       int    `json:"draGPUs,omitempty"`
 	Nodes         int    `json:"nodes,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
 	Ports         Ports  `json:"ports"`
@@ -48,6 +49,7 @@ func settingsOf(opts Options) settings {
 		Bridge:        opts.Bridge,
 		ClusterDomain: opts.ClusterDomain,
 		GPUs:          opts.GPUs,
+		DRAGPUs:       opts.DRAGPUs,
 		Nodes:         opts.Nodes,
 		WithoutNode:   opts.WithoutNode,
 		Ports:         opts.Ports,
@@ -92,6 +94,7 @@ func mergeSettings(opts Options, saved settings, running bool) (Options, error) 
 	opts.Bridge = pick(&errs, "--bridge", opts.Bridge, saved.Bridge, running)
 	opts.ClusterDomain = pick(&errs, "--cluster-domain", opts.ClusterDomain, saved.ClusterDomain, running)
 	opts.GPUs = pick(&errs, "--gpus", opts.GPUs, saved.GPUs, running)
+	opts.DRAGPUs = pick(&errs, "--dra-gpus", opts.DRAGPUs, saved.DRAGPUs, running)
 	// A running cluster keeps its nodes: another count is refused, not applied, since
 	// the scheduler may have bound pods to the nodes that would go.
 	opts.Nodes = pick(&errs, "--nodes", opts.Nodes, cmp.Or(saved.Nodes, 1), running)

@@ -437,6 +437,9 @@ func checkBinaries(opts Options) error {
 	if opts.WithoutNode {
 		return nil
 	}
+	if err := checkDRADriverBinary(opts.BinDir, opts.DRAGPUs); err != nil {
+		return err
+	}
 	return checkUpstreamNodeBinaries(opts.BinDir)
 }
 

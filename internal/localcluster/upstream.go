@@ -107,6 +107,7 @@ func upstreamNodeConfigs(opts Options) []localnode.Config {
 			HostPorts:             localnode.HostPorts{APIServer: opts.Ports.APIServer, DNS: opts.Ports.DNS, S3: opts.Ports.S3},
 			SandboxImage:          sandboxImage,
 			GPUs:                  opts.GPUs,
+			DRAGPUs:               opts.DRAGPUs,
 			CgroupRoot:            "/tfk8s/" + n.name + "-" + shortHash(opts.Dir),
 			KubeletPort:           opts.Ports.Kubelet,
 			Resolvers:             []netip.Addr{host},
@@ -258,6 +259,11 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 	if err := ensureProvisionerRole(ctx, c); err != nil {
 		return err
 	}
+	if u.opts.DRAGPUs > 0 {
+		if err := ensureDeviceClass(ctx, c); err != nil {
+			return err
+		}
+	}
 	configs := upstreamNodeConfigs(u.opts)
 	for i := range configs {
 		configs[i].RegistryAuthorization = u.registry.authorization()
@@ -291,7 +297,10 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 			if !nodeReady(node, since[i]) {
 				return errors.New("not Ready")
 			}
-			return gpusAdvertised(node, configs[i].GPUs+len(configs[i].RealGPUs))
+			if err := gpusAdvertised(node, configs[i].GPUs+len(configs[i].RealGPUs)); err != nil {
+				return err
+			}
+			return draDevicesPublished(ctx, c, n.name, u.opts.DRAGPUs)
 		})
 		if err != nil {
 			return err

@@ -64,6 +64,9 @@ type Config struct {
 	// RealGPUs are the host's GPUs the node advertises instead, each given to one
 	// node alone.
 	RealGPUs []gpus.Device `json:"realGPUs,omitempty"`
+	// DRAGPUs is how many simulated GPUs the node's DRA driver publishes, as devices
+	// of driver DRADriver; none runs with 0.
+	DRAGPUs int `json:"draGPUs,omitempty"`
 	// CgroupRoot is the cgroup under which the node's processes and pods run, in
 	// every hierarchy.
 	CgroupRoot string `json:"cgroupRoot"`
@@ -113,6 +116,7 @@ func (c Config) Check() error {
 	need(c.SandboxImage != "", "sandboxImage is empty")
 	need(c.GPUs >= 0, "gpus %d: want 0 or more", c.GPUs)
 	need(c.GPUs == 0 || len(c.RealGPUs) == 0, "gpus %d and realGPUs: want fake GPUs or real ones, not both", c.GPUs)
+	need(c.DRAGPUs >= 0, "draGPUs %d: want 0 or more", c.DRAGPUs)
 	need(filepath.IsAbs(c.CgroupRoot), "cgroupRoot %q is not an absolute cgroup path", c.CgroupRoot)
 	need(c.KubeletPort > 0 && c.KubeletPort < 65536, "kubeletPort %d: want a TCP port", c.KubeletPort)
 	errs = append(errs, c.checkHostPorts())
@@ -150,7 +154,8 @@ func LoadConfig(path string) (Config, error) {
 // paths are the files and directories of a node, on its state directory.
 type paths struct {
 	containerdRoot, containerdConfig, containerdSocket string
-	certsDir, cniConfDir, kubeletDir, logsDir, volumes string
+	certsDir, cniConfDir, cdiDir, kubeletDir, logsDir  string
+	volumes                                            string
 	kubeletConfig, proxyConfig, resolvConf             string
 }
 
@@ -163,6 +168,7 @@ func pathsOf(c Config) paths {
 		containerdSocket: in("containerd.sock"),
 		certsDir:         in("certs.d"),
 		cniConfDir:       in("cni"),
+		cdiDir:           in("cdi"),
 		kubeletDir:       in("kubelet"),
 		logsDir:          in("logs"),
 		volumes:          in("volumes"),

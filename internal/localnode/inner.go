@@ -32,9 +32,10 @@ const (
 
 // RunInner is the node's inner half, in its own namespaces. It waits until the outer
 // half has connected its network (a byte on release), lays out its mounts and
-// configuration, and runs containerd, the kubelet and kube-proxy until ctx ends or one
-// of them exits. Then it stops them, kubelet first, and kills what runs in the pods'
-// cgroups, so that the outer half finds only the shims left.
+// configuration, and runs containerd, the kubelet, kube-proxy and (with DRAGPUs) the
+// DRA driver until ctx ends or one of them exits. Then it stops them, newest first,
+// and kills what runs in the pods' cgroups, so that the outer half finds only the
+// shims left.
 func RunInner(ctx context.Context, c Config, release *os.File) error {
 	if _, err := release.Read(make([]byte, 1)); err != nil {
 		return fmt.Errorf("waiting for the node's network: %w", err)
@@ -69,13 +70,23 @@ func RunInner(ctx context.Context, c Config, release *os.File) error {
 	if err := linkContainerdSocket(p.containerdSocket, cadvisorContainerdSocket); err != nil {
 		return err
 	}
-	for _, start := range []struct {
+	starts := []struct {
 		name string
 		args []string
 	}{
 		{"kubelet", kubeletArgs(c)},
 		{"kube-proxy", []string{"--config=" + p.proxyConfig}},
-	} {
+	}
+	if c.DRAGPUs > 0 {
+		if err := makeDRADriverDirs(); err != nil {
+			return err
+		}
+		starts = append(starts, struct {
+			name string
+			args []string
+		}{DRADriverBinary, draDriverArgs(c)})
+	}
+	for _, start := range starts {
 		prog, err := startProgram(c, start.name, start.args...)
 		if err != nil {
 			return err
@@ -146,6 +157,10 @@ func writeConfigs(c Config) error {
 		{p.kubeletConfig, kubelet, 0o644},
 		{p.proxyConfig, proxy, 0o644},
 		{p.resolvConf, renderResolvConf(c.Resolvers), 0o644},
+	}
+	// containerd watches the CDI directory from its start; the DRA driver fills it.
+	if err := os.MkdirAll(p.cdiDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", p.cdiDir, err)
 	}
 	for _, f := range files {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {

@@ -23,6 +23,8 @@ const runcPath = "/usr/sbin/runc"
 //
 // restrict_oom_score_adj: hosts without CAP_SYS_RESOURCE cannot lower a process's
 // oom_score_adj, and runc fails to start a container that asks for less than its own.
+// cdi_spec_dirs is where the node's DRA driver writes the CDI specs of the devices it
+// prepares (dra.go), so that containerd injects them into the containers.
 // netns_mounts_under_state_dir keeps the pods' network namespaces under /run/containerd,
 // a tmpfs of the node's mount namespace, rather than the host's /var/run/netns.
 var containerdTemplate = template.Must(template.New("containerd.toml").Parse(`version = 3
@@ -47,7 +49,7 @@ disabled_plugins = [
   netns_mounts_under_state_dir = true
   enable_unprivileged_ports = false
   enable_unprivileged_icmp = false
-  cdi_spec_dirs = []
+  cdi_spec_dirs = [{{printf "%q" .CDIDir}}]
 
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
@@ -82,6 +84,7 @@ func renderContainerdConfig(c Config) ([]byte, error) {
 		"Runc":         runcPath,
 		"CNIBinDir":    filepath.Join(c.BinDir, "cni"),
 		"CNIConfDir":   p.cniConfDir,
+		"CDIDir":       p.cdiDir,
 		"SandboxImage": c.SandboxImage,
 		"CertsDir":     p.certsDir,
 	})

@@ -61,6 +61,7 @@ func TestConfigCheck(t *testing.T) {
 		{"long bridge name", func(c *Config) { c.Bridge = "a-bridge-too-long" }, `bridge "a-bridge-too-long"`},
 		{"relative cgroup", func(c *Config) { c.CgroupRoot = "tfk8s" }, `cgroupRoot "tfk8s"`},
 		{"negative GPUs", func(c *Config) { c.GPUs = -1 }, "gpus -1"},
+		{"negative DRA GPUs", func(c *Config) { c.DRAGPUs = -1 }, "draGPUs -1: want 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()
@@ -140,6 +141,7 @@ func TestContainerdConfig(t *testing.T) {
 		{"restrict_oom_score_adj", runtime["restrict_oom_score_adj"], true},
 		{"netns_mounts_under_state_dir", runtime["netns_mounts_under_state_dir"], true},
 		{"cni", runtime["cni"], map[string]any{"bin_dirs": []any{"/opt/tfk8s/bin/cni"}, "conf_dir": "/var/lib/tfk8s/node/cni"}},
+		{"cdi_spec_dirs", runtime["cdi_spec_dirs"], []any{"/var/lib/tfk8s/node/cdi"}},
 		{"sandbox", images["pinned_images"], map[string]any{"sandbox": "registry.k8s.io/pause:3.10.2"}},
 		{"registry", images["registry"], map[string]any{"config_path": "/var/lib/tfk8s/node/certs.d"}},
 	}

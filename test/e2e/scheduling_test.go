@@ -39,9 +39,10 @@ const (
 //	done     exits at once
 //	hold     runs until stopped
 //
-// Each first prints the GPUs the node gave it.
+// Each first prints the GPUs the node gave it, and the variables DRA drivers set.
 const schedScript = `import json, os, signal, socket, sys, threading, time, urllib.request
 print("gpus", os.environ.get("NVIDIA_VISIBLE_DEVICES", "none"), flush=True)
+print("claims", " ".join(sorted(k for k in os.environ if k.startswith("claim_"))) or "none", flush=True)
 mode = sys.argv[1]
 deadline = time.time() + 90
 if mode == "done":
@@ -117,7 +118,7 @@ spec:
 // that does not fit binds no pod until capacity appears; two gangs that fit only one
 // at a time run one after the other.
 func TestScheduling(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.DefaultBinDir()
 	if err != nil {
@@ -125,7 +126,7 @@ func TestScheduling(t *testing.T) {
 	}
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir: binDir, NodeName: schedNodeName, PodCIDR: schedPodCIDR, Bridge: schedBridge,
-		Nodes: 2, GPUs: schedGPUs,
+		Nodes: 2, GPUs: schedGPUs, DRAGPUs: schedDRAGPUs,
 	}, func() {
 		if left := leftNetwork(schedBridge); len(left) > 0 {
 			t.Errorf("left on the host after down: %v", left)
@@ -141,6 +142,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("a gang that does not fit binds nothing until capacity appears", func(t *testing.T) { testGangWaitsForCapacity(ctx, t, c) })
 	t.Run("two gangs that fit one at a time never deadlock", func(t *testing.T) { testGangsTakeTurns(ctx, t, c) })
 	t.Run("minAvailable with no provider is a native gang by default", func(t *testing.T) { testDefaultGangMinAvailable(ctx, t, c) })
+	t.Run("DRA workers get distinct simulated GPUs; a fifth waits; a gang binds all or none", func(t *testing.T) { testDRADistinctDevices(ctx, t, c) })
 }
 
 // schedCluster is the test's cluster and the directory of the jobs' code.
@@ -163,6 +165,13 @@ func (c *schedCluster) submit(ctx context.Context, t *testing.T, name string, wo
 // submitWithPolicy is submit with runPolicy.schedulingPolicy given as YAML, or none.
 func (c *schedCluster) submitWithPolicy(ctx context.Context, t *testing.T, name string, workers, gpus int, schedulingPolicy string, args ...string) {
 	t.Helper()
+	c.submitWithFlags(ctx, t, name, schedulingPolicy, []string{"--workers", strconv.Itoa(workers), "--gpus", strconv.Itoa(gpus)}, args...)
+}
+
+// submitWithFlags submits schedManifest with runPolicy.schedulingPolicy given as YAML,
+// or none, and submit's flags, running the script with args.
+func (c *schedCluster) submitWithFlags(ctx context.Context, t *testing.T, name, schedulingPolicy string, flags []string, args ...string) {
+	t.Helper()
 	policy := ""
 	if schedulingPolicy != "" {
 		policy = "    schedulingPolicy: " + schedulingPolicy + "\n"
@@ -171,8 +180,18 @@ func (c *schedCluster) submitWithPolicy(ctx context.Context, t *testing.T, name 
 	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(schedManifest, name, policy)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.mustTfk8s(ctx, t, append([]string{"submit", c.code, "-f", manifest, "--image", images.Python,
-		"--workers", strconv.Itoa(workers), "--gpus", strconv.Itoa(gpus), "--", "python3", "sched.py"}, args...)...)
+	cmd := append([]string{"submit", c.code, "-f", manifest, "--image", images.Python}, flags...)
+	c.mustTfk8s(ctx, t, append(append(cmd, "--", "python3", "sched.py"), args...)...)
+}
+
+// waitAllBound waits until the scheduler has bound each of the job's n pods.
+func (c *schedCluster) waitAllBound(ctx context.Context, t *testing.T, job string, n int) {
+	t.Helper()
+	c.eventually(ctx, t, "every pod of "+job+" bound", func() (bool, error) {
+		ps, err := c.pods(ctx, job)
+		bound, _ := podsBound(ps)
+		return bound == n, err
+	})
 }
 
 func testTwoNodes(ctx context.Context, t *testing.T, c *schedCluster, opts localcluster.Options) {
@@ -308,11 +327,7 @@ func testGangWaitsForCapacity(ctx context.Context, t *testing.T, c *schedCluster
 	t.Logf("gang of 4 GPU workers with 2 GPUs free: 0 of 4 pods bound, all 4 reported unschedulable")
 	freed := time.Now()
 	c.mustTfk8s(ctx, t, "delete", "holder")
-	c.eventually(ctx, t, "every pod of the gang bound", func() (bool, error) {
-		ps, err := c.pods(ctx, "gang")
-		bound, _ := podsBound(ps)
-		return bound == 4, err
-	})
+	c.waitAllBound(ctx, t, "gang", 4)
 	t.Logf("holder deleted → the gang's 4 pods bound: %.2f s", time.Since(freed).Seconds())
 	if job := c.waitFinished(ctx, t, "gang"); job.Status.State != tfv1.JobSucceeded {
 		t.Fatalf("gang state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)

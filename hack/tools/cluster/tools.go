@@ -2,7 +2,8 @@
 
 // Package tools pins the commands this module builds besides etcd/ and coredns/: the
 // Kubernetes control plane, the node's kubelet and kube-proxy, its container runtime
-// (containerd and its runc shim) and the CNI plugins its pods' networks are wired with.
+// (containerd and its runc shim), the CNI plugins its pods' networks are wired with, and
+// the DRA test driver that serves its simulated GPUs.
 package tools
 
 import (
@@ -17,4 +18,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/test/e2e/dra/test-driver"
 )
