@@ -61,6 +61,9 @@ func TestTensorFlowJobs(t *testing.T) {
 	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "tensorflow", "index.json")) {
 		t.Fatalf("no TensorFlow image in %s/../_out/images: make tensorflow-image", binDir)
 	}
+	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "jupyter", "index.json")) {
+		t.Fatalf("no Jupyter image in %s/../_out/images, which the tour's notebook runs: make tensorflow-image", binDir)
+	}
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-tensorflow-node",
