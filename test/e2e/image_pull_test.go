@@ -9,15 +9,14 @@ import (
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
-// missingImage is an image no registry of the cluster has: local mode's registry
-// mirrors every other, so the kubelet's pull fails as a mistyped tag fails.
-const missingImage = "ghcr.io/tfk8s/no-such-image:0.0.0"
-
 // testImagePull submits a job whose image cannot be pulled, waits (c.wait at most) for
 // the kubelet to back off, and checks that tfk8s describe shows the line
 // docs/troubleshooting.md shows for it: the container, ImagePullBackOff and the image;
-// and that tfk8s logs -f says so too.
-func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster) {
+// and that tfk8s logs -f says so too. The image is under the cluster's own registry
+// (host:port), which answers not found itself: no registry on the internet is asked,
+// so the kubelet's message is the same offline.
+func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster, registry string) {
+	missingImage := registry + "/tfk8s/no-such-image:0.0.0"
 	c.mustTfk8s(ctx, t, "submit", "--name", "nopull", "--image", missingImage, "--workers", "1",
 		"--", "python3", "-c", "print('never runs')")
 	defer c.tfk8s(ctx, "delete", "nopull")
