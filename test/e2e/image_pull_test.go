@@ -34,11 +34,32 @@ func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster, registry s
 
 	// logs -f, which submit --follow runs, says why the replica waits rather than
 	// staying silent; it follows until the job ends, which this one never does.
+	// It stops at the first line that says so, 20 s at most.
+	want := "worker-0: container tensorflow is waiting: "
 	follow, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	r := c.tfk8s(follow, "logs", "nopull", "-f")
-	if want := "worker-0: container tensorflow is waiting: "; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, missingImage) {
+	said := &cancelWhen{cancel: cancel, done: func(s string) bool {
+		return strings.Contains(s, want) && strings.Contains(s, missingImage)
+	}}
+	start := time.Now()
+	r := c.tfk8sErrTo(follow, said, "logs", "nopull", "-f")
+	if !said.done(r.stderr) {
 		t.Errorf("logs nopull -f printed no %q naming %s: %s", want, missingImage, r)
 	}
-	t.Logf("logs nopull -f, stopped after 20 s, printed on stderr:\n%s", r.stderr)
+	t.Logf("logs nopull -f, stopped after %s, printed on stderr:\n%s", time.Since(start).Round(time.Millisecond), r.stderr)
+}
+
+// cancelWhen calls cancel once what was written to it, all told, is done.
+type cancelWhen struct {
+	buf    testutil.SyncBuffer
+	done   func(string) bool
+	cancel context.CancelFunc
+}
+
+func (w *cancelWhen) Write(p []byte) (int, error) {
+	n, err := w.buf.Write(p)
+	if w.done(w.buf.String()) {
+		w.cancel()
+	}
+	return n, err
 }
