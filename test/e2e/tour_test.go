@@ -20,8 +20,8 @@ const tourMarker = "<!-- read: TestTensorFlowJobs -->"
 // longer has fails the test, so that the table stays the tour's. Besides these: the
 // cluster is the shared one of TestTensorFlowJobs, not make demo's (the tour's first
 // line finds it where make demo leaves it: $HOME/.tfk8s/local is linked to it), the
-// Python block runs as python3's standard input, and --open runs a stub xdg-open
-// that records the address it was given.
+// Python block runs as python3's standard input, --open runs a stub xdg-open that
+// records the address it was given, and pip installs from a local wheelhouse.
 var tourChanges = []struct{ line, add, why string }{
 	{`bin/tfk8s tensorboard "mnist/$first" mnist`, "", "serves until Ctrl-C"},
 	{`bin/tfk8s tensorboard mnist --open`, "", "serves until Ctrl-C"},
@@ -128,6 +128,9 @@ func testTour(ctx context.Context, t *testing.T, c *jobsCluster, binDir string) 
 	// The page shell's own environment names the cluster: the tour's first line must.
 	sh.env = append(sh.env, "KUBECONFIG=", "TFK8S_CONFIG=")
 	opened := stubOpener(t, sh)
+	// pip install python/ builds it with hatchling: from the wheels make python-wheels
+	// downloaded, as the rest of the tests install the SDK, not from PyPI.
+	sh.env = append(sh.env, "PIP_NO_INDEX=1", "PIP_FIND_LINKS="+filepath.Join(root, "_out", "python-wheels"))
 
 	start := time.Now()
 	out := sh.run(ctx, t, script)
