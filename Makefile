@@ -298,7 +298,7 @@ export TFK8S_BIN := $(BIN)
 # kustomize, and a release as docs/install.md says, with helm, kubectl and krew.
 .PHONY: test
 test: ## unit, integration and e2e tests against a real control plane, then bench-smoke
-	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image tensorflow-gpu-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
+	@+$(call parallel,$(CLUSTER_STAMPS) tensorflow-image tensorflow-gpu-image $(TEST_TOOLS) $(HELM_STAMP) $(KUSTOMIZE_STAMP) $(KUBECTL_STAMP) $(KREW_STAMP) chromium build images $(NODE_TOOLS) $(PY_STAMP) $(PY_WHEELS_STAMP) $(KF_STAMP) $(TRAINING_OPERATOR_STAMP))
 	go test -count=1 -timeout 60m -v ./... | grep -v -E "^=== (RUN|PAUSE|CONT)"
 	@$(MAKE) --no-print-directory bench-smoke
 
@@ -599,6 +599,19 @@ $(PY_STAMP): $(PY_REQUIREMENTS)
 	rm -rf $(PY_VENV) && $(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PY_REQUIREMENTS)
 	$(PY_VENV)/bin/pip check -q --disable-pip-version-check
+	touch $@
+
+# hatchling and what it needs, as wheels at PY_REQUIREMENTS' pins, in a folder pip
+# finds them in with --no-index: the README tour's test installs python/ (pip builds
+# it with hatchling in an isolated environment) from there, not from PyPI.
+PY_WHEELS := $(OUT)/python-wheels
+PY_WHEELS_STAMP := $(PY_WHEELS)/.stamp-$(shell sha256sum $(PY_REQUIREMENTS) | cut -c1-12)
+.PHONY: python-wheels
+python-wheels: $(PY_WHEELS_STAMP) ## hatchling's wheels under _out/, for pip install python/ offline
+$(PY_WHEELS_STAMP): $(PY_STAMP)
+	rm -rf $(PY_WHEELS) && mkdir -p $(PY_WHEELS)
+	$(PY_VENV)/bin/pip download -q --disable-pip-version-check --only-binary=:all: -d $(PY_WHEELS) \
+		-c $(PY_REQUIREMENTS) $$(grep -E '^hatchling==' $(PY_REQUIREMENTS))
 	touch $@
 
 python: $(PY_STAMP) ## builds the Python SDK's wheels into _out/python/

@@ -114,7 +114,7 @@ func describeJob(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod, events []event
 	}
 	field("Run Policy", runPolicy(job))
 
-	field("GPUs", fmt.Sprintf("%d allocated of %d requested", tfjob.GPUsAllocated(pods), tfjob.GPUsRequested(job)))
+	field("GPUs", fmt.Sprintf("%d allocated of %d requested", tfjob.GPUsAllocated(job, pods), tfjob.GPUsRequested(job)))
 	describeReplicas(tw, job, pods)
 	describePods(tw, pods, now)
 	if err := tw.Flush(); err != nil {
@@ -179,7 +179,7 @@ func describeReplicas(w io.Writer, job *tfv1.TFJob, pods []corev1.Pod) {
 				own = append(own, p)
 			}
 		}
-		gpus := gpuFigure(tfjob.GPUsAllocated(own), tfjob.PodGPUs(&spec.Template.Spec)*int64(tfjob.Replicas(spec)))
+		gpus := gpuFigure(tfjob.GPUsAllocated(job, own), tfjob.ReplicaGPUs(spec)*int64(tfjob.Replicas(spec)))
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", rt, tfjob.Replicas(spec), rs.Active, rs.Succeeded, rs.Failed,
 			rs.Restarts, rs.Disruptions, gpus, strings.TrimSpace(last))
 	}

@@ -100,7 +100,7 @@ func (o *rootOptions) show(ctx context.Context, names []string, allNamespaces bo
 			if allNamespaces {
 				namespace = ""
 			}
-			if allocated, err = gpuAllocations(ctx, cs.Client, namespace); err != nil {
+			if allocated, err = gpuAllocations(ctx, cs.Client, namespace, found); err != nil {
 				return err
 			}
 		}
@@ -176,8 +176,9 @@ func (o *rootOptions) progressOf(ctx context.Context, cs *clients, job *tfv1.TFJ
 
 // gpuAllocations is the number of GPUs the pods of each job hold now (as
 // tfjob.GPUsAllocated counts them, the dashboard's figure), by "namespace/name", from
-// one list of the tfk8s pods of the namespace ("" for every namespace).
-func gpuAllocations(ctx context.Context, c client.Client, namespace string) (map[string]int64, error) {
+// one list of the tfk8s pods of the namespace ("" for every namespace). found are the
+// jobs listed, whose deviceClaims say how many devices a pod's claim holds.
+func gpuAllocations(ctx context.Context, c client.Client, namespace string, found []tfv1.TFJob) (map[string]int64, error) {
 	list := &corev1.PodList{}
 	opts := []client.ListOption{client.HasLabels{tfv1.LabelJobName}}
 	if namespace != "" {
@@ -192,8 +193,9 @@ func gpuAllocations(ctx context.Context, c client.Client, namespace string) (map
 		byJob[key] = append(byJob[key], p)
 	}
 	out := make(map[string]int64, len(byJob))
-	for key, pods := range byJob {
-		out[key] = tfjob.GPUsAllocated(pods)
+	for i := range found {
+		key := found[i].Namespace + "/" + found[i].Name
+		out[key] = tfjob.GPUsAllocated(&found[i], byJob[key])
 	}
 	return out, nil
 }

@@ -82,7 +82,7 @@ func (d *kubeCluster) Jobs(ctx context.Context, namespace string) ([]JobRow, err
 		row := JobRow{
 			Namespace: job.Namespace, Name: job.Name, Group: kubeflowGroupOf(job), State: string(job.Status.State),
 			Ready: readyPods(pods[job.Name]), Created: job.CreationTimestamp.Time, Image: jobs.Image(job),
-			GPUsAllocated: tfjob.GPUsAllocated(pods[job.Name]), GPUsRequested: tfjob.GPUsRequested(job),
+			GPUsAllocated: tfjob.GPUsAllocated(job, pods[job.Name]), GPUsRequested: tfjob.GPUsRequested(job),
 		}
 		for _, rt := range tfv1.ReplicaTypes {
 			row.Desired += tfjob.Replicas(job.Spec.TFReplicaSpecs[rt])
@@ -145,7 +145,7 @@ func (d *kubeCluster) Job(ctx context.Context, namespace, name string) (*JobPage
 	if err != nil {
 		return nil, err
 	}
-	page := &JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(pods), GPUsRequested: tfjob.GPUsRequested(job), Kubeflow: kubeflow.IsKubeflow(job)}
+	page := &JobPage{Job: job, GPUsAllocated: tfjob.GPUsAllocated(job, pods), GPUsRequested: tfjob.GPUsRequested(job), Kubeflow: kubeflow.IsKubeflow(job)}
 	for i := range pods {
 		p := &pods[i]
 		phase := jobs.PodPhase(p)

@@ -189,22 +189,19 @@ func (l *Logs) Follow(ctx context.Context) error {
 
 // followReplica waits until the replica's pod has started and streams its log, or,
 // if the job finishes first, prints its log from S3. While it waits, it says once per
-// reason why a container of the pod waits on the user (an image not pulled): the
+// container and reason why a container waits on the user (an image not pulled): the
 // log would otherwise stay silent.
 func (l *Logs) followReplica(ctx context.Context, replica string) error {
 	typ, index, _ := strings.Cut(replica, "-")
 	_, name := SplitRef(l.Name)
 	podName := fmt.Sprintf("%s-%s-%s", name, typ, index)
-	said := map[string]bool{}
+	said := map[Wait]bool{}
 	for {
 		pod := &corev1.Pod{}
 		err := l.Clients.Client.Get(ctx, client.ObjectKey{Namespace: l.Clients.Namespace, Name: podName}, pod)
 		if err == nil {
-			for _, w := range WaitsOnUser(pod) {
-				if !said[w.Reason] {
-					said[w.Reason] = true
-					fmt.Fprintf(l.ErrOut, "%s: container %s is waiting: %s\n", replica, w.Container, w)
-				}
+			for _, w := range Unsaid(said, WaitsOnUser(pod)) {
+				fmt.Fprintf(l.ErrOut, "%s: container %s is waiting: %s\n", replica, w.Container, w)
 			}
 		}
 		if err == nil && hasLogs(pod) {

@@ -38,3 +38,18 @@ func WaitsOnUser(p *corev1.Pod) []Wait {
 	}
 	return waits
 }
+
+// Unsaid returns the waits not yet in said, and adds them: a follower says each once
+// per container and reason, so an init container's failed pull does not hide the
+// same reason on the main container, nor repeat every poll.
+func Unsaid(said map[Wait]bool, waits []Wait) []Wait {
+	var fresh []Wait
+	for _, w := range waits {
+		key := Wait{Container: w.Container, Reason: w.Reason}
+		if !said[key] {
+			said[key] = true
+			fresh = append(fresh, w)
+		}
+	}
+	return fresh
+}

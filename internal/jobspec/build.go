@@ -124,13 +124,8 @@ func Build(base *tfv1.TFJob, p Values) (*tfv1.TFJob, error) {
 		return nil, errors.New("the job has no chief and no worker: set --workers to 1 or more, or add --chief")
 	}
 
-	for _, rt := range tfv1.ReplicaTypes {
-		spec := specs[rt]
-		if spec == nil {
-			continue
-		}
-		applyContainer(mainContainer(&spec.Template.Spec), rt, p)
-		applyDevices(spec, rt, p)
+	if err := applyReplicas(job, p); err != nil {
+		return nil, err
 	}
 	defaultImages(job, p)
 	for _, rt := range tfv1.ReplicaTypes {
@@ -325,6 +320,19 @@ func setResumeFrom(job *tfv1.TFJob, earlier string) error {
 	}
 	a.ResumeFrom = storage.JobPrefix(dest.Dir(), job.Namespace, earlier).String()
 	return nil
+}
+
+// applyReplicas applies p's container and devices to every replica type.
+func applyReplicas(job *tfv1.TFJob, p Values) error {
+	for _, rt := range tfv1.ReplicaTypes {
+		spec := job.Spec.TFReplicaSpecs[rt]
+		if spec == nil {
+			continue
+		}
+		applyContainer(mainContainer(&spec.Template.Spec), rt, p)
+		applyDevices(spec, rt, p)
+	}
+	return checkSelectorsApplied(job, p)
 }
 
 // applyPlacement sets where the replicas may and should run: --gpu-type as a node

@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -264,7 +265,8 @@ func TestBuildJobPlacement(t *testing.T) {
 
 // TestBuildJobDeviceClaim: --gpus with --device-class asks for the GPUs by a claim on
 // the class for every replica type but the parameter servers, in place of the device
-// plugin's count, which a manifest's GPUs limit no longer adds to.
+// plugin's count. Over a manifest whose replicas claim devices, --device-selector alone
+// replaces their selectors; over one that claims none, it is refused.
 func TestBuildJobDeviceClaim(t *testing.T) {
 	p := Params{Name: "mnist", Image: "tf:2", PS: ptr.To[int32](1), Workers: ptr.To[int32](4), Chief: ptr.To(true),
 		GPUs: ptr.To[int64](1), DeviceClass: "gpu.example.com", DeviceSelectors: []string{`device.driver == "gpu.example.com"`}}
@@ -284,5 +286,24 @@ func TestBuildJobDeviceClaim(t *testing.T) {
 		if limits := spec.Template.Spec.Containers[0].Resources.Limits; len(limits) != 0 {
 			t.Errorf("%s limits %v, want none: the claim stands for the GPUs", rt, limits)
 		}
+	}
+
+	selector := `device.attributes["gpu.example.com"].model == "A100"`
+	again, err := New(job, Params{DeviceSelectors: []string{selector}})
+	if err != nil {
+		t.Fatalf("--device-selector over a manifest with a deviceClaim: %v", err)
+	}
+	want = &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com", Count: ptr.To[int64](1), Selectors: []string{selector}}
+	if d := cmp.Diff(want, again.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].DeviceClaim); d != "" {
+		t.Errorf("worker deviceClaim over the manifest (-want +got):\n%s", d)
+	}
+
+	plain, err := New(nil, Params{Name: "mnist", Image: "tf:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(plain, Params{DeviceSelectors: []string{selector}})
+	if want := "needs --device-class: the manifest's replicas claim no devices"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("--device-selector over a manifest without a deviceClaim: error %v, want %q", err, want)
 	}
 }

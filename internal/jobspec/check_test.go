@@ -32,6 +32,10 @@ func TestCheckNamesTheParameter(t *testing.T) {
 		{`{"device-class": "gpu.example.com"}`, "--device-class gpu.example.com needs --gpus from 1 to 32"},
 		{`{"device-class": "GPU_Class", "gpus": 1}`, `--device-class "GPU_Class": not a DeviceClass name`},
 		{`{"device-selector": ["device.driver == 'x'"]}`, `--device-selector "device.driver == 'x'" needs --device-class`},
+		{`{"device-class": "g.example.com", "gpus": 1, "device-selector": [` + strings.Repeat(`"x",`, 32) + `"x"]}`,
+			"--device-selector given 33 times: at most 32"},
+		{`{"device-class": "g.example.com", "gpus": 1, "device-selector": ["` + strings.Repeat("x", 10241) + `"]}`,
+			"--device-selector #1 is 10241 characters long: at most 10240"},
 	} {
 		var p Params
 		if err := json.Unmarshal([]byte(tc.js), &p); err != nil {

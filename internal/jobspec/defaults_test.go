@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -74,8 +75,10 @@ func TestServerDefaultsAreTheCRDs(t *testing.T) {
 		job := NewTFJob()
 		job.Name, job.Namespace = "mnist", "ml"
 		job.Spec.TFReplicaSpecs = map[tfv1.ReplicaType]*tfv1.ReplicaSpec{
-			tfv1.ReplicaTypePS: {}, tfv1.ReplicaTypeWorker: {},
+			tfv1.ReplicaTypePS:     {},
+			tfv1.ReplicaTypeWorker: {DeviceClaim: &tfv1.DeviceClaim{DeviceClassName: "gpu.example.com"}},
 		}
+		job.Spec.Storage = &tfv1.Storage{SecretRef: corev1.LocalObjectReference{Name: "s3"}}
 		job.Spec.Artifacts = &tfv1.Artifacts{Destination: "s3://bucket/runs/", Paths: []string{"/ckpt"}}
 		job.Spec.Code = &tfv1.Code{Source: "s3://bucket/code.tar.gz"}
 		job.Spec.TensorBoard = &tfv1.TensorBoard{Enabled: true}

@@ -21,12 +21,32 @@ const (
 		`device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100-SXM4-80GB"; repeatable`
 )
 
+// The API server's limits on a deviceClaim's selectors, checked here so that the
+// error names --device-selector rather than the spec's field.
+const (
+	maxDeviceSelectors      = 32
+	maxDeviceSelectorLength = 10240
+)
+
 // checkDevices checks --device-class and --device-selector: a class needs --gpus 1 or
-// more, a selector needs a class. The API server compiles the selectors once the job
+// more, a selector needs a class (or, with -f, a manifest whose replicas already claim
+// devices: Build checks that). The API server compiles the selectors once the job
 // runs, and the job fails with InvalidDeviceClaim naming the one that does not.
-func (p Params) checkDevices(v *Values, _ bool) error {
+func (p Params) checkDevices(v *Values, fromManifest bool) error {
+	if len(p.DeviceSelectors) > maxDeviceSelectors {
+		return fmt.Errorf("--device-selector given %d times: at most %d", len(p.DeviceSelectors), maxDeviceSelectors)
+	}
+	for i, s := range p.DeviceSelectors {
+		if strings.TrimSpace(s) == "" {
+			return fmt.Errorf("--device-selector #%d is empty", i+1)
+		}
+		if len(s) > maxDeviceSelectorLength {
+			return fmt.Errorf("--device-selector #%d is %d characters long: at most %d", i+1, len(s), maxDeviceSelectorLength)
+		}
+	}
+	v.DeviceSelectors = p.DeviceSelectors
 	if p.DeviceClass == "" {
-		if len(p.DeviceSelectors) > 0 {
+		if len(p.DeviceSelectors) > 0 && !fromManifest {
 			return fmt.Errorf("--device-selector %q needs --device-class: it selects among a class's devices", p.DeviceSelectors[0])
 		}
 		return nil
@@ -37,19 +57,21 @@ func (p Params) checkDevices(v *Values, _ bool) error {
 	if ptr.Deref(p.GPUs, 0) < 1 || *p.GPUs > 32 {
 		return fmt.Errorf("--device-class %s needs --gpus from 1 to 32: how many devices each replica gets", p.DeviceClass)
 	}
-	for i, s := range p.DeviceSelectors {
-		if strings.TrimSpace(s) == "" {
-			return fmt.Errorf("--device-selector #%d is empty", i+1)
-		}
-	}
-	v.DeviceClass, v.DeviceSelectors = p.DeviceClass, p.DeviceSelectors
+	v.DeviceClass = p.DeviceClass
 	return nil
 }
 
 // applyDevices asks, for a replica that is not a parameter server, for its GPUs by a
-// claim on --device-class instead of the device plugin's count.
+// claim on --device-class instead of the device plugin's count. Without a class,
+// --device-selector replaces the selectors of the manifest's own claims.
 func applyDevices(spec *tfv1.ReplicaSpec, rt tfv1.ReplicaType, p Values) {
-	if p.DeviceClass == "" || rt == tfv1.ReplicaTypePS {
+	if rt == tfv1.ReplicaTypePS {
+		return
+	}
+	if p.DeviceClass == "" {
+		if spec.DeviceClaim != nil && len(p.DeviceSelectors) > 0 {
+			spec.DeviceClaim.Selectors = append([]string(nil), p.DeviceSelectors...)
+		}
 		return
 	}
 	c := mainContainer(&spec.Template.Spec)
@@ -60,6 +82,20 @@ func applyDevices(spec *tfv1.ReplicaSpec, rt tfv1.ReplicaType, p Values) {
 		Count:           p.GPUs,
 		Selectors:       append([]string(nil), p.DeviceSelectors...),
 	}
+}
+
+// checkSelectorsApplied refuses --device-selector without --device-class over a
+// manifest none of whose replicas claims devices: the selectors would select nothing.
+func checkSelectorsApplied(job *tfv1.TFJob, p Values) error {
+	if p.DeviceClass != "" || len(p.DeviceSelectors) == 0 {
+		return nil
+	}
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		if spec != nil && spec.DeviceClaim != nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("--device-selector %q needs --device-class: the manifest's replicas claim no devices", p.DeviceSelectors[0])
 }
 
 // deviceClaimOf is the deviceClaim of the first replica type that is not the

@@ -159,6 +159,9 @@ func withServerDefaults(spec *tfv1.TFJobSpec) {
 		if rs != nil {
 			rs.Replicas = cmp.Or(rs.Replicas, ptr.To[int32](1))
 			rs.RestartPolicy = cmp.Or(rs.RestartPolicy, tfv1.RestartPolicyNever)
+			if dc := rs.DeviceClaim; dc != nil {
+				dc.Count = cmp.Or(dc.Count, ptr.To[int64](1))
+			}
 		}
 	}
 	rp := &spec.RunPolicy

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,9 +58,19 @@ func (r cliResult) String() string {
 // tfk8s runs the CLI in-process in namespace default, with the cluster's S3 config
 // file and none of the process's environment.
 func (c *jobsCluster) tfk8s(ctx context.Context, args ...string) cliResult {
+	return c.tfk8sErrTo(ctx, nil, args...)
+}
+
+// tfk8sErrTo is tfk8s that also writes the command's stderr, as it comes, to errTo
+// (nil for none).
+func (c *jobsCluster) tfk8sErrTo(ctx context.Context, errTo io.Writer, args ...string) cliResult {
 	var stdout, stderr testutil.SyncBuffer
+	errOut := io.Writer(&stderr)
+	if errTo != nil {
+		errOut = io.MultiWriter(&stderr, errTo)
+	}
 	env := cli.Env{
-		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr},
+		IOStreams:  genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: errOut},
 		Getenv:     func(string) string { return "" },
 		ConfigFile: c.config,
 	}

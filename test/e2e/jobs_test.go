@@ -57,7 +57,7 @@ func TestTrainingJobs(t *testing.T) {
 	t.Run("failing worker fails the job", func(t *testing.T) { testFailingWorker(ctx, t, c) })
 	t.Run("suspend and resume", func(t *testing.T) { testSuspendResume(ctx, t, c) })
 	t.Run("logs through the API server", func(t *testing.T) { testLogs(ctx, t, c) })
-	t.Run("describe says why an image is not pulled", func(t *testing.T) { testImagePull(ctx, t, c) })
+	t.Run("describe says why an image is not pulled", func(t *testing.T) { testImagePull(ctx, t, c, st.Registry) })
 	t.Run("a job cannot read the cluster's secrets", func(t *testing.T) { testSecretsHidden(ctx, t, c) })
 	t.Run("a job cannot read the storage credentials", func(t *testing.T) { testStorageCredentialsHidden(ctx, t, c) })
 	t.Run("etcd refuses clients without a certificate", func(t *testing.T) { testEtcdRefusesStrangers(t, opts.Dir, opts.Ports.Etcd) })

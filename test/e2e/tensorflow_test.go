@@ -61,6 +61,12 @@ func TestTensorFlowJobs(t *testing.T) {
 	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "tensorflow", "index.json")) {
 		t.Fatalf("no TensorFlow image in %s/../_out/images: make tensorflow-image", binDir)
 	}
+	if !fileExists(filepath.Join(binDir, "..", "_out", "images", "jupyter", "index.json")) {
+		t.Fatalf("no Jupyter image in %s/../_out/images, which the tour's notebook runs: make tensorflow-image", binDir)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(binDir, "..", "_out", "python-wheels", "hatchling-*.whl")); len(matches) == 0 {
+		t.Fatalf("no hatchling wheel in %s/../_out/python-wheels, which the tour's pip install python/ builds with: make python-wheels", binDir)
+	}
 	opts, st := upForTest(ctx, t, localcluster.Options{
 		BinDir:   binDir,
 		NodeName: "e2e-tensorflow-node",

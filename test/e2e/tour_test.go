@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +15,24 @@ import (
 // tourMarker marks the README's tour blocks, which testTour runs as written, in order.
 const tourMarker = "<!-- read: TestTensorFlowJobs -->"
 
-// tourChanges is every change testTour makes to the tour's lines, and why. A line of the
-// table the tour no longer has fails the test, so that the table stays the tour's.
-// Besides these: the cluster is the shared one of TestTensorFlowJobs, not make demo's
-// (the tour's first line finds it where make demo leaves it: $HOME/.tfk8s/local is
-// linked to it), and the Python block runs as python3's standard input.
-var tourChanges = []struct{ line, why string }{
-	{`bin/tfk8s tensorboard "mnist/$first" mnist`, "serves until Ctrl-C"},
-	{`bin/tfk8s tensorboard mnist --open`, "serves until Ctrl-C"},
-	{`bin/tfk8s dashboard --open`, "serves until Ctrl-C"},
-	{`bin/tfk8s notebook open -n team-a --open`, "serves until Ctrl-C"},
+// tourChanges is every change testTour makes to the tour's lines, and why: each is run
+// by tour_serve, with add after the line's start. A line of the table the tour no
+// longer has fails the test, so that the table stays the tour's. Besides these: the
+// cluster is the shared one of TestTensorFlowJobs, not make demo's (the tour's first
+// line finds it where make demo leaves it: $HOME/.tfk8s/local is linked to it), the
+// Python block runs as python3's standard input, --open runs a stub xdg-open that
+// records the address it was given, and pip installs from a local wheelhouse.
+var tourChanges = []struct{ line, add, why string }{
+	{`bin/tfk8s tensorboard "mnist/$first" mnist`, "", "serves until Ctrl-C"},
+	{`bin/tfk8s tensorboard mnist --open`, "", "serves until Ctrl-C"},
+	// The README's port is the dashboard's own, which another program may hold.
+	{`bin/tfk8s dashboard --open`, " --address 127.0.0.1:0", "serves until Ctrl-C, on a port of its own"},
+	{`bin/tfk8s notebook open -n team-a --open`, "", "serves until Ctrl-C"},
 }
+
+// tourOpener is the xdg-open first on the tour's PATH: it writes each address it is
+// given to $TOUR_OPENED, where the real one would open a browser tab.
+const tourOpener = "#!/bin/sh\nprintf '%s\\n' \"$@\" >>\"$TOUR_OPENED\"\n"
 
 // tourServe is the shell function that runs each of tourChanges' lines: it waits (5
 // minutes at most) for the command's address, checks that the address answers, stops
@@ -76,7 +85,7 @@ func tourScript(t *testing.T, blocks []pageBlock) (string, []string) {
 					if _, printed, ok := strings.Cut(cmd, "# "); ok && strings.Contains(printed, "http://") {
 						want = append(want, printed)
 					}
-					cmd = "tour_serve " + cmd
+					cmd = "tour_serve " + c.line + c.add + cmd[len(c.line):]
 				}
 			}
 			script.WriteString(cmd + "\n")
@@ -118,6 +127,10 @@ func testTour(ctx context.Context, t *testing.T, c *jobsCluster, binDir string) 
 	mustRun(t, "cp", "-a", filepath.Join(root, "python"), sh.dir)
 	// The page shell's own environment names the cluster: the tour's first line must.
 	sh.env = append(sh.env, "KUBECONFIG=", "TFK8S_CONFIG=")
+	opened := stubOpener(t, sh)
+	// pip install python/ builds it with hatchling: from the wheels make python-wheels
+	// downloaded, as the rest of the tests install the SDK, not from PyPI.
+	sh.env = append(sh.env, "PIP_NO_INDEX=1", "PIP_FIND_LINKS="+filepath.Join(root, "_out", "python-wheels"))
 
 	start := time.Now()
 	out := sh.run(ctx, t, script)
@@ -133,6 +146,36 @@ func testTour(ctx context.Context, t *testing.T, c *jobsCluster, binDir string) 
 	}
 	if len(want) < 4 {
 		t.Errorf("the tour shows %d printed lines, want at least 4 (two TensorBoards, the dashboard, the notebook's two)", len(want))
+	}
+	checkOpened(t, opened, script)
+}
+
+// stubOpener puts tourOpener first on the tour's PATH, so that --open opens no browser
+// tab on the machine that runs the test, and returns the file it writes to.
+func stubOpener(t *testing.T, sh *pageShell) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "xdg-open"), []byte(tourOpener), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opened := filepath.Join(dir, "opened")
+	sh.env = append(sh.env, "PATH="+dir+":"+envValue(sh.env, "PATH"), "TOUR_OPENED="+opened)
+	return opened
+}
+
+// checkOpened: each --open of the tour opened one local address, as the browser would
+// have been given it.
+func checkOpened(t *testing.T, opened, script string) {
+	t.Helper()
+	data, err := os.ReadFile(opened)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	urls := strings.Fields(string(data))
+	want := strings.Count(script, " --open")
+	local := regexp.MustCompile(`^http://127\.0\.0\.1:\d+/`)
+	if len(urls) != want || len(slices.DeleteFunc(slices.Clone(urls), local.MatchString)) > 0 {
+		t.Errorf("--open opened %q, want %d addresses on 127.0.0.1, one per --open", urls, want)
 	}
 }
 
@@ -156,6 +199,12 @@ func TestTourScript(t *testing.T) {
 	if n := strings.Count(script, "\ntour_serve "); n != len(tourChanges) {
 		t.Errorf("the script runs %d lines through tour_serve, want %d:\n%s", n, len(tourChanges), script)
 	}
+	if line := "\ntour_serve bin/tfk8s dashboard --open --address 127.0.0.1:0 "; !strings.Contains(script, line) {
+		t.Errorf("the script runs no %q:\n%s", line, script)
+	}
+	if n := strings.Count(script, " --open"); n != 3 {
+		t.Errorf("the script has %d --open, want 3 (a TensorBoard, the dashboard, the notebook):\n%s", n, script)
+	}
 	for _, tc := range []struct {
 		line, printed string
 		match         bool
@@ -170,4 +219,14 @@ func TestTourScript(t *testing.T) {
 		}
 	}
 	t.Logf("the tour shows %d printed lines: %q", len(want), want)
+}
+
+// TestTourOpener: on the tour's PATH, xdg-open is the stub, and checkOpened takes
+// what it recorded, one address per --open.
+func TestTourOpener(t *testing.T) {
+	sh := &pageShell{dir: t.TempDir(), env: []string{"PATH=/usr/bin:/bin"}}
+	opened := stubOpener(t, sh)
+	script := "xdg-open http://127.0.0.1:8686/ # --open\nxdg-open 'http://127.0.0.1:4242/lab?token=0a1b' # --open\n"
+	sh.run(context.Background(), t, script)
+	checkOpened(t, opened, script)
 }
