@@ -76,3 +76,20 @@ func template(names Names, now time.Time, validity time.Duration) (*x509.Certifi
 		NotAfter:     now.Add(validity),
 	}, nil
 }
+
+// IssueClient signs, with the CA, a client certificate for the public key pub: PEM.
+// The API server and the kubelet read the user from CommonName and the groups from
+// Organization.
+func IssueClient(names Names, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer, now time.Time, validity time.Duration) ([]byte, error) {
+	tmpl, err := template(names, now, validity)
+	if err != nil {
+		return nil, err
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating client certificate %s: %w", names.CommonName, err)
+	}
+	return CertPEM(der), nil
+}
