@@ -30,6 +30,7 @@ DISTRIBUTION_VERSION := v3.1.2
 KUEUE_VERSION := v0.19.2
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
 PROMETHEUS_VERSION := v0.316.0
+METRICS_SERVER_VERSION := v0.8.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.10.0
 TRAINING_OPERATOR_VERSION := v1.9.4
@@ -46,6 +47,7 @@ DISTRIBUTION_STAMP := $(STAMP)/registry-$(DISTRIBUTION_VERSION)
 KUEUE_STAMP := $(STAMP)/kueue-$(KUEUE_VERSION)
 PROMETHEUS_OPERATOR_STAMP := $(STAMP)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_STAMP := $(STAMP)/prometheus-server-$(PROMETHEUS_VERSION)
+METRICS_SERVER_STAMP := $(STAMP)/metrics-server-$(METRICS_SERVER_VERSION)
 KUBELET_STAMP := $(STAMP)/kubelet-$(KUBE_VERSION)
 CONTAINERD_STAMP := $(STAMP)/containerd-$(CONTAINERD_VERSION)
 CNI_PLUGINS_STAMP := $(STAMP)/cni-plugins-$(CNI_PLUGINS_VERSION)
@@ -72,14 +74,14 @@ KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
 go_tool = cd hack/tools/$(1) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(strip $(TOOL_LDFLAGS) $(3))" -o $(BIN)/$(1) $(2)
 stamp = mkdir -p $(STAMP) && rm -f $(STAMP)/$(1)-* && touch $@
 
-TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP)
+TEST_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(METRICS_SERVER_STAMP)
 
 # The node of local mode; the kubelet, kube-proxy, containerd and the CNI plugins come
 # with the cluster's build.
 NODE_TOOLS := $(KUBELET_STAMP) $(DRA_DRIVER_STAMP) pause-image runc nftables
 # What a local cluster runs, and no more: make demo builds these (not Kueue, nor the
 # Prometheus CRDs, which only the tests use).
-LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(NODE_TOOLS)
+LOCAL_TOOLS := $(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(METRICS_SERVER_STAMP) $(NODE_TOOLS)
 
 # tools, test, bench and demo build what they need with $(call parallel,targets...): in
 # two lanes, the cluster's go build (the longest) in one and the rest, in order, in the
@@ -109,7 +111,7 @@ help-check: ## fails on a target without its "## " line for make help
 
 .PHONY: tools node-tools versitygw coredns runc nftables
 tools: ## builds the upstream binaries tests and local mode run, into bin/
-	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
+	@+$(call parallel,$(CLUSTER_STAMPS) $(VERSITYGW_STAMP) $(DISTRIBUTION_STAMP) $(KUEUE_STAMP) $(PROMETHEUS_OPERATOR_STAMP) $(PROMETHEUS_STAMP) $(METRICS_SERVER_STAMP) $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) $(STATICCHECK_STAMP) $(TRAINING_OPERATOR_STAMP) $(NODE_TOOLS))
 node-tools: ## builds local mode's node: kubelet, kube-proxy, containerd, CNI, the DRA test driver, pause; installs runc, nft
 	@+$(call parallel,$(NODE_TOOLS))
 versitygw: $(VERSITYGW_STAMP) ## builds the S3 server tests and local mode run, into bin/
@@ -253,6 +255,14 @@ $(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod
 	cd hack/tools/prometheus && CGO_ENABLED=0 $(GO) build -trimpath -tags remove_all_sd -ldflags "$(TOOL_LDFLAGS)" \
 		-o $(BIN)/prometheus github.com/prometheus/prometheus/cmd/prometheus
 	$(call stamp,prometheus-server)
+
+# Local mode runs metrics-server beside its control plane, so that kubectl top and
+# tfk8s top read the metrics API. It is built against older k8s.io modules than tfk8s,
+# hence a module of its own; it reads its version from client-go's, as its own build
+# stamps it.
+$(METRICS_SERVER_STAMP): hack/tools/metrics-server/go.mod
+	$(call go_tool,metrics-server,sigs.k8s.io/metrics-server/cmd/metrics-server,-X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION))
+	$(call stamp,metrics-server)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN_STAMP) $(CRD_REF_DOCS_STAMP) ## regenerates deepcopy code, the CRDs, RBAC, the Python SDK's submit, the chart's copies and docs/reference

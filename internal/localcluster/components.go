@@ -24,14 +24,15 @@ const (
 )
 
 // allComponents are every component's name, in start order.
-var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compNode, compDNS, compS3, compController}
+var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compNode, compDNS, compS3, compMetricsServer, compController}
 
 // stopOrder is the order Down stops the components in, each while what it needs still
 // runs: the node first, whose pods (the agent's last upload above all) need S3, DNS
 // and the API server until they have stopped; then the controller and the control
-// plane that the node's final status writes went to; then DNS, S3 and the registry,
-// which serve pods only; etcd last, under the API server.
-var stopOrder = []string{compNode, compController, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compRegistry, compEtcd}
+// plane that the node's final status writes went to, metrics-server before the API
+// server that proxies to it; then DNS, S3 and the registry, which serve pods only;
+// etcd last, under the API server.
+var stopOrder = []string{compNode, compController, compMetricsServer, compScheduler, compControllerManager, compAPIServer, compDNS, compS3, compRegistry, compEtcd}
 
 // stopOrderOf is stopOrder with every node of the cluster in the node's place.
 func stopOrderOf(opts Options) []string {
@@ -83,6 +84,7 @@ func components(opts Options) []component {
 	cs = append(cs,
 		component{compDNS, []endpoint{udp(br, p.DNS), tcp(br, p.DNS), tcp(lo, p.DNSReady)}, compDNS},
 		component{compS3, []endpoint{tcp(br, p.S3)}, compS3},
+		component{compMetricsServer, []endpoint{tcp(br, p.MetricsServer)}, compMetricsServer},
 	)
 	if opts.Install == "" { // else the controller runs as pods on the node
 		cs = append(cs, component{compController, []endpoint{tcp(lo, p.ControllerMetrics), tcp(lo, p.ControllerHealth)}, compController})

@@ -81,12 +81,14 @@ func TestComponents(t *testing.T) {
 				compDNS:        {"10.244.0.1:53/udp", "10.244.0.1:53/tcp", "127.0.0.1:10282/tcp"},
 				compS3:         {"10.244.0.1:7070/tcp"},
 				compController: {"127.0.0.1:10280/tcp", "127.0.0.1:10281/tcp"},
+				// The aggregation layer reaches it from the API server's side of the bridge.
+				compMetricsServer: {"10.244.0.1:10283/tcp"},
 			},
 		},
 		{
 			name:      "without a node",
 			opts:      Options{WithoutNode: true, PodCIDR: "10.99.0.0/16", Ports: Ports{APIServer: 16443, S3: 17070}},
-			wantNames: []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compDNS, compS3, compController},
+			wantNames: []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compRegistry, compDNS, compS3, compMetricsServer, compController},
 			wantAddrs: map[string][]string{
 				compAPIServer: {"10.99.0.1:16443/tcp"},
 				compS3:        {"10.99.0.1:17070/tcp"},

@@ -21,7 +21,7 @@ func TestClusterNodes(t *testing.T) {
 	if diff := cmp.Diff(want, clusterNodes(opts), cmp.AllowUnexported(clusterNode{})); diff != "" {
 		t.Errorf("clusterNodes (-want +got):\n%s", diff)
 	}
-	wantOrder := []string{"tfk8s-node", "tfk8s-node-2", "tfk8s-node-3", compController, compScheduler,
+	wantOrder := []string{"tfk8s-node", "tfk8s-node-2", "tfk8s-node-3", compController, compMetricsServer, compScheduler,
 		compControllerManager, compAPIServer, compDNS, compS3, compRegistry, compEtcd}
 	if diff := cmp.Diff(wantOrder, stopOrderOf(opts)); diff != "" {
 		t.Errorf("stopOrderOf (-want +got):\n%s", diff)

@@ -71,6 +71,9 @@ type Ports struct {
 	// Registry is the image registry's: the nodes pull through it, and the user
 	// pushes to it.
 	Registry int `json:"registry"`
+	// MetricsServer serves the metrics API, on the bridge's address, where
+	// kube-apiserver's aggregation layer reaches it.
+	MetricsServer int `json:"metricsServer"`
 }
 
 // DefaultPorts are the ports of a local cluster whose Options leave them unset.
@@ -87,6 +90,7 @@ var DefaultPorts = Ports{
 	ControllerMetrics: 10280,
 	ControllerHealth:  10281,
 	Registry:          5000,
+	MetricsServer:     10283,
 }
 
 // Options configure a local cluster. The zero value is the default cluster.
@@ -298,6 +302,7 @@ func (p Ports) or(d Ports) Ports {
 		ControllerMetrics: cmp.Or(p.ControllerMetrics, d.ControllerMetrics),
 		ControllerHealth:  cmp.Or(p.ControllerHealth, d.ControllerHealth),
 		Registry:          cmp.Or(p.Registry, d.Registry),
+		MetricsServer:     cmp.Or(p.MetricsServer, d.MetricsServer),
 	}
 }
 

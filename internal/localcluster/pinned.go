@@ -35,14 +35,24 @@ func pinnedImageArgs(pushed map[string]string) []string {
 // runsWithArgs reports whether the process pid runs with exactly args after its
 // executable, as /proc says.
 func runsWithArgs(pid int, args []string) (bool, error) {
+	got, err := processArgs(pid)
+	if err != nil {
+		return false, err
+	}
+	return slices.Equal(got, args), nil
+}
+
+// processArgs are the arguments after its executable of the process pid, as /proc
+// says.
+func processArgs(pid int) ([]string, error) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
-		return false, fmt.Errorf("reading the arguments of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("reading the arguments of pid %d: %w", pid, err)
 	}
 	fields := bytes.Split(bytes.TrimSuffix(raw, []byte{0}), []byte{0})
 	got := make([]string, 0, len(fields))
 	for _, f := range fields[1:] {
 		got = append(got, string(f))
 	}
-	return slices.Equal(got, args), nil
+	return got, nil
 }

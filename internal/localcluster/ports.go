@@ -162,13 +162,13 @@ func socketOwner(inode string) string {
 // FreePorts picks free ports for every component of a cluster, DNS on 53 (it listens
 // on the cluster's own bridge address): for clusters started side by side, as tests do.
 func FreePorts() (Ports, error) {
-	p, err := proc.FreePorts(11)
+	p, err := proc.FreePorts(12)
 	if err != nil {
 		return Ports{}, err
 	}
 	return Ports{
 		APIServer: p[0], Etcd: p[1], EtcdPeer: p[2], ControllerManager: p[3], Scheduler: p[4],
 		Kubelet: p[5], DNS: 53, DNSReady: p[6], S3: p[7], ControllerMetrics: p[8], ControllerHealth: p[9],
-		Registry: p[10],
+		Registry: p[10], MetricsServer: p[11],
 	}, nil
 }

@@ -3,6 +3,8 @@ package localcluster
 import (
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
@@ -40,4 +42,19 @@ func TestRouteOverlapAsTroubleshootingSays(t *testing.T) {
 	nodes := clusterNodes(defaulted(t, Options{}))
 	lan := hostRoute{dst: netip.MustParsePrefix("10.0.0.0/8"), dev: "eth1"}
 	checkPrinted(t, "route-overlap", checkPodCIDRsFree(nodes, []hostRoute{lan}))
+}
+
+// TestMissingBinaryAsTroubleshootingSays gives the check up runs first a binary
+// directory with every component's program but metrics-server's.
+func TestMissingBinaryAsTroubleshootingSays(t *testing.T) {
+	bin := t.TempDir()
+	opts := Options{BinDir: bin, WithoutNode: true}
+	for _, c := range components(defaulted(t, opts)) {
+		if c.binary != compMetricsServer {
+			if err := os.WriteFile(filepath.Join(bin, c.binary), nil, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkPrinted(t, "missing-binary", checkBinaries(opts))
 }

@@ -64,10 +64,11 @@ func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 	if err := saveSettings(p.clusterState, settingsOf(opts)); err != nil {
 		return nil, err
 	}
-	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run)}
+	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run),
+		agg: controlplane.AggregationPKIIn(p.run), metrics: metricsFilesIn(p.run)}
 	err = proc.RunSteps(ctx, u.stopStarted,
-		u.startNodeNetwork, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3, u.startController,
-		u.saveStatus)
+		u.startNodeNetwork, u.ensureAggregationPKI, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3,
+		u.startMetricsServer, u.startController, u.saveStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +80,9 @@ type starter struct {
 	opts  Options
 	paths paths
 	pki   controlplane.KubeletClientPKI
+	// agg is the API server's aggregation layer's PKI; metrics, metrics-server's.
+	agg     controlplane.AggregationPKI
+	metrics metricsFiles
 	// cfg reaches the API server as the administrator.
 	cfg *rest.Config
 	// cp is the control plane, which signs the nodes' client certificates.
@@ -135,7 +139,7 @@ func (u *starter) startControlPlane(ctx context.Context) error {
 		Durable:               !u.opts.UnsafeNoFsync,
 		PodSecurity:           PodSecurityLevel,
 		Address:               apiServerAddress(u.opts),
-		ExtraAPIServerArgs:    apiServerArgs(u.pki),
+		ExtraAPIServerArgs:    append(apiServerArgs(u.pki), u.agg.APIServerArgs()...),
 		NoManifests:           u.opts.Install != "", // the install's own
 		Logf:                  u.logf,
 	})
@@ -383,6 +387,11 @@ func httpOK(ctx context.Context, url string) error { return httpOKAs(ctx, url, "
 // httpOKAs gets url with authorization as its Authorization header (none if empty)
 // and wants 200 OK.
 func httpOKAs(ctx context.Context, url, authorization string) error {
+	return httpOKWith(ctx, http.DefaultClient, url, authorization)
+}
+
+// httpOKWith is httpOKAs through hc.
+func httpOKWith(ctx context.Context, hc *http.Client, url, authorization string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -390,7 +399,7 @@ func httpOKAs(ctx context.Context, url, authorization string) error {
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

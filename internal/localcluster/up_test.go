@@ -52,8 +52,8 @@ func TestCheckBinaries(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{"missing ones named", Options{BinDir: bin}, "missing from " + bin + ": registry, tfk8s-nodeinit, coredns, tfk8s-controller (run make build tools)"},
-		{"no node needed", Options{BinDir: bin, WithoutNode: true}, "missing from " + bin + ": registry, coredns, tfk8s-controller (run make build tools)"},
+		{"missing ones named", Options{BinDir: bin}, "missing from " + bin + ": registry, tfk8s-nodeinit, coredns, metrics-server, tfk8s-controller (run make build tools)"},
+		{"no node needed", Options{BinDir: bin, WithoutNode: true}, "missing from " + bin + ": registry, coredns, metrics-server, tfk8s-controller (run make build tools)"},
 		{"no binary directory", Options{}, "cannot find the binaries"},
 	}
 	for _, tc := range tests {

@@ -87,6 +87,7 @@ func upstreamNodeConfigs(opts Options) []localnode.Config {
 				peers = append(peers, localnode.Peer{Address: addrs[j], PodCIDR: pods[j]})
 			}
 		}
+		tlsCert, tlsKey := kubeletServingFiles(n.stateDir)
 		configs[i] = localnode.Config{
 			Name:                  n.name,
 			StateDir:              n.stateDir,
@@ -95,6 +96,8 @@ func upstreamNodeConfigs(opts Options) []localnode.Config {
 			ProxyKubeconfig:       filepath.Join(n.stateDir, "kube-proxy.kubeconfig"),
 			ProvisionerKubeconfig: filepath.Join(n.stateDir, "provisioner.kubeconfig"),
 			ClientCAFile:          filepath.Join(n.stateDir, "kubelet-client-ca.crt"),
+			TLSCertFile:           tlsCert,
+			TLSKeyFile:            tlsKey,
 			Bridge:                opts.Bridge,
 			HostAddress:           netip.PrefixFrom(host, network.Bits()),
 			Address:               addrs[i],
@@ -272,6 +275,9 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 		if err := assignRealGPUs(ctx, u.opts.BinDir, configs); err != nil {
 			return err
 		}
+	}
+	if err := u.issueKubeletServing(configs); err != nil {
+		return err
 	}
 	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))

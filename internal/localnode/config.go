@@ -30,6 +30,11 @@ type Config struct {
 	ProxyKubeconfig       string `json:"proxyKubeconfig"`
 	ProvisionerKubeconfig string `json:"provisionerKubeconfig"`
 	ClientCAFile          string `json:"clientCAFile"`
+	// TLSCertFile and TLSKeyFile are the kubelet API's serving certificate and key,
+	// signed by a CA its clients (metrics-server) are given. Unset, the kubelet signs
+	// a certificate itself, which no client can check.
+	TLSCertFile string `json:"tlsCertFile,omitempty"`
+	TLSKeyFile  string `json:"tlsKeyFile,omitempty"`
 
 	// Bridge is the host's bridge the node's veth joins; HostAddress is the host's
 	// address on it, with the nodes' network. The API server, S3, DNS and the
@@ -105,6 +110,9 @@ func (c Config) Check() error {
 	need(underAny(c.ProxyKubeconfig, []string{c.StateDir}), "proxyKubeconfig %q is not in stateDir", c.ProxyKubeconfig)
 	need(underAny(c.ProvisionerKubeconfig, []string{c.StateDir}), "provisionerKubeconfig %q is not in stateDir", c.ProvisionerKubeconfig)
 	need(underAny(c.ClientCAFile, []string{c.StateDir}), "clientCAFile %q is not in stateDir", c.ClientCAFile)
+	need((c.TLSCertFile == "") == (c.TLSKeyFile == ""), "tlsCertFile %q and tlsKeyFile %q: want both or neither", c.TLSCertFile, c.TLSKeyFile)
+	need(c.TLSCertFile == "" || underAny(c.TLSCertFile, []string{c.StateDir}), "tlsCertFile %q is not in stateDir", c.TLSCertFile)
+	need(c.TLSKeyFile == "" || underAny(c.TLSKeyFile, []string{c.StateDir}), "tlsKeyFile %q is not in stateDir", c.TLSKeyFile)
 	need(c.Bridge != "" && len(c.Bridge) <= 15, "bridge %q: want a name of 1 to 15 characters", c.Bridge)
 	need(c.HostAddress.IsValid() && c.HostAddress.Addr().Is4(), "hostAddress %v: want an IPv4 address with its prefix", c.HostAddress)
 	need(c.Address.Is4() && c.HostAddress.Contains(c.Address) && c.Address != c.HostAddress.Addr(),

@@ -165,6 +165,10 @@ authentication:
     clientCAFile: {{printf "%q" .ClientCAFile}}
 authorization:
   mode: Webhook
+{{- if .TLSCertFile}}
+tlsCertFile: {{printf "%q" .TLSCertFile}}
+tlsPrivateKeyFile: {{printf "%q" .TLSKeyFile}}
+{{- end}}
 containerRuntimeEndpoint: {{printf "%q" .RuntimeEndpoint}}
 cgroupDriver: cgroupfs
 cgroupRoot: {{printf "%q" .CgroupRoot}}
@@ -199,6 +203,8 @@ func renderKubeletConfig(c Config) ([]byte, error) {
 		"Address":         c.Address.String(),
 		"Port":            strconv.Itoa(c.KubeletPort),
 		"ClientCAFile":    c.ClientCAFile,
+		"TLSCertFile":     c.TLSCertFile,
+		"TLSKeyFile":      c.TLSKeyFile,
 		"RuntimeEndpoint": "unix://" + p.containerdSocket,
 		"CgroupRoot":      c.CgroupRoot,
 		"ClusterDNS":      c.ClusterDNS.String(),

@@ -26,6 +26,7 @@ var errorTriggers = map[string]struct {
 	"no-nft":          {run: noNft},
 	"s3-keys-refused": {elsewhere: "TestS3KeysRefusedAsTroubleshootingSays"},
 	"port-in-use":     {elsewhere: "TestPortInUseAsTroubleshootingSays"},
+	"missing-binary":  {elsewhere: "TestMissingBinaryAsTroubleshootingSays"},
 	"gang-timeout":    {elsewhere: "TestGangTimeoutAsTroubleshootingSays"},
 	"quota-refused":   {elsewhere: "TestQuotaRefusedAsTroubleshootingSays"},
 	"route-overlap":   {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},

@@ -1,0 +1,103 @@
+package controlplane
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tfk8s/tfk8s/internal/pki"
+)
+
+// verify checks that pair's certificate chains to ca's for usage, and returns it.
+func verify(t *testing.T, pair, ca KeyPair, opts x509.VerifyOptions) *x509.Certificate {
+	t.Helper()
+	kp, err := tls.LoadX509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(ca.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Roots = x509.NewCertPool()
+	opts.Roots.AppendCertsFromPEM(caPEM)
+	cert, err := x509.ParseCertificate(kp.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(opts); err != nil {
+		t.Errorf("%s does not verify against %s: %v", pair.Cert, ca.Cert, err)
+	}
+	return cert
+}
+
+// TestAggregationPKI: the proxy's client certificate is a client certificate of the
+// front-proxy CA, named as --requestheader-allowed-names says, and Ensure keeps it.
+func TestAggregationPKI(t *testing.T) {
+	dir := t.TempDir()
+	a := AggregationPKIIn(dir)
+	if err := a.Ensure(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(a.ProxyClient.Cert)
+	if err := a.Ensure(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(a.ProxyClient.Cert); string(again) != string(first) {
+		t.Error("Ensure replaced an existing certificate")
+	}
+	cert := verify(t, a.ProxyClient, a.CA, x509.VerifyOptions{KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if cert.Subject.CommonName != frontProxyUser {
+		t.Errorf("proxy client certificate for %q, want %q", cert.Subject.CommonName, frontProxyUser)
+	}
+	want := []string{
+		"--requestheader-client-ca-file=" + dir + "/front-proxy-ca.crt",
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + dir + "/front-proxy-client.crt",
+		"--proxy-client-key-file=" + dir + "/front-proxy-client.key",
+		"--enable-aggregator-routing=true",
+	}
+	if diff := cmp.Diff(want, a.APIServerArgs()); diff != "" {
+		t.Errorf("APIServerArgs (-want +got):\n%s", diff)
+	}
+}
+
+// TestKeyPairIssued: a serving certificate verifies for the names and address it was
+// issued for, and not as a client's; a client certificate not as a server's.
+func TestKeyPairIssued(t *testing.T) {
+	dir := t.TempDir()
+	ca := KeyPair{Cert: dir + "/ca.crt", Key: dir + "/ca.key"}
+	if err := ca.EnsureCA("test-ca", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	serving := KeyPair{Cert: dir + "/s.crt", Key: dir + "/s.key"}
+	names := pki.Names{CommonName: "node", DNSNames: []string{"node"}, IPs: []net.IP{net.ParseIP("10.244.0.2")}}
+	if err := serving.EnsureIssued(ca, names, ServerAuth, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	verify(t, serving, ca, x509.VerifyOptions{DNSName: "10.244.0.2"})
+	clientCert := KeyPair{Cert: dir + "/c.crt", Key: dir + "/c.key"}
+	if err := clientCert.EnsureIssued(ca, pki.Names{CommonName: "user"}, ClientAuth, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cert := verify(t, clientCert, ca, x509.VerifyOptions{KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if got := cert.ExtKeyUsage; len(got) != 1 || got[0] != x509.ExtKeyUsageClientAuth {
+		t.Errorf("client certificate's usages %v, want client authentication alone", got)
+	}
+	missing := KeyPair{Cert: dir + "/none.crt", Key: dir + "/none.key"}
+	if err := serving.EnsureIssued(missing, names, ServerAuth, time.Hour); err != nil {
+		t.Errorf("EnsureIssued replaced or checked an existing certificate: %v", err)
+	}
+	other := KeyPair{Cert: dir + "/o.crt", Key: dir + "/o.key"}
+	if err := other.EnsureIssued(missing, names, ServerAuth, time.Hour); err == nil {
+		t.Error("EnsureIssued signed without its CA's files")
+	}
+}

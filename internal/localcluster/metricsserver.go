@@ -1,0 +1,246 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/localnode"
+	"github.com/tfk8s/tfk8s/internal/pki"
+	"github.com/tfk8s/tfk8s/internal/proc"
+)
+
+// Local mode runs metrics-server on the host, beside the control plane, so that the
+// metrics API (kubectl top, tfk8s top) answers. kube-apiserver's aggregation layer
+// proxies metrics.k8s.io to it through a Service whose endpoint is the host bridge's
+// address; metrics-server scrapes each kubelet's /metrics/resource, checking the
+// kubelet's serving certificate against a CA this cluster keeps.
+
+// compMetricsServer is metrics-server's binary, pid file and log.
+const compMetricsServer = "metrics-server"
+
+// metricsServerUser is metrics-server's identity, to the API server and to the
+// kubelets, bound to the rules metricsServerRules grant.
+const metricsServerUser = "local-cluster:metrics-server"
+
+// metricResolution is how often metrics-server scrapes the kubelets: its minimum, so
+// that a job's figures show within seconds of its start.
+const metricResolution = 10 * time.Second
+
+// kubeletRequestTimeout bounds one scrape; metrics-server wants it under 90% of
+// metricResolution.
+const kubeletRequestTimeout = 5 * time.Second
+
+// metricsServerName is the Service, in kube-system, that the metrics APIService names:
+// the name metrics-server's serving certificate holds.
+const metricsServerName = "metrics-server"
+
+// metricsFiles are the credentials of metrics-server and of what it talks to.
+type metricsFiles struct {
+	// ServingCA signs metrics-server's serving certificate, which the APIService's
+	// caBundle trusts, and each kubelet's, which metrics-server checks against it.
+	ServingCA controlplane.KeyPair
+	// Serving is metrics-server's serving certificate.
+	Serving controlplane.KeyPair
+	// KubeletClient is the client certificate metrics-server presents to the kubelets,
+	// signed by the CA they trust for clients (KubeletClientPKI's).
+	KubeletClient controlplane.KeyPair
+	// Kubeconfig reaches the API server as metricsServerUser.
+	Kubeconfig string
+}
+
+// metricsFilesIn names metrics-server's credentials in dir.
+func metricsFilesIn(dir string) metricsFiles {
+	pair := func(name string) controlplane.KeyPair {
+		return controlplane.KeyPair{Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key")}
+	}
+	return metricsFiles{
+		ServingCA:     pair("serving-ca"),
+		Serving:       pair("metrics-server"),
+		KubeletClient: pair("metrics-server-kubelet-client"),
+		Kubeconfig:    filepath.Join(dir, "metrics-server.kubeconfig"),
+	}
+}
+
+// metricsServerArgs are metrics-server's flags. It listens on the bridge, where the
+// API server's aggregation layer reaches it, and reads the kubelets' ports from their
+// Nodes (a test cluster's kubelet is not on 10250).
+func metricsServerArgs(opts Options, f metricsFiles) []string {
+	br, _ := bridgeIP(opts.PodCIDR) // checked by withDefaults
+	return []string{
+		"--bind-address=" + br.String(),
+		"--secure-port=" + strconv.Itoa(opts.Ports.MetricsServer),
+		"--tls-cert-file=" + f.Serving.Cert,
+		"--tls-private-key-file=" + f.Serving.Key,
+		"--kubeconfig=" + f.Kubeconfig,
+		"--authentication-kubeconfig=" + f.Kubeconfig,
+		"--authorization-kubeconfig=" + f.Kubeconfig,
+		"--kubelet-certificate-authority=" + f.ServingCA.Cert,
+		"--kubelet-client-certificate=" + f.KubeletClient.Cert,
+		"--kubelet-client-key=" + f.KubeletClient.Key,
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-use-node-status-port",
+		"--kubelet-request-timeout=" + kubeletRequestTimeout.String(),
+		"--metric-resolution=" + metricResolution.String(),
+	}
+}
+
+// ensureAggregationPKI writes, before the API server starts, the aggregation layer's
+// CA and proxy certificate, which its flags name, and the serving CA the kubelets'
+// certificates come from.
+func (u *starter) ensureAggregationPKI(context.Context) error {
+	if err := u.agg.Ensure(certValidity); err != nil {
+		return err
+	}
+	return u.metrics.ServingCA.EnsureCA("tfk8s-serving-ca", certValidity)
+}
+
+// issueKubeletServing gives each node's kubelet a serving certificate for its name and
+// address, from the serving CA metrics-server trusts.
+func (u *starter) issueKubeletServing(configs []localnode.Config) error {
+	for _, c := range configs {
+		// Before the node's first start, as Config.Save makes it.
+		if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
+			return fmt.Errorf("creating the state directory of node %s: %w", c.Name, err)
+		}
+		pair := controlplane.KeyPair{Cert: c.TLSCertFile, Key: c.TLSKeyFile}
+		names := pki.Names{CommonName: "system:node:" + c.Name, DNSNames: []string{c.Name}, IPs: []net.IP{c.Address.AsSlice()}}
+		if err := pair.EnsureIssued(u.metrics.ServingCA, names, controlplane.ServerAuth, certValidity); err != nil {
+			return fmt.Errorf("node %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// kubeletServingFiles names a node's kubelet serving certificate and key in its state
+// directory.
+func kubeletServingFiles(stateDir string) (cert, key string) {
+	return filepath.Join(stateDir, "kubelet-serving.crt"), filepath.Join(stateDir, "kubelet-serving.key")
+}
+
+// startMetricsServer writes metrics-server's credentials and RBAC, starts it (again if
+// its flags changed), waits until it serves, and registers it as the metrics API.
+func (u *starter) startMetricsServer(ctx context.Context) error {
+	if ok, err := u.apiServerAggregates(); err != nil || !ok {
+		return err
+	}
+	if err := u.writeMetricsCredentials(); err != nil {
+		return err
+	}
+	c, err := client.New(u.cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	if err := ensureMetricsServerRBAC(ctx, c); err != nil {
+		return err
+	}
+	args := metricsServerArgs(u.opts, u.metrics)
+	p, _, err := u.ensureRunningWithArgs(compMetricsServer, args, u.networkReset)
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(u.metrics.ServingCA.Cert)
+	if err != nil {
+		return err
+	}
+	br, _ := bridgeIP(u.opts.PodCIDR)
+	endpoint := netip.AddrPortFrom(br, uint16(u.opts.Ports.MetricsServer))
+	hc, err := httpsClientTrusting(caPEM, metricsServerName+"."+metricsNamespace+".svc")
+	if err != nil {
+		return err
+	}
+	err = u.waitReady(ctx, p, "metrics-server on "+endpoint.String()+" to be live", func(ctx context.Context) error {
+		return httpOKWith(ctx, hc, "https://"+endpoint.String()+"/livez", "")
+	})
+	if err != nil {
+		return err
+	}
+	if err := ensureMetricsAPI(ctx, c, endpoint, caPEM); err != nil {
+		return err
+	}
+	return u.waitReady(ctx, p, "APIService "+metricsAPIService+" to be available", func(ctx context.Context) error {
+		return apiServiceAvailable(ctx, c)
+	})
+}
+
+// apiServerAggregates reports whether kube-apiserver runs with the aggregation layer's
+// flags. One adopted from a cluster started before local mode ran metrics-server has
+// none, and would route the metrics API to a ClusterIP the host does not reach: Up
+// then goes on without metrics-server (kubectl top and tfk8s top say the metrics API
+// is unavailable, tfk8s top reads the runs' usage records) and says how to restart it.
+func (u *starter) apiServerAggregates() (bool, error) {
+	p := u.cp.Process(compAPIServer)
+	if p == nil || !u.cp.Adopted(compAPIServer) {
+		return true, nil
+	}
+	args, err := processArgs(p.Pid())
+	if err != nil {
+		return false, err
+	}
+	for _, flag := range u.agg.APIServerArgs() {
+		if !slices.Contains(args, flag) {
+			u.logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
+				"tfk8s local down, then tfk8s local up, restarts it with the aggregation layer, and kubectl top works", p.Pid(), flag)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// writeMetricsCredentials writes metrics-server's serving certificate, its kubelet
+// client certificate and its kubeconfig, unless they exist.
+func (u *starter) writeMetricsCredentials() error {
+	br, _ := bridgeIP(u.opts.PodCIDR)
+	serving := pki.Names{
+		CommonName: metricsServerName,
+		DNSNames:   []string{metricsServerName + "." + metricsNamespace + ".svc"},
+		IPs:        []net.IP{br.AsSlice()},
+	}
+	if err := u.metrics.Serving.EnsureIssued(u.metrics.ServingCA, serving, controlplane.ServerAuth, certValidity); err != nil {
+		return err
+	}
+	kubeletCA := controlplane.KeyPair{Cert: u.pki.CACert, Key: u.pki.CAKey}
+	if err := u.metrics.KubeletClient.EnsureIssued(kubeletCA, pki.Names{CommonName: metricsServerUser}, controlplane.ClientAuth, certValidity); err != nil {
+		return err
+	}
+	if _, err := os.Stat(u.metrics.Kubeconfig); err == nil {
+		return nil
+	}
+	return u.cp.WriteClientKubeconfig(u.metrics.Kubeconfig, metricsServerUser, nil, certValidity)
+}
+
+// ensureRunningWithArgs is ensureRunning that also restarts a running component whose
+// flags differ from args.
+func (u *starter) ensureRunningWithArgs(name string, args []string, restart bool) (*proc.Process, bool, error) {
+	if running := proc.FindDetached(u.paths.run, name); running != nil && !restart {
+		same, err := runsWithArgs(running.Pid(), args)
+		if err != nil {
+			return nil, false, err
+		}
+		restart = !same
+	}
+	return u.ensureRunning(name, args, nil, restart)
+}
+
+// httpsClientTrusting is an HTTPS client that trusts caPEM alone and wants serverName
+// in the server's certificate.
+func httpsClientTrusting(caPEM []byte, serverName string) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no CA certificate in the serving CA's file")
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}
+	return &http.Client{Transport: tr}, nil
+}
