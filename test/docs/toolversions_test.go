@@ -31,6 +31,7 @@ var toolModules = map[string]struct {
 	"KUEUE_VERSION":               {"kueue", "sigs.k8s.io/kueue", false},
 	"PROMETHEUS_OPERATOR_VERSION": {"prometheus-operator", "github.com/prometheus-operator/prometheus-operator", false},
 	"PROMETHEUS_VERSION":          {"prometheus", "github.com/prometheus/prometheus", false},
+	"METRICS_SERVER_VERSION":      {"metrics-server", "sigs.k8s.io/metrics-server", false},
 	"TRAINING_OPERATOR_VERSION":   {"kubeflow-training-operator", "github.com/kubeflow/training-operator", false},
 	"HELM_VERSION":                {"helm", "helm.sh/helm/v3", false},
 	"KUSTOMIZE_VERSION":           {"kustomize", "sigs.k8s.io/kustomize/kustomize/v5", false},
