@@ -44,6 +44,12 @@ func TestRouteOverlapAsTroubleshootingSays(t *testing.T) {
 	checkPrinted(t, "route-overlap", checkPodCIDRsFree(nodes, []hostRoute{lan}))
 }
 
+// TestCgroupV2AsTroubleshootingSays gives the check up runs first the root of a cgroup
+// v2 mount that passes only cpu down.
+func TestCgroupV2AsTroubleshootingSays(t *testing.T) {
+	checkPrinted(t, "cgroup-v2", checkCgroups(cgroupRoot(t, true, "cpu\n")))
+}
+
 // TestMissingBinaryAsTroubleshootingSays gives the check up runs first a binary
 // directory with every component's program but metrics-server's.
 func TestMissingBinaryAsTroubleshootingSays(t *testing.T) {

@@ -46,6 +46,9 @@ func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 	if err := checkHost(); err != nil {
 		return nil, err
 	}
+	if err := checkCgroups(hostCgroupMount); err != nil {
+		return nil, err
+	}
 	if opts, err = resolve(opts); err != nil {
 		return nil, err
 	}

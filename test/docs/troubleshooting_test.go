@@ -27,6 +27,7 @@ var errorTriggers = map[string]struct {
 	"s3-keys-refused": {elsewhere: "TestS3KeysRefusedAsTroubleshootingSays"},
 	"port-in-use":     {elsewhere: "TestPortInUseAsTroubleshootingSays"},
 	"missing-binary":  {elsewhere: "TestMissingBinaryAsTroubleshootingSays"},
+	"cgroup-v2":       {elsewhere: "TestCgroupV2AsTroubleshootingSays"},
 	"gang-timeout":    {elsewhere: "TestGangTimeoutAsTroubleshootingSays"},
 	"quota-refused":   {elsewhere: "TestQuotaRefusedAsTroubleshootingSays"},
 	"route-overlap":   {elsewhere: "TestRouteOverlapAsTroubleshootingSays"},
