@@ -28,6 +28,7 @@ type settings struct {
 	Bridge        string `json:"bridge"`
 	ClusterDomain string `json:"clusterDomain"`
 	GPUs          int    `json:"gpus,omitempty"`
+	RealGPUs      bool   `json:"realGPUs,omitempty"`
 	DRAGPUs       int    `json:"draGPUs,omitempty"`
 	Nodes         int    `json:"nodes,omitempty"`
 	WithoutNode   bool   `json:"withoutNode,omitempty"`
@@ -49,6 +50,7 @@ func settingsOf(opts Options) settings {
 		Bridge:        opts.Bridge,
 		ClusterDomain: opts.ClusterDomain,
 		GPUs:          opts.GPUs,
+		RealGPUs:      opts.RealGPUs,
 		DRAGPUs:       opts.DRAGPUs,
 		Nodes:         opts.Nodes,
 		WithoutNode:   opts.WithoutNode,
@@ -89,11 +91,18 @@ func resolve(opts Options) (Options, error) {
 // mergeSettings completes opts with saved; see resolve.
 func mergeSettings(opts Options, saved settings, running bool) (Options, error) {
 	var errs []error
+	// --gpus and --real-gpus are one choice, fake GPUs or the host's: when nothing
+	// runs, either given replaces both saved ones, so that a cluster made with
+	// --gpus 2 comes up with --real-gpus, and the other way round.
+	if !running && (opts.GPUs != 0 || opts.RealGPUs) {
+		saved.GPUs, saved.RealGPUs = 0, false
+	}
 	opts.NodeName = pick(&errs, "--node-name", opts.NodeName, saved.NodeName, running)
 	opts.PodCIDR = pick(&errs, "--pod-cidr", opts.PodCIDR, saved.PodCIDR, running)
 	opts.Bridge = pick(&errs, "--bridge", opts.Bridge, saved.Bridge, running)
 	opts.ClusterDomain = pick(&errs, "--cluster-domain", opts.ClusterDomain, saved.ClusterDomain, running)
 	opts.GPUs = pick(&errs, "--gpus", opts.GPUs, saved.GPUs, running)
+	opts.RealGPUs = pick(&errs, "--real-gpus", opts.RealGPUs, saved.RealGPUs, running)
 	opts.DRAGPUs = pick(&errs, "--dra-gpus", opts.DRAGPUs, saved.DRAGPUs, running)
 	// A running cluster keeps its nodes: another count is refused, not applied, since
 	// the scheduler may have bound pods to the nodes that would go.

@@ -59,6 +59,17 @@ func TestMergeSettings(t *testing.T) {
 			want: savedWith(func(s *settings) { s.Install = InstallKustomize }),
 		},
 		{
+			name: "--real-gpus replaces the saved --gpus when nothing runs",
+			opts: Options{RealGPUs: true},
+			want: savedWith(func(s *settings) { s.GPUs, s.RealGPUs = 0, true }),
+		},
+		{
+			name:    "--real-gpus while a cluster with --gpus runs is refused",
+			opts:    Options{RealGPUs: true},
+			running: true,
+			wantErr: "--real-gpus is false, not true",
+		},
+		{
 			name:    "another port while running is refused",
 			opts:    Options{Ports: Ports{APIServer: 7443}},
 			running: true,
@@ -82,6 +93,37 @@ func TestMergeSettings(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, settingsOf(got)); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMergeSettingsRealGPUs checks that a cluster made with --real-gpus keeps them
+// on an up without the flag, and that --gpus given later replaces them.
+func TestMergeSettingsRealGPUs(t *testing.T) {
+	saved := settings{NodeName: "n1", RealGPUs: true, Ports: DefaultPorts}
+	tests := []struct {
+		name     string
+		opts     Options
+		running  bool
+		wantGPUs int
+		wantReal bool
+	}{
+		{name: "an up without flags keeps the host's GPUs", wantReal: true},
+		{name: "an up of a running cluster keeps them", running: true, wantReal: true},
+		{name: "--gpus replaces them when nothing runs", opts: Options{GPUs: 3}, wantGPUs: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := mergeSettings(tc.opts, saved, tc.running)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.GPUs != tc.wantGPUs || got.RealGPUs != tc.wantReal {
+				t.Errorf("--gpus %d, --real-gpus %v; want %d, %v", got.GPUs, got.RealGPUs, tc.wantGPUs, tc.wantReal)
+			}
+			if _, err := got.withDefaults(); err != nil {
+				t.Errorf("the merged options are refused: %v", err)
 			}
 		})
 	}
