@@ -41,15 +41,22 @@ func verify(t *testing.T, pair, ca KeyPair, opts x509.VerifyOptions) *x509.Certi
 func TestAggregationPKI(t *testing.T) {
 	dir := t.TempDir()
 	a := AggregationPKIIn(dir)
-	if err := a.Ensure(time.Hour); err != nil {
+	if err := a.Ensure(48 * time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := os.ReadFile(a.ProxyClient.Cert)
-	if err := a.Ensure(time.Hour); err != nil {
+	first, err := os.ReadFile(a.ProxyClient.Cert)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := os.ReadFile(a.ProxyClient.Cert); string(again) != string(first) {
-		t.Error("Ensure replaced an existing certificate")
+	if err := a.Ensure(48 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(a.ProxyClient.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(first) {
+		t.Error("Ensure replaced a certificate still good")
 	}
 	cert := verify(t, a.ProxyClient, a.CA, x509.VerifyOptions{KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if cert.Subject.CommonName != frontProxyUser {
@@ -93,11 +100,66 @@ func TestKeyPairIssued(t *testing.T) {
 		t.Errorf("client certificate's usages %v, want client authentication alone", got)
 	}
 	missing := KeyPair{Cert: dir + "/none.crt", Key: dir + "/none.key"}
-	if err := serving.EnsureIssued(missing, names, ServerAuth, time.Hour); err != nil {
-		t.Errorf("EnsureIssued replaced or checked an existing certificate: %v", err)
-	}
 	other := KeyPair{Cert: dir + "/o.crt", Key: dir + "/o.key"}
 	if err := other.EnsureIssued(missing, names, ServerAuth, time.Hour); err == nil {
 		t.Error("EnsureIssued signed without its CA's files")
+	}
+}
+
+// TestEnsureIssuedReissues: a certificate kept from an earlier up is kept while it is
+// good, and issued anew when the node's address changed, its CA was made anew, or it
+// expires within a day.
+func TestEnsureIssuedReissues(t *testing.T) {
+	names := pki.Names{CommonName: "node", DNSNames: []string{"node"}, IPs: []net.IP{net.ParseIP("10.244.0.2")}}
+	moved := pki.Names{CommonName: "node", DNSNames: []string{"node"}, IPs: []net.IP{net.ParseIP("10.9.0.2")}}
+	renamed := pki.Names{CommonName: "node", DNSNames: []string{"node2"}, IPs: names.IPs}
+	tests := []struct {
+		name        string
+		validity    time.Duration // of the first certificate
+		newCA       bool
+		again       pki.Names
+		wantReissue bool
+	}{
+		{name: "a good certificate is kept", validity: 48 * time.Hour, again: names},
+		{name: "another address", validity: 48 * time.Hour, again: moved, wantReissue: true},
+		{name: "another DNS name", validity: 48 * time.Hour, again: renamed, wantReissue: true},
+		{name: "a new CA", validity: 48 * time.Hour, newCA: true, again: names, wantReissue: true},
+		{name: "expiring within a day", validity: time.Hour, again: names, wantReissue: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ca := KeyPair{Cert: dir + "/ca.crt", Key: dir + "/ca.key"}
+			if err := ca.EnsureCA("test-ca", 48*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			pair := KeyPair{Cert: dir + "/s.crt", Key: dir + "/s.key"}
+			if err := pair.EnsureIssued(ca, names, ServerAuth, tc.validity); err != nil {
+				t.Fatal(err)
+			}
+			first, err := os.ReadFile(pair.Cert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.newCA {
+				if err := os.Remove(ca.Cert); err != nil {
+					t.Fatal(err)
+				}
+				if err := ca.EnsureCA("test-ca", 48*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := pair.EnsureIssued(ca, tc.again, ServerAuth, 48*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			again, err := os.ReadFile(pair.Cert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reissued := string(again) != string(first); reissued != tc.wantReissue {
+				t.Errorf("reissued = %v, want %v", reissued, tc.wantReissue)
+			}
+			verify(t, pair, ca, x509.VerifyOptions{DNSName: tc.again.IPs[0].String()})
+		})
 	}
 }

@@ -4,7 +4,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/pki"
@@ -42,14 +46,16 @@ const (
 )
 
 // EnsureIssued writes a certificate for names that the CA in ca signs, valid for
-// validity, unless k's files exist already.
+// validity, unless k's files hold one still good: signed by that CA, naming every one
+// of names' addresses and DNS names, and valid for a day more. A cluster brought up
+// again with another --pod-cidr, or a CA made anew, gets certificates that verify.
 func (k KeyPair) EnsureIssued(ca KeyPair, names pki.Names, usage Usage, validity time.Duration) error {
-	if k.Exists() {
-		return nil
-	}
 	caCert, caKey, err := loadCA(&credentials{caCert: ca.Cert, caKey: ca.Key})
 	if err != nil {
 		return fmt.Errorf("issuing %s: %w", names.CommonName, err)
+	}
+	if k.Exists() && k.stillGood(caCert, names) {
+		return nil
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -64,6 +70,29 @@ func (k KeyPair) EnsureIssued(ca KeyPair, names pki.Names, usage Usage, validity
 		return err
 	}
 	return k.write(certPEM, key)
+}
+
+// stillGood reports whether k's certificate chains to caCert, names every one of
+// names' IPs and DNS names, and is valid for a day more; an unreadable one is not.
+func (k KeyPair) stillGood(caCert *x509.Certificate, names pki.Names) bool {
+	data, err := os.ReadFile(k.Cert)
+	if err != nil {
+		return false
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || cert.CheckSignatureFrom(caCert) != nil || time.Until(cert.NotAfter) < 24*time.Hour {
+		return false
+	}
+	for _, dns := range names.DNSNames {
+		if !slices.Contains(cert.DNSNames, dns) {
+			return false
+		}
+	}
+	return namesEvery(cert, names.IPs)
 }
 
 // write saves the certificate and its key, the key first: a certificate found without

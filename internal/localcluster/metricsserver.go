@@ -200,7 +200,7 @@ func (u *starter) apiServerAggregates() (bool, error) {
 }
 
 // writeMetricsCredentials writes metrics-server's serving certificate, its kubelet
-// client certificate and its kubeconfig, unless they exist.
+// client certificate, each kept while still good, and its kubeconfig.
 func (u *starter) writeMetricsCredentials() error {
 	br, _ := bridgeIP(u.opts.PodCIDR)
 	serving := pki.Names{
@@ -215,9 +215,8 @@ func (u *starter) writeMetricsCredentials() error {
 	if err := u.metrics.KubeletClient.EnsureIssued(kubeletCA, pki.Names{CommonName: metricsServerUser}, controlplane.ClientAuth, certValidity); err != nil {
 		return err
 	}
-	if _, err := os.Stat(u.metrics.Kubeconfig); err == nil {
-		return nil
-	}
+	// Written on every up, not only when missing: it holds the API server's CA and
+	// address, which a cluster made anew after down changes.
 	return u.cp.WriteClientKubeconfig(u.metrics.Kubeconfig, metricsServerUser, nil, certValidity)
 }
 
