@@ -185,18 +185,28 @@ func (u *starter) apiServerAggregates() (bool, error) {
 	if p == nil || !u.cp.Adopted(compAPIServer) {
 		return true, nil
 	}
-	args, err := processArgs(p.Pid())
-	if err != nil {
-		return false, err
+	flag, err := aggregationFlagMissing(p.Pid(), u.agg)
+	if err != nil || flag == "" {
+		return err == nil, err
 	}
-	for _, flag := range u.agg.APIServerArgs() {
+	u.logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
+		"tfk8s local down, then tfk8s local up, restarts it with the aggregation layer, and kubectl top works", p.Pid(), flag)
+	return false, nil
+}
+
+// aggregationFlagMissing is the first of agg's kube-apiserver flags that the process
+// pid runs without, or "" when it has them all.
+func aggregationFlagMissing(pid int, agg controlplane.AggregationPKI) (string, error) {
+	args, err := processArgs(pid)
+	if err != nil {
+		return "", err
+	}
+	for _, flag := range agg.APIServerArgs() {
 		if !slices.Contains(args, flag) {
-			u.logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
-				"tfk8s local down, then tfk8s local up, restarts it with the aggregation layer, and kubectl top works", p.Pid(), flag)
-			return false, nil
+			return flag, nil
 		}
 	}
-	return true, nil
+	return "", nil
 }
 
 // writeMetricsCredentials writes metrics-server's serving certificate, its kubelet

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/proc"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -38,6 +39,9 @@ type Status struct {
 	UserConfigOutcome  UserConfigOutcome
 	UserConfigEndpoint string
 	UserConfigWritten  bool
+	// MetricsSkipped says why metrics-server does not run when up skipped it on
+	// purpose: the running kube-apiserver lacks the aggregation layer's flags.
+	MetricsSkipped string
 }
 
 // ComponentStatus is one process of the cluster.
@@ -58,6 +62,16 @@ func (c ComponentStatus) Running() bool { return c.PID != 0 }
 func (s *Status) Running() bool {
 	for _, c := range s.Components {
 		if !c.Running() {
+			return false
+		}
+	}
+	return true
+}
+
+// runningBut reports whether every component other than name runs.
+func (s *Status) runningBut(name string) bool {
+	for _, c := range s.Components {
+		if c.Name != name && !c.Running() {
 			return false
 		}
 	}
@@ -105,6 +119,7 @@ func statusOf(opts Options) *Status {
 		}
 		s.Components = append(s.Components, cs)
 	}
+	s.MetricsSkipped = metricsSkipped(p.run)
 	if opts.Install != "" {
 		s.Install = &InstallStatus{Method: opts.Install}
 		if s.Kubeconfig != "" && proc.FindDetached(p.run, compAPIServer) != nil {
@@ -112,6 +127,20 @@ func statusOf(opts Options) *Status {
 		}
 	}
 	return s
+}
+
+// metricsSkipped is why up skipped metrics-server, "" if it did not: metrics-server
+// is stopped and the kube-apiserver that runs lacks the aggregation layer's flags.
+func metricsSkipped(run string) string {
+	apiServer := proc.FindDetached(run, compAPIServer)
+	if apiServer == nil || proc.FindDetached(run, compMetricsServer) != nil {
+		return ""
+	}
+	flag, err := aggregationFlagMissing(apiServer.Pid(), controlplane.AggregationPKIIn(run))
+	if err != nil || flag == "" {
+		return ""
+	}
+	return "kube-apiserver runs without " + flag
 }
 
 // anyRunning reports whether a component of the cluster in dir, of the given number
@@ -136,6 +165,9 @@ func (s *Status) Print(w io.Writer) {
 	switch {
 	case s.Stopped():
 		state = "stopped"
+	case s.MetricsSkipped != "" && s.runningBut(compMetricsServer):
+		state = "running; metrics-server skipped: kube-apiserver without the aggregation layer " +
+			"(tfk8s local down, then tfk8s local up, starts it)"
 	case !s.Running():
 		state = "partly running (tfk8s local up restarts what is missing)"
 	}

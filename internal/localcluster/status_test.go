@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
@@ -73,5 +74,58 @@ func TestKubeconfig(t *testing.T) {
 	path, data, err := Kubeconfig(Options{Dir: dir})
 	if err != nil || path != want || string(data) != "apiVersion: v1\n" {
 		t.Errorf("Kubeconfig = %q, %q, %v; want %q and its content", path, data, err, want)
+	}
+}
+
+// TestStatusMetricsSkipped: with every component running but metrics-server, status
+// says why up skipped it when kube-apiserver lacks the aggregation layer's flags, and
+// that up restarts what is missing when it has them.
+func TestStatusMetricsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	p := pathsIn(dir)
+	if err := os.MkdirAll(p.run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name, exe string, args ...string) {
+		t.Helper()
+		sleep, err := proc.StartDetached(name, exe, args, nil, p.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sleep.Stop(0) })
+	}
+	opts := Options{Dir: dir, BinDir: "/bin"}
+	st, err := StatusOf(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Components {
+		if c.Name != compMetricsServer && c.Name != compAPIServer {
+			start(c.Name, "/bin/sleep", "60")
+		}
+	}
+	// Its arguments are what processArgs reads: none of the aggregation layer's.
+	start(compAPIServer, "/bin/sleep", "60")
+	wantIn(t, opts, "metrics-server skipped: kube-apiserver without the aggregation layer")
+
+	if err := proc.StopDetached(p.run, compAPIServer, 0); err != nil {
+		t.Fatal(err)
+	}
+	flags := controlplane.AggregationPKIIn(p.run).APIServerArgs()
+	start(compAPIServer, "/bin/sh", append([]string{"-c", "sleep 60", "sh"}, flags...)...)
+	wantIn(t, opts, "partly running (tfk8s local up restarts what is missing)")
+}
+
+// wantIn checks that the status of the cluster of opts, printed, contains want.
+func wantIn(t *testing.T, opts Options, want string) {
+	t.Helper()
+	st, err := StatusOf(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	st.Print(&out)
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status output lacks %q:\n%s", want, out.String())
 	}
 }
