@@ -176,9 +176,10 @@ func leftovers(ctx context.Context, opts Options, p paths) []string {
 }
 
 // clusterBinaries are the programs whose processes belong to a cluster when they name
-// its state directory in their arguments: every component, and runc for the pods.
-var clusterBinaries = append(slices.Clone(allComponents), "runc",
-	compNodeInit, "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2")
+// its state directory in their arguments: every component, runc for the pods, and
+// what each node runs, its DRA driver among them.
+var clusterBinaries = append(slices.Clone(allComponents), "runc", compNodeInit, "kubelet",
+	"kube-proxy", "containerd", "containerd-shim-runc-v2", localnode.DRADriverBinary)
 
 // leftoverProcesses lists, from the proc file system at procDir, the processes of the
 // cluster in stateDir (a cluster binary with stateDir in its arguments) and the
