@@ -44,8 +44,14 @@ func draDevicesPublished(ctx context.Context, c client.Client, node string, want
 	if want == 0 {
 		return nil
 	}
+	// The API server selects the node's slices of the driver: each poll of each node
+	// reads its own, not every node's.
 	var slices resourcev1.ResourceSliceList
-	if err := c.List(ctx, &slices); err != nil {
+	err := c.List(ctx, &slices, client.MatchingFields{
+		resourcev1.ResourceSliceSelectorNodeName: node,
+		resourcev1.ResourceSliceSelectorDriver:   localnode.DRADriver,
+	})
+	if err != nil {
 		return err
 	}
 	if got := nodeDRADevices(slices.Items, node); got != want {
