@@ -1,7 +1,9 @@
 package localnode
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +63,26 @@ func makeDRADriverDirs() error {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("creating the DRA driver's %s: %w", dir, err)
 		}
+	}
+	return nil
+}
+
+// draCheckpoint is the kubelet's record, in its root directory, of the claims it has
+// had the driver prepare.
+const draCheckpoint = "dra_manager_state"
+
+// forgetPreparedClaims removes the CDI specs of the claims prepared before the node
+// stopped, and the kubelet's record of them: the node kills its pods without the
+// driver unpreparing their claims, so the specs would pile up, and a kubelet that
+// still counted a claim as prepared would not have its spec written again when it
+// starts the claim's pod anew.
+func forgetPreparedClaims(p paths) error {
+	if err := os.RemoveAll(p.cdiDir); err != nil {
+		return fmt.Errorf("emptying %s: %w", p.cdiDir, err)
+	}
+	checkpoint := filepath.Join(p.kubeletDir, draCheckpoint)
+	if err := os.Remove(checkpoint); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", checkpoint, err)
 	}
 	return nil
 }

@@ -158,6 +158,9 @@ func writeConfigs(c Config) error {
 		{p.proxyConfig, proxy, 0o644},
 		{p.resolvConf, renderResolvConf(c.Resolvers), 0o644},
 	}
+	if err := forgetPreparedClaims(p); err != nil {
+		return err
+	}
 	// containerd watches the CDI directory from its start; the DRA driver fills it.
 	if err := os.MkdirAll(p.cdiDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", p.cdiDir, err)
@@ -201,8 +204,8 @@ func waitForSocket(ctx context.Context, p *proc.Process, socket string) error {
 	}
 }
 
-// stopPrograms stops the programs newest first (kube-proxy, the kubelet, then
-// containerd). Once the kubelet is gone, so that it starts nothing again, the pods'
+// stopPrograms stops the programs newest first (the DRA driver if any, kube-proxy,
+// the kubelet, then containerd). Once the kubelet is gone, so that it starts nothing again, the pods'
 // containers are stopped within their grace periods and whatever is left in the pods'
 // cgroups is killed.
 func stopPrograms(c Config, programs []*proc.Process) {
