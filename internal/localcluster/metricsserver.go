@@ -151,16 +151,14 @@ func (u *starter) startMetricsServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	caPEM, err := os.ReadFile(u.metrics.ServingCA.Cert)
-	if err != nil {
-		return err
-	}
 	br, _ := bridgeIP(u.opts.PodCIDR)
 	endpoint := netip.AddrPortFrom(br, uint16(u.opts.Ports.MetricsServer))
-	hc, err := httpsClientTrusting(caPEM, metricsServerName+"."+metricsNamespace+".svc")
+	hc, caPEM, err := httpsClientTrusting(u.metrics.ServingCA.Cert, metricsServerName+"."+metricsNamespace+".svc")
 	if err != nil {
 		return err
 	}
+	// Its connections are up's alone: none is left open once up has checked.
+	defer hc.CloseIdleConnections()
 	err = u.waitReady(ctx, p, "metrics-server on "+endpoint.String()+" to be live", func(ctx context.Context) error {
 		return httpOKWith(ctx, hc, "https://"+endpoint.String()+"/livez", "")
 	})
@@ -243,13 +241,17 @@ func (u *starter) ensureRunningWithArgs(name string, args []string, restart bool
 	return u.ensureRunning(name, args, nil, restart)
 }
 
-// httpsClientTrusting is an HTTPS client that trusts caPEM alone and wants serverName
-// in the server's certificate.
-func httpsClientTrusting(caPEM []byte, serverName string) (*http.Client, error) {
+// httpsClientTrusting is an HTTPS client that trusts the CA in caFile alone and wants
+// serverName in the server's certificate; it returns the CA's PEM too.
+func httpsClientTrusting(caFile, serverName string) (*http.Client, []byte, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the serving CA: %w", err)
+	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("no CA certificate in the serving CA's file")
+		return nil, nil, fmt.Errorf("no CA certificate in %s", caFile)
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}
-	return &http.Client{Transport: tr}, nil
+	return &http.Client{Transport: tr}, caPEM, nil
 }

@@ -1,6 +1,9 @@
 package localcluster
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,5 +52,20 @@ func TestKubeletServingInNodeConfig(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("kubelet serving files (-want +got):\n%s", diff)
+	}
+}
+
+// TestHTTPSClientTrustingNamesTheFile: a serving CA file missing or without a
+// certificate is named in the error up reports.
+func TestHTTPSClientTrustingNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "serving-ca.crt")
+	if err := os.WriteFile(empty, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{filepath.Join(dir, "missing.crt"), empty} {
+		if _, _, err := httpsClientTrusting(file, "metrics-server"); err == nil || !strings.Contains(err.Error(), file) {
+			t.Errorf("httpsClientTrusting(%s) error = %v, want one naming the file", file, err)
+		}
 	}
 }
