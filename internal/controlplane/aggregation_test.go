@@ -5,10 +5,9 @@ import (
 	"crypto/x509"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/tfk8s/tfk8s/internal/pki"
 )
@@ -62,18 +61,20 @@ func TestAggregationPKI(t *testing.T) {
 	if cert.Subject.CommonName != frontProxyUser {
 		t.Errorf("proxy client certificate for %q, want %q", cert.Subject.CommonName, frontProxyUser)
 	}
-	want := []string{
-		"--requestheader-client-ca-file=" + dir + "/front-proxy-ca.crt",
-		"--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + dir + "/front-proxy-client.crt",
-		"--proxy-client-key-file=" + dir + "/front-proxy-client.key",
+	// The API server trusts the CA that signed the proxy's certificate, allows its
+	// name, and presents it; it routes to endpoints, as no kube-proxy on the host
+	// translates a Service's ClusterIP.
+	args := a.APIServerArgs()
+	for _, want := range []string{
+		"--requestheader-client-ca-file=" + a.CA.Cert,
+		"--requestheader-allowed-names=" + cert.Subject.CommonName,
+		"--proxy-client-cert-file=" + a.ProxyClient.Cert,
+		"--proxy-client-key-file=" + a.ProxyClient.Key,
 		"--enable-aggregator-routing=true",
-	}
-	if diff := cmp.Diff(want, a.APIServerArgs()); diff != "" {
-		t.Errorf("APIServerArgs (-want +got):\n%s", diff)
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("APIServerArgs lacks %s: %v", want, args)
+		}
 	}
 }
 

@@ -5,28 +5,50 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
+// TestDRADriverArgs: the driver serves this node's claims with the number of devices
+// asked for, registers where the kubelet looks for plugins, and writes its CDI specs
+// where containerd reads them.
 func TestDRADriverArgs(t *testing.T) {
 	c := testConfig()
 	c.DRAGPUs = 2
-	want := []string{
-		"--kubeconfig=/var/lib/tfk8s/node/kubelet.kubeconfig",
-		"--drivername=gpu.tfk8s.io",
-		"kubelet-plugin",
-		"--node-name=tfk8s-local",
-		"--num-devices=2",
-		// Where containerd's cdi_spec_dirs points (TestContainerdConfig).
-		"--cdi-dir=/var/lib/tfk8s/node/cdi",
-		"--plugin-registration-path=/var/lib/kubelet/plugins_registry",
-		"--datadir=/var/lib/kubelet/plugins",
+	args := draDriverArgs(c)
+	if !slices.Contains(args, "kubelet-plugin") {
+		t.Errorf("the driver does not run as a kubelet plugin: %v", args)
 	}
-	if diff := cmp.Diff(want, draDriverArgs(c)); diff != "" {
-		t.Errorf("the DRA driver's arguments (-want +got):\n%s", diff)
+	containerd, err := renderContainerdConfig(c)
+	if err != nil {
+		t.Fatal(err)
 	}
+	cdiDir := argValue(args, "--cdi-dir")
+	if cdiDir == "" || !strings.Contains(string(containerd), "cdi_spec_dirs = [\""+cdiDir+"\"]") {
+		t.Errorf("the driver writes CDI specs to %q, not where containerd reads them:\n%s", cdiDir, containerd)
+	}
+	want := map[string]string{
+		"--node-name":                c.Name,
+		"--num-devices":              "2",
+		"--drivername":               DRADriver,
+		"--plugin-registration-path": filepath.Join(kubeletRootDir, "plugins_registry"),
+	}
+	for flag, value := range want {
+		if got := argValue(args, flag); got != value {
+			t.Errorf("%s = %q, want %q", flag, got, value)
+		}
+	}
+}
+
+// argValue is the value of --flag=value in args, "" if absent.
+func argValue(args []string, flag string) string {
+	for _, a := range args {
+		if value, ok := strings.CutPrefix(a, flag+"="); ok {
+			return value
+		}
+	}
+	return ""
 }
 
 // TestWriteConfigsForgetsPreparedClaims: a node started again finds no CDI spec of a
