@@ -14,12 +14,14 @@ import (
 // without NVIDIA's library is the common case and says nothing; one whose NVML
 // loads and reads no GPU says why in one line, since a GPU job without figures is
 // worth a look.
-// The returned stop ends the command and returns once anything it had to say is said.
-func startGPUSampler(cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
+// start starts it: through the reaper, which would otherwise collect its status
+// before the sampler could read it. The returned stop ends the command and returns
+// once anything it had to say is said.
+func startGPUSampler(start nvml.Starter, cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
 	if cmd == "" {
 		return nil, func() {}
 	}
-	s, err := nvml.StartSampler(cmd, interval)
+	s, err := nvml.StartSampler(start, cmd, interval)
 	if err != nil {
 		// An image without the C library's loader cannot run tfk8s-nvml, nor have
 		// NVIDIA's driver libraries: as quiet as a container without them.

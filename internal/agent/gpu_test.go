@@ -73,9 +73,19 @@ func TestUsageRecordsGPUs(t *testing.T) {
 			tc.lib(libDir)
 			t.Setenv("LD_LIBRARY_PATH", libDir)
 			var out bytes.Buffer
+			// The agent's reaper waits for every child: the sampler's status must
+			// still reach it.
+			rp, err := startReaper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rp.close()
 			r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
 			stop, done := make(chan struct{}), make(chan struct{})
-			go func() { defer close(done); r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), &logger{out: &out}) }()
+			go func() {
+				defer close(done)
+				r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), rp.startWatched, &logger{out: &out})
+			}()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
 			}

@@ -62,12 +62,12 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 }
 
 // run samples every interval until stop closes, the GPUs too where tfk8s-nvml (cmd)
-// is installed.
-func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, log *logger) {
+// is installed, started with start.
+func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, start nvml.Starter, log *logger) {
 	if r == nil {
 		return
 	}
-	s, stopGPUs := startGPUSampler(cmd, interval, log)
+	s, stopGPUs := startGPUSampler(start, cmd, interval, log)
 	defer stopGPUs()
 	if s != nil {
 		r.mu.Lock()

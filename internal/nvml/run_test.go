@@ -27,7 +27,7 @@ func TestCommandThroughFakeLibrary(t *testing.T) {
 		t.Errorf("devices = %+v, want 2, the second /dev/nvidia3 named Fake GPU 1", devices)
 	}
 
-	s, err := nvml.StartSampler(cmd, 50*time.Millisecond, "--library", lib)
+	s, err := nvml.StartSampler(nil, cmd, 50*time.Millisecond, "--library", lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCommandThroughFakeLibrary(t *testing.T) {
 	if !errors.Is(err, nvml.ErrNoLibrary) {
 		t.Errorf("Devices without the library: %v, want ErrNoLibrary", err)
 	}
-	s, err = nvml.StartSampler(cmd, time.Second, "--library", nvmltest.Build(t, t.TempDir(), "-DFAKE_INIT=9"))
+	s, err = nvml.StartSampler(nil, cmd, time.Second, "--library", nvmltest.Build(t, t.TempDir(), "-DFAKE_INIT=9"))
 	if err != nil {
 		t.Fatal(err)
 	}
