@@ -227,7 +227,7 @@ func (s *session) runCommand() int {
 	periodicDone := make(chan struct{})
 	if s.up != nil {
 		s.up.started(ctx)
-		go s.up.usage.run(stop, usageInterval, nvml.Beside(), s.reaper.startWatched, s.log)
+		go s.up.usage.run(stop, usageInterval, nvml.Beside(), s.reaper.startSampler, s.log)
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)

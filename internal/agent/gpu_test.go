@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/nvml/nvmltest"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestGPUTally(t *testing.T) {
@@ -84,7 +87,7 @@ func TestUsageRecordsGPUs(t *testing.T) {
 			stop, done := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(done)
-				r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), rp.startWatched, &logger{out: &out})
+				r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
 			}()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
@@ -104,6 +107,59 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				t.Errorf("log %q, want %q alone", log, tc.wantLog)
 			}
 		})
+	}
+}
+
+// tfk8s-nvml loads libraries from the user's image: it must hold neither the storage
+// credentials nor CAP_SYS_PTRACE, with which it could read them from the agent.
+func TestSamplerHoldsNoCredentials(t *testing.T) {
+	t.Setenv(tfjob.EnvSecretAccessKey, "secret")
+	t.Setenv("TFK8S_S3_BUCKET", "bucket")
+	dir := t.TempDir()
+	cmd := filepath.Join(dir, "tfk8s-nvml")
+	script := "#!/bin/sh\nenv > " + dir + "/env\ngrep CapBnd /proc/$$/status > " + dir + "/caps\nexit 3\n"
+	if err := os.WriteFile(cmd, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := startReaper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.close()
+	var out bytes.Buffer
+	s, stop := startGPUSampler(rp.startSampler, cmd, time.Second, &logger{out: &out})
+	if s == nil {
+		t.Fatalf("no sampler started: %s", out.String())
+	}
+	<-s.Done()
+	stop()
+	env, err := os.ReadFile(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{tfjob.EnvSecretAccessKey, "TFK8S_S3_BUCKET"} {
+		if strings.Contains(string(env), name+"=") {
+			t.Errorf("tfk8s-nvml's environment holds %s", name)
+		}
+	}
+	if !strings.Contains(string(env), "PATH=") {
+		t.Errorf("tfk8s-nvml's environment lacks PATH:\n%s", env)
+	}
+	if inBoundingSet(unix.CAP_SYS_PTRACE) {
+		caps, err := os.ReadFile(filepath.Join(dir, "caps"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bnd uint64
+		if _, err := fmt.Sscanf(string(caps), "CapBnd:\t%x", &bnd); err != nil {
+			t.Fatalf("reading %q: %v", caps, err)
+		}
+		if bnd&(1<<unix.CAP_SYS_PTRACE) != 0 {
+			t.Errorf("tfk8s-nvml holds CAP_SYS_PTRACE: %s", caps)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("log %q, want nothing (exit 3: no NVML)", out.String())
 	}
 }
 
