@@ -26,7 +26,7 @@ func TestGPUTally(t *testing.T) {
 		{{Index: 0, UtilizationPercent: 20, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30}},
 		{{Index: 0, UtilizationPercent: 80, MemoryUsedBytes: 3 << 30, MemoryTotalBytes: 16 << 30},
 			{Index: 1, UtilizationPercent: 10, MemoryUsedBytes: 2 << 30, MemoryTotalBytes: 16 << 30}},
-		nil, // the sampler had not read yet, or stopped
+		nil, // no new sample since the last, as once the sampler has stopped
 	} {
 		g.add(u, rs)
 	}
@@ -99,6 +99,14 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				g := u.GPUs[1]
 				if g.UtilizationPeakPercent != 47 || g.UtilizationMeanPercent != 47 || g.MemoryPeakBytes != 2<<30 || g.MemoryTotalBytes != 16<<30 {
 					t.Errorf("GPU 1 = %+v, want 47%% busy, 2 GiB of 16 GiB", g)
+				}
+				// Once the sampler's last reading is counted, an upload's sample adds
+				// none: a reading counts once.
+				r.sample(&logger{out: &out})
+				n := r.record(1).GPUs[1].Samples
+				r.sample(&logger{out: &out})
+				if after := r.record(1).GPUs[1].Samples; after != n {
+					t.Errorf("GPU 1 samples after the sampler ended = %d, want %d", after, n)
 				}
 			} else if u != nil && len(u.GPUs) != 0 {
 				t.Errorf("GPUs = %+v, want none", u.GPUs)

@@ -44,9 +44,9 @@ type usageRecorder struct {
 	gpuTally gpuTally
 }
 
-// gpuSource is the latest reading of the container's GPUs (nvml.Sampler).
+// gpuSource hands out each reading of the container's GPUs once (nvml.Sampler).
 type gpuSource interface {
-	Latest() []nvml.Reading
+	Next() []nvml.Reading
 }
 
 // newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
@@ -102,7 +102,7 @@ func (r *usageRecorder) sample(log *logger) {
 	}
 	r.add(s, r.now().UTC())
 	if r.gpus != nil {
-		r.gpuTally.add(&r.rec, r.gpus.Latest())
+		r.gpuTally.add(&r.rec, r.gpus.Next())
 	}
 }
 

@@ -85,14 +85,14 @@ func Devices(ctx context.Context, cmd string, args ...string) ([]Device, error) 
 	return out, nil
 }
 
-// Sampler runs cmd sample and keeps its latest sample.
+// Sampler runs cmd sample and keeps its latest sample until Next hands it out.
 type Sampler struct {
 	stdin *os.File
 	done  chan struct{}
 
 	mu     sync.Mutex // guards what follows
-	latest []Reading
-	err    error // why it ended, once done is closed
+	latest []Reading  // nil once handed out
+	err    error      // why it ended, once done is closed
 }
 
 // Starter starts cmd and returns where its wait status arrives once it has exited:
@@ -178,11 +178,15 @@ func closePipes(pipes [][2]*os.File) {
 	}
 }
 
-// Latest returns the latest sample's readings; none before the first.
-func (s *Sampler) Latest() []Reading {
+// Next returns the readings of the sample taken since the last call, each sample
+// once: nil when none came since, as once the command has ended. A sample handed out
+// twice would count twice in a mean.
+func (s *Sampler) Next() []Reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.latest
+	r := s.latest
+	s.latest = nil
+	return r
 }
 
 // Done is closed when the command has ended; Err then says why, nil if Stop ended it.
