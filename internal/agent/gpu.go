@@ -71,7 +71,23 @@ func (r *reaper) startSampler(cmd *exec.Cmd) (<-chan syscall.WaitStatus, error) 
 
 // gpuTally adds up the readings of each GPU between samples of the record.
 type gpuTally struct {
-	sums []float64 // utilisation summed over samples, per GPU
+	sums   []float64    // utilisation summed over samples, per GPU
+	warned map[int]bool // the GPUs whose unreadability was logged
+}
+
+// warn logs, once per GPU, why NVML would not read it: its figures are missing
+// from the record, the other GPUs' are there.
+func (g *gpuTally) warn(unreadable []nvml.Unreadable, log *logger) {
+	for _, u := range unreadable {
+		if g.warned[u.Index] {
+			continue
+		}
+		if g.warned == nil {
+			g.warned = map[int]bool{}
+		}
+		g.warned[u.Index] = true
+		log.Printf("no figures for GPU %d: %s", u.Index, u.Error)
+	}
 }
 
 // add adds readings to the record's GPUs, one per GPU index.

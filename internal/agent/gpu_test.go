@@ -67,6 +67,9 @@ func TestUsageRecordsGPUs(t *testing.T) {
 	}{
 		{"GPUs", func(dir string) string { return nvmltest.Build(t, dir) }, true, "", ""},
 		{"no library", func(dir string) string { return "" }, false, "", ""},
+		{"one GPU unreadable", func(dir string) string {
+			return nvmltest.Build(t, dir, "-DFAKE_UTIL_FAIL=3", "-DFAKE_UTIL_FAIL_INDEX=0")
+		}, true, "no figures for GPU 0: nvmlDeviceGetUtilizationRates: NVML_ERROR_NOT_SUPPORTED", ""},
 		{"driver not loaded", func(dir string) string { return nvmltest.Build(t, dir, "-DFAKE_INIT=9") }, false,
 			"tfk8s-nvml: no GPU figures: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED", ""},
 		{"no C library loader in the image", func(dir string) string { return "" }, false, "", noLoader},

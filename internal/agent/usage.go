@@ -46,7 +46,7 @@ type usageRecorder struct {
 
 // gpuSource hands out each reading of the container's GPUs once (nvml.Sampler).
 type gpuSource interface {
-	Next() []nvml.Reading
+	Next() nvml.Sample
 }
 
 // newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
@@ -102,7 +102,9 @@ func (r *usageRecorder) sample(log *logger) {
 	}
 	r.add(s, r.now().UTC())
 	if r.gpus != nil {
-		r.gpuTally.add(&r.rec, r.gpus.Next())
+		smp := r.gpus.Next()
+		r.gpuTally.add(&r.rec, smp.GPUs)
+		r.gpuTally.warn(smp.Unreadable, log)
 	}
 }
 

@@ -91,7 +91,7 @@ type Sampler struct {
 	done  chan struct{}
 
 	mu     sync.Mutex // guards what follows
-	latest []Reading  // nil once handed out
+	latest Sample     // zero once handed out
 	err    error      // why it ended, once done is closed
 }
 
@@ -156,7 +156,7 @@ func StartSampler(start Starter, cmd string, interval time.Duration, args ...str
 				continue
 			}
 			s.mu.Lock()
-			s.latest = smp.GPUs
+			s.latest = smp
 			s.mu.Unlock()
 		}
 		_ = stdout.Close()
@@ -178,15 +178,15 @@ func closePipes(pipes [][2]*os.File) {
 	}
 }
 
-// Next returns the readings of the sample taken since the last call, each sample
-// once: nil when none came since, as once the command has ended. A sample handed out
+// Next returns the sample taken since the last call, each sample once: a zero
+// Sample when none came since, as once the command has ended. A sample handed out
 // twice would count twice in a mean.
-func (s *Sampler) Next() []Reading {
+func (s *Sampler) Next() Sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.latest
-	s.latest = nil
-	return r
+	smp := s.latest
+	s.latest = Sample{}
+	return smp
 }
 
 // Done is closed when the command has ended; Err then says why, nil if Stop ended it.

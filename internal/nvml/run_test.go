@@ -33,7 +33,7 @@ func TestCommandThroughFakeLibrary(t *testing.T) {
 	}
 	var got []nvml.Reading
 	for deadline := time.Now().Add(10 * time.Second); got == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		got = s.Next()
+		got = s.Next().GPUs
 	}
 	want := []nvml.Reading{
 		{Index: 0, UtilizationPercent: 40, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30},
@@ -48,7 +48,7 @@ func TestCommandThroughFakeLibrary(t *testing.T) {
 	}
 	// What the sampler read is counted once: after its end there is nothing new.
 	s.Next()
-	if got := s.Next(); got != nil {
+	if got := s.Next(); got.GPUs != nil {
 		t.Errorf("Next after the sampler ended = %+v, want nil", got)
 	}
 
