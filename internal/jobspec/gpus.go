@@ -55,14 +55,28 @@ func (v Values) gpuResource() corev1.ResourceName {
 
 // setGPUs sets the container's --gpus limit of the resource --gpu-resource names (a
 // device plugin's resources are limits: the request follows), or removes it for 0.
+// The manifest's other GPU resources go: a pod would wait for both.
 func setGPUs(c *corev1.Container, v Values) {
 	res := v.gpuResource()
+	removeGPUResources(c, res)
 	if *v.GPUs == 0 {
 		delete(c.Resources.Limits, res)
 		delete(c.Resources.Requests, res)
 		return
 	}
 	setResource(c, res, resource.NewQuantity(*v.GPUs, resource.DecimalSI), false)
+}
+
+// removeGPUResources removes from the container's limits and requests every GPU
+// resource but keep.
+func removeGPUResources(c *corev1.Container, keep corev1.ResourceName) {
+	for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+		for name := range list {
+			if name != keep && tfjob.IsGPU(name) {
+				delete(list, name)
+			}
+		}
+	}
 }
 
 // asksForGPUs says whether a replica's pod asks for nvidia.com/gpu or the resource

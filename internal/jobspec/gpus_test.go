@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -85,5 +86,46 @@ func TestGPUResourceRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.js, err, tc.want)
 		}
+	}
+}
+
+// TestGPUFlagsReplaceTheManifestsGPUs: over a manifest that asks for GPUs one way,
+// --gpus with --gpu-resource or --device-class asks for them the other way alone; a
+// pod asking for both would wait for both.
+func TestGPUFlagsReplaceTheManifestsGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		manifest corev1.ResourceName
+		js       string
+		want     corev1.ResourceList
+	}{
+		{"--gpu-resource over whole GPUs", "nvidia.com/gpu", `{"gpus": 1, "gpu-resource": "nvidia.com/mig-1g.10gb"}`,
+			corev1.ResourceList{"nvidia.com/mig-1g.10gb": resource.MustParse("1")}},
+		{"--gpus over a MIG profile", "nvidia.com/mig-1g.10gb", `{"gpus": 2}`,
+			corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}},
+		{"--device-class over a MIG profile", "nvidia.com/mig-1g.10gb", `{"gpus": 1, "device-class": "gpu.nvidia.com"}`,
+			corev1.ResourceList{}},
+		{"--gpus 0 over a shared GPU", "nvidia.com/gpu.shared", `{"gpus": 0}`, corev1.ResourceList{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := New(nil, Params{Name: "a", Image: "tf"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &base.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
+			c.Resources.Limits = corev1.ResourceList{tc.manifest: resource.MustParse("2")}
+			var p Params
+			if err := json.Unmarshal([]byte(tc.js), &p); err != nil {
+				t.Fatal(err)
+			}
+			job, err := New(base, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Limits
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("limits (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
