@@ -19,8 +19,8 @@ import (
 var gpuResourceHelp = "extended resource --gpus counts instead of " + string(tfjob.GPUResource) +
 	": a MIG profile (nvidia.com/mig-1g.10gb) or a shared GPU (nvidia.com/gpu.shared) as NVIDIA's device plugin advertises it; see docs/gpus.md"
 
-// checkGPUResource checks --gpu-resource: an extended resource's name (a domain
-// outside kubernetes.io, a slash, a name), which needs --gpus to count it.
+// checkGPUResource checks --gpu-resource: an extended resource's name of NVIDIA's
+// (nvidia.com, a slash, a name), which needs --gpus to count it.
 func (p Params) checkGPUResource(v *Values) error {
 	if p.GPUResource == "" {
 		return nil
@@ -34,6 +34,11 @@ func (p Params) checkGPUResource(v *Values) error {
 	}
 	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
 		return fmt.Errorf("--gpu-resource %q: %s is Kubernetes' own domain, not a device plugin's", p.GPUResource, domain)
+	}
+	// Only NVIDIA's resources are read back from a job (gpuResourceOf): another
+	// domain would be lost by render --to tfk8s and a resubmit.
+	if domain != "nvidia.com" {
+		return fmt.Errorf("--gpu-resource %q: want one of NVIDIA's device plugin's resources, nvidia.com/NAME", p.GPUResource)
 	}
 	if ptr.Deref(p.GPUs, 0) <= 0 {
 		return fmt.Errorf("--gpu-resource %s: no replica asks for GPUs; add --gpus", p.GPUResource)

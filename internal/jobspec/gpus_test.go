@@ -73,6 +73,7 @@ func TestGPUResourceRefused(t *testing.T) {
 		{`{"name": "a", "gpus": 1, "gpu-resource": "mig-1g.10gb"}`, `--gpu-resource "mig-1g.10gb": want an extended resource DOMAIN/NAME`},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/mig 1g"}`, `--gpu-resource "nvidia.com/mig 1g": not a resource name`},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "kubernetes.io/gpu"}`, `--gpu-resource "kubernetes.io/gpu": kubernetes.io is Kubernetes' own domain`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "amd.com/gpu"}`, `--gpu-resource "amd.com/gpu": want one of NVIDIA's device plugin's resources, nvidia.com/NAME`},
 		{`{"name": "a", "gpu-resource": "nvidia.com/gpu.shared", "image": "tf"}`, "--gpu-resource nvidia.com/gpu.shared: no replica asks for GPUs; add --gpus"},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/gpu.shared", "device-class": "gpu.nvidia.com"}`,
 			"--gpu-resource nvidia.com/gpu.shared: not with --device-class"},
