@@ -17,7 +17,9 @@ import (
 	"time"
 )
 
-// ErrNoLibrary is where tfk8s-nvml could not load NVML: no NVIDIA driver here.
+// ErrNoLibrary is where NVML could not be loaded: no NVIDIA driver on this machine or
+// in this container, which is not a fault. dlopen.Open and tfk8s-nvml's callers
+// both say it.
 var ErrNoLibrary = errors.New("NVML not loadable")
 
 // noLibrary is ErrNoLibrary as tfk8s-nvml said it.

@@ -65,7 +65,7 @@ func isCode(err error, call string, code Return) bool {
 func TestErrors(t *testing.T) {
 	t.Run("no library", func(t *testing.T) {
 		_, err := Open(filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))
-		if !errors.Is(err, ErrNoLibrary) {
+		if !errors.Is(err, nvml.ErrNoLibrary) {
 			t.Errorf("Open of a missing file: %v, want ErrNoLibrary", err)
 		}
 	})

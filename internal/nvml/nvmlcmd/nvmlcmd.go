@@ -48,7 +48,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	l, n, err := open(*library)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", nvml.Command, err)
-		if errors.Is(err, dlopen.ErrNoLibrary) {
+		if errors.Is(err, nvml.ErrNoLibrary) {
 			return nvml.ExitNoLibrary
 		}
 		return nvml.ExitNoGPU
