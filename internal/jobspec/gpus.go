@@ -100,18 +100,21 @@ func asksForGPUs(spec *corev1.PodSpec, v Values) bool {
 
 // defaultImages gives every replica without an image the CUDA image when the job asks
 // for GPUs: a job run with --gpus and no --image then sees its GPUs (the CPU image
-// cannot). The parameter servers get it too, so that every replica runs one
-// TensorFlow.
+// cannot). The parameter servers, which get no GPU, get the CPU image: the same
+// TensorFlow without CUDA's 3.6 GB.
 func defaultImages(job *tfv1.TFJob, v Values) {
 	if ptr.Deref(v.GPUs, 0) <= 0 {
 		return
 	}
-	for _, spec := range job.Spec.TFReplicaSpecs {
+	for rt, spec := range job.Spec.TFReplicaSpecs {
 		if spec == nil {
 			continue
 		}
 		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil && c.Image == "" {
 			c.Image = images.TensorFlowGPU
+			if rt == tfv1.ReplicaTypePS {
+				c.Image = images.TensorFlow
+			}
 		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/tfk8s/tfk8s/internal/images"
 )
 
-// TestGPUDefaults: a job that asks for GPUs and names no image runs every replica in
-// the CUDA image, and --gpu-resource moves the count to the resource it names; the
+// TestGPUDefaults: a job that asks for GPUs and names no image runs every replica but
+// the parameter servers in the CUDA image, and --gpu-resource moves the count to the resource it names; the
 // same JSON comes from the CLI's flags, the dashboard's form and the SDK.
 func TestGPUDefaults(t *testing.T) {
 	type replica struct {
@@ -29,11 +29,11 @@ func TestGPUDefaults(t *testing.T) {
 		name, js string
 		want     map[tfv1.ReplicaType]replica
 	}{
-		{name: "--gpus without --image: the CUDA image, the parameter servers too",
+		{name: "--gpus without --image: the CUDA image, the CPU one for the parameter servers",
 			js: `{"name": "a", "gpus": 2, "ps": 1}`,
 			want: map[tfv1.ReplicaType]replica{
 				tfv1.ReplicaTypeWorker: {images.TensorFlowGPU, gpu("nvidia.com/gpu", "2")},
-				tfv1.ReplicaTypePS:     {Image: images.TensorFlowGPU},
+				tfv1.ReplicaTypePS:     {Image: images.TensorFlow},
 			}},
 		{name: "--image wins over the default",
 			js:   `{"name": "a", "gpus": 1, "image": "mine"}`,
