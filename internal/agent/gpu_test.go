@@ -40,6 +40,13 @@ func TestGPUTally(t *testing.T) {
 	if got, want := u.GPUSummary(), "2 GPUs 30% (peak 80%) 3.0 GiB/16.0 GiB"; got != want {
 		t.Errorf("GPUSummary() = %q, want %q", got, want)
 	}
+	// A GPU NVML never read keeps its index but counts in no figure.
+	var g2 gpuTally
+	u2 := &storage.Usage{}
+	g2.add(u2, []nvml.Reading{{Index: 1, UtilizationPercent: 60, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30}})
+	if got, want := u2.GPUSummary(), "60% (peak 60%) 1.0 GiB/16.0 GiB"; len(u2.GPUs) != 2 || got != want {
+		t.Errorf("with GPU 0 unread: %d GPUs, GPUSummary() = %q, want 2 and %q", len(u2.GPUs), got, want)
+	}
 }
 
 // The agent runs tfk8s-nvml, built as make build builds it, which loads a fake

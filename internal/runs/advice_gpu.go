@@ -28,11 +28,12 @@ type gpuTally struct {
 
 // add adds one replica's usage record.
 func (g *gpuTally) add(name string, u *storage.Usage) {
-	if len(u.GPUs) == 0 && g.missing == "" {
+	gpus := u.ReadGPUs()
+	if len(gpus) == 0 && g.missing == "" {
 		g.missing = name
 	}
-	g.perReplica = max(g.perReplica, len(u.GPUs))
-	for _, gu := range u.GPUs {
+	g.perReplica = max(g.perReplica, len(gpus))
+	for _, gu := range gpus {
 		g.means = append(g.means, gu.UtilizationMeanPercent)
 		g.peak = max(g.peak, gu.UtilizationPeakPercent)
 	}

@@ -83,6 +83,16 @@ func TestAdviseGPU(t *testing.T) {
 		want: []string{"worker: GPU mean utilisation 3% (peak 23%) of 1 GPU(s) per replica, under 30%: the GPUs wait on their input; " +
 			"prefetch and parallelise the input pipeline, raise the batch size, or ask for fewer"},
 	}, {
+		name: "a GPU NVML never read (MIG-enabled) is no idle GPU",
+		job:  gpuJob(worker, "2"),
+		replicas: func() []Replica {
+			rs := []Replica{onGPUs("worker-0", 0, 50), onGPUs("worker-1", 0, 60)}
+			for _, r := range rs {
+				r.Usage.GPUs[0] = storage.GPUUsage{Index: 0}
+			}
+			return rs
+		}(),
+	}, {
 		name:     "MIG slices: counted per replica, not across the type",
 		job:      migJob(worker),
 		replicas: []Replica{onGPUs("worker-0", 10), onGPUs("worker-1", 20)},
