@@ -61,6 +61,11 @@ func build(args []string) error {
 	if spec.Version == "" {
 		return fmt.Errorf("flag --version is required")
 	}
+	for _, e := range extra {
+		if img, bin, ok := strings.Cut(e, ":"); !ok || img == "" || bin == "" {
+			return fmt.Errorf("--extra %q: want IMAGE:BINARY", e)
+		}
+	}
 	for _, name := range fs.Args() {
 		s := spec
 		s.Name = name

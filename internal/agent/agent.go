@@ -224,18 +224,25 @@ func (s *session) runCommand() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	syncNow, stop := make(chan struct{}, 1), make(chan struct{})
-	periodicDone := make(chan struct{})
+	periodicDone, stopUsage, usageDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if s.up != nil {
 		s.up.started(ctx)
-		go s.up.usage.run(stop, usageInterval, nvml.Beside(), s.log)
+		go func() {
+			defer close(usageDone)
+			s.up.usage.run(stopUsage, usageInterval, nvml.Beside(), s.reaper.startSampler, s.log)
+		}()
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)
+		close(usageDone)
 	}
 
 	deadline := s.waitForExit(c, syncNow)
 	code := c.exitCode()
 	s.log.Printf("command exited with code %d", code)
+	// The GPU sampler is the agent's: it ends before what the command left is ended.
+	close(stopUsage)
+	<-usageDone
 	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)
 	c.drainOutput(drainTimeout(left))
 	// The periodic uploads stop after the one in progress, which is not cut short: S3

@@ -3,6 +3,9 @@ package agent
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/tfk8s/tfk8s/internal/nvml"
@@ -14,12 +17,14 @@ import (
 // without NVIDIA's library is the common case and says nothing; one whose NVML
 // loads and reads no GPU says why in one line, since a GPU job without figures is
 // worth a look.
-// The returned stop ends the command and returns once anything it had to say is said.
-func startGPUSampler(cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
+// start starts it (reaper.startSampler): through the reaper, which would otherwise collect its status
+// before the sampler could read it. The returned stop ends the command and returns
+// once anything it had to say is said.
+func startGPUSampler(start nvml.Starter, cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
 	if cmd == "" {
 		return nil, func() {}
 	}
-	s, err := nvml.StartSampler(cmd, interval)
+	s, err := nvml.StartSampler(start, cmd, interval)
 	if err != nil {
 		// An image without the C library's loader cannot run tfk8s-nvml, nor have
 		// NVIDIA's driver libraries: as quiet as a container without them.
@@ -39,9 +44,50 @@ func startGPUSampler(cmd string, interval time.Duration, log *logger) (s *nvml.S
 	return s, func() { s.Stop(); <-said }
 }
 
+// startSampler starts tfk8s-nvml (cmd) through the reaper as the command is started:
+// without the storage credentials in its environment and without CAP_SYS_PTRACE. It
+// is dynamically linked and loads the loader, the C library and NVML from the user's
+// image, honouring LD_PRELOAD: code of the user's may run in it.
+func (r *reaper) startSampler(cmd *exec.Cmd) (<-chan syscall.WaitStatus, error) {
+	cmd.Env = commandEnv(os.Environ(), false)
+	var exited <-chan syscall.WaitStatus
+	done := make(chan struct{}) // the confined thread lives until the sampler ends
+	_, err := startConfined(func(c *exec.Cmd) error {
+		var err error
+		exited, err = r.startWatched(c)
+		return err
+	}, cmd, done)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan syscall.WaitStatus, 1)
+	go func() {
+		ws := <-exited
+		close(done)
+		out <- ws
+	}()
+	return out, nil
+}
+
 // gpuTally adds up the readings of each GPU between samples of the record.
 type gpuTally struct {
-	sums []float64 // utilisation summed over samples, per GPU
+	sums   []float64    // utilisation summed over samples, per GPU
+	warned map[int]bool // the GPUs whose unreadability was logged
+}
+
+// warn logs, once per GPU, why NVML would not read it: its figures are missing
+// from the record, the other GPUs' are there.
+func (g *gpuTally) warn(unreadable []nvml.Unreadable, log *logger) {
+	for _, u := range unreadable {
+		if g.warned[u.Index] {
+			continue
+		}
+		if g.warned == nil {
+			g.warned = map[int]bool{}
+		}
+		g.warned[u.Index] = true
+		log.Printf("no figures for GPU %d: %s", u.Index, u.Error)
+	}
 }
 
 // add adds readings to the record's GPUs, one per GPU index.

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/tfk8s/tfk8s/internal/nvml"
 	"github.com/tfk8s/tfk8s/internal/nvml/nvmltest"
 	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 func TestGPUTally(t *testing.T) {
@@ -23,7 +26,7 @@ func TestGPUTally(t *testing.T) {
 		{{Index: 0, UtilizationPercent: 20, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30}},
 		{{Index: 0, UtilizationPercent: 80, MemoryUsedBytes: 3 << 30, MemoryTotalBytes: 16 << 30},
 			{Index: 1, UtilizationPercent: 10, MemoryUsedBytes: 2 << 30, MemoryTotalBytes: 16 << 30}},
-		nil, // the sampler had not read yet, or stopped
+		nil, // no new sample since the last, as once the sampler has stopped
 	} {
 		g.add(u, rs)
 	}
@@ -36,6 +39,13 @@ func TestGPUTally(t *testing.T) {
 	}
 	if got, want := u.GPUSummary(), "2 GPUs 30% (peak 80%) 3.0 GiB/16.0 GiB"; got != want {
 		t.Errorf("GPUSummary() = %q, want %q", got, want)
+	}
+	// A GPU NVML never read keeps its index but counts in no figure.
+	var g2 gpuTally
+	u2 := &storage.Usage{}
+	g2.add(u2, []nvml.Reading{{Index: 1, UtilizationPercent: 60, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30}})
+	if got, want := u2.GPUSummary(), "60% (peak 60%) 1.0 GiB/16.0 GiB"; len(u2.GPUs) != 2 || got != want {
+		t.Errorf("with GPU 0 unread: %d GPUs, GPUSummary() = %q, want 2 and %q", len(u2.GPUs), got, want)
 	}
 }
 
@@ -64,6 +74,9 @@ func TestUsageRecordsGPUs(t *testing.T) {
 	}{
 		{"GPUs", func(dir string) string { return nvmltest.Build(t, dir) }, true, "", ""},
 		{"no library", func(dir string) string { return "" }, false, "", ""},
+		{"one GPU unreadable", func(dir string) string {
+			return nvmltest.Build(t, dir, "-DFAKE_UTIL_FAIL=3", "-DFAKE_UTIL_FAIL_INDEX=0")
+		}, true, "no figures for GPU 0: nvmlDeviceGetUtilizationRates: NVML_ERROR_NOT_SUPPORTED", ""},
 		{"driver not loaded", func(dir string) string { return nvmltest.Build(t, dir, "-DFAKE_INIT=9") }, false,
 			"tfk8s-nvml: no GPU figures: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED", ""},
 		{"no C library loader in the image", func(dir string) string { return "" }, false, "", noLoader},
@@ -73,9 +86,19 @@ func TestUsageRecordsGPUs(t *testing.T) {
 			tc.lib(libDir)
 			t.Setenv("LD_LIBRARY_PATH", libDir)
 			var out bytes.Buffer
+			// The agent's reaper waits for every child: the sampler's status must
+			// still reach it.
+			rp, err := startReaper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rp.close()
 			r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
 			stop, done := make(chan struct{}), make(chan struct{})
-			go func() { defer close(done); r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), &logger{out: &out}) }()
+			go func() {
+				defer close(done)
+				r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
+			}()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
 			}
@@ -87,6 +110,14 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				if g.UtilizationPeakPercent != 47 || g.UtilizationMeanPercent != 47 || g.MemoryPeakBytes != 2<<30 || g.MemoryTotalBytes != 16<<30 {
 					t.Errorf("GPU 1 = %+v, want 47%% busy, 2 GiB of 16 GiB", g)
 				}
+				// Once the sampler's last reading is counted, an upload's sample adds
+				// none: a reading counts once.
+				r.sample(&logger{out: &out})
+				n := r.record(1).GPUs[1].Samples
+				r.sample(&logger{out: &out})
+				if after := r.record(1).GPUs[1].Samples; after != n {
+					t.Errorf("GPU 1 samples after the sampler ended = %d, want %d", after, n)
+				}
 			} else if u != nil && len(u.GPUs) != 0 {
 				t.Errorf("GPUs = %+v, want none", u.GPUs)
 			}
@@ -94,6 +125,59 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				t.Errorf("log %q, want %q alone", log, tc.wantLog)
 			}
 		})
+	}
+}
+
+// tfk8s-nvml loads libraries from the user's image: it must hold neither the storage
+// credentials nor CAP_SYS_PTRACE, with which it could read them from the agent.
+func TestSamplerHoldsNoCredentials(t *testing.T) {
+	t.Setenv(tfjob.EnvSecretAccessKey, "secret")
+	t.Setenv("TFK8S_S3_BUCKET", "bucket")
+	dir := t.TempDir()
+	cmd := filepath.Join(dir, "tfk8s-nvml")
+	script := "#!/bin/sh\nenv > " + dir + "/env\ngrep CapBnd /proc/$$/status > " + dir + "/caps\nexit 3\n"
+	if err := os.WriteFile(cmd, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := startReaper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.close()
+	var out bytes.Buffer
+	s, stop := startGPUSampler(rp.startSampler, cmd, time.Second, &logger{out: &out})
+	if s == nil {
+		t.Fatalf("no sampler started: %s", out.String())
+	}
+	<-s.Done()
+	stop()
+	env, err := os.ReadFile(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{tfjob.EnvSecretAccessKey, "TFK8S_S3_BUCKET"} {
+		if strings.Contains(string(env), name+"=") {
+			t.Errorf("tfk8s-nvml's environment holds %s", name)
+		}
+	}
+	if !strings.Contains(string(env), "PATH=") {
+		t.Errorf("tfk8s-nvml's environment lacks PATH:\n%s", env)
+	}
+	if inBoundingSet(unix.CAP_SYS_PTRACE) {
+		caps, err := os.ReadFile(filepath.Join(dir, "caps"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bnd uint64
+		if _, err := fmt.Sscanf(string(caps), "CapBnd:\t%x", &bnd); err != nil {
+			t.Fatalf("reading %q: %v", caps, err)
+		}
+		if bnd&(1<<unix.CAP_SYS_PTRACE) != 0 {
+			t.Errorf("tfk8s-nvml holds CAP_SYS_PTRACE: %s", caps)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("log %q, want nothing (exit 3: no NVML)", out.String())
 	}
 }
 

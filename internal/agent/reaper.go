@@ -23,9 +23,12 @@ const prSetChildSubreaper = 36
 type reaper struct {
 	// mu is held while the command starts and during each round of waits, so that
 	// the command's status is never collected before its pid is known.
-	mu      sync.Mutex
-	main    int
-	status  chan syscall.WaitStatus // the command's, once
+	mu     sync.Mutex
+	main   int
+	status chan syscall.WaitStatus // the command's, once
+	// watched are the other children the agent started whose status it wants, by
+	// pid: a wait of the reaper's collects it before exec.Cmd.Wait could.
+	watched map[int]chan syscall.WaitStatus
 	sigchld chan os.Signal
 	stop    chan struct{}
 	stopped chan struct{}
@@ -36,6 +39,7 @@ type reaper struct {
 func startReaper() (*reaper, error) {
 	r := &reaper{
 		status:  make(chan syscall.WaitStatus, 1),
+		watched: map[int]chan syscall.WaitStatus{},
 		sigchld: make(chan os.Signal, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -80,6 +84,10 @@ func (r *reaper) reapAll() {
 		if pid == r.main {
 			r.status <- ws
 		}
+		if ch, ok := r.watched[pid]; ok {
+			delete(r.watched, pid)
+			ch <- ws
+		}
 	}
 }
 
@@ -92,6 +100,19 @@ func (r *reaper) start(cmd *exec.Cmd) error {
 	}
 	r.main = cmd.Process.Pid
 	return nil
+}
+
+// startWatched starts cmd, another child than the command, and returns where its
+// status arrives once it has exited.
+func (r *reaper) startWatched(cmd *exec.Cmd) (<-chan syscall.WaitStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := make(chan syscall.WaitStatus, 1)
+	r.watched[cmd.Process.Pid] = ch
+	return ch, nil
 }
 
 // close stops reaping.

@@ -44,9 +44,9 @@ type usageRecorder struct {
 	gpuTally gpuTally
 }
 
-// gpuSource is the latest reading of the container's GPUs (nvml.Sampler).
+// gpuSource hands out each reading of the container's GPUs once (nvml.Sampler).
 type gpuSource interface {
-	Latest() []nvml.Reading
+	Next() nvml.Sample
 }
 
 // newUsageRecorder returns nil, having logged why, where the cgroup cannot be read:
@@ -62,12 +62,12 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 }
 
 // run samples every interval until stop closes, the GPUs too where tfk8s-nvml (cmd)
-// is installed.
-func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, log *logger) {
+// is installed, started with start.
+func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, start nvml.Starter, log *logger) {
 	if r == nil {
 		return
 	}
-	s, stopGPUs := startGPUSampler(cmd, interval, log)
+	s, stopGPUs := startGPUSampler(start, cmd, interval, log)
 	defer stopGPUs()
 	if s != nil {
 		r.mu.Lock()
@@ -102,7 +102,9 @@ func (r *usageRecorder) sample(log *logger) {
 	}
 	r.add(s, r.now().UTC())
 	if r.gpus != nil {
-		r.gpuTally.add(&r.rec, r.gpus.Latest())
+		smp := r.gpus.Next()
+		r.gpuTally.add(&r.rec, smp.GPUs)
+		r.gpuTally.warn(smp.Unreadable, log)
 	}
 }
 

@@ -33,7 +33,7 @@ JOB names a job, or one of its runs as JOB/RUN.`
 func newTopCommand(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:     "top JOB",
-		Short:   "Show each replica's CPU and memory use against its request and limit",
+		Short:   "Show each replica's CPU, memory and GPU use against its request and limit",
 		Long:    topLong,
 		Example: "  tfk8s top mnist\n  tfk8s top mnist/0f3a9c2e",
 		Args:    cobra.ExactArgs(1),

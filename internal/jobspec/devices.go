@@ -74,9 +74,7 @@ func applyDevices(spec *tfv1.ReplicaSpec, rt tfv1.ReplicaType, p Values) {
 		}
 		return
 	}
-	c := mainContainer(&spec.Template.Spec)
-	delete(c.Resources.Limits, tfjob.GPUResource)
-	delete(c.Resources.Requests, tfjob.GPUResource)
+	removeGPUResources(mainContainer(&spec.Template.Spec), "")
 	spec.DeviceClaim = &tfv1.DeviceClaim{
 		DeviceClassName: p.DeviceClass,
 		Count:           p.GPUs,

@@ -19,8 +19,8 @@ import (
 var gpuResourceHelp = "extended resource --gpus counts instead of " + string(tfjob.GPUResource) +
 	": a MIG profile (nvidia.com/mig-1g.10gb) or a shared GPU (nvidia.com/gpu.shared) as NVIDIA's device plugin advertises it; see docs/gpus.md"
 
-// checkGPUResource checks --gpu-resource: an extended resource's name (a domain
-// outside kubernetes.io, a slash, a name), which needs --gpus to count it.
+// checkGPUResource checks --gpu-resource: an extended resource's name of NVIDIA's
+// (nvidia.com, a slash, a name), which needs --gpus to count it.
 func (p Params) checkGPUResource(v *Values) error {
 	if p.GPUResource == "" {
 		return nil
@@ -34,6 +34,11 @@ func (p Params) checkGPUResource(v *Values) error {
 	}
 	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
 		return fmt.Errorf("--gpu-resource %q: %s is Kubernetes' own domain, not a device plugin's", p.GPUResource, domain)
+	}
+	// Only NVIDIA's resources are read back from a job (gpuResourceOf): another
+	// domain would be lost by render --to tfk8s and a resubmit.
+	if domain != "nvidia.com" {
+		return fmt.Errorf("--gpu-resource %q: want one of NVIDIA's device plugin's resources, nvidia.com/NAME", p.GPUResource)
 	}
 	if ptr.Deref(p.GPUs, 0) <= 0 {
 		return fmt.Errorf("--gpu-resource %s: no replica asks for GPUs; add --gpus", p.GPUResource)
@@ -55,14 +60,28 @@ func (v Values) gpuResource() corev1.ResourceName {
 
 // setGPUs sets the container's --gpus limit of the resource --gpu-resource names (a
 // device plugin's resources are limits: the request follows), or removes it for 0.
+// The manifest's other GPU resources go: a pod would wait for both.
 func setGPUs(c *corev1.Container, v Values) {
 	res := v.gpuResource()
+	removeGPUResources(c, res)
 	if *v.GPUs == 0 {
 		delete(c.Resources.Limits, res)
 		delete(c.Resources.Requests, res)
 		return
 	}
 	setResource(c, res, resource.NewQuantity(*v.GPUs, resource.DecimalSI), false)
+}
+
+// removeGPUResources removes from the container's limits and requests every GPU
+// resource but keep.
+func removeGPUResources(c *corev1.Container, keep corev1.ResourceName) {
+	for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+		for name := range list {
+			if name != keep && tfjob.IsGPU(name) {
+				delete(list, name)
+			}
+		}
+	}
 }
 
 // asksForGPUs says whether a replica's pod asks for nvidia.com/gpu or the resource
@@ -81,18 +100,21 @@ func asksForGPUs(spec *corev1.PodSpec, v Values) bool {
 
 // defaultImages gives every replica without an image the CUDA image when the job asks
 // for GPUs: a job run with --gpus and no --image then sees its GPUs (the CPU image
-// cannot). The parameter servers get it too, so that every replica runs one
-// TensorFlow.
+// cannot). The parameter servers, which get no GPU, get the CPU image: the same
+// TensorFlow without CUDA's 3.6 GB.
 func defaultImages(job *tfv1.TFJob, v Values) {
 	if ptr.Deref(v.GPUs, 0) <= 0 {
 		return
 	}
-	for _, spec := range job.Spec.TFReplicaSpecs {
+	for rt, spec := range job.Spec.TFReplicaSpecs {
 		if spec == nil {
 			continue
 		}
 		if c := tfjob.TensorFlowContainer(spec.Template.Spec.Containers); c != nil && c.Image == "" {
 			c.Image = images.TensorFlowGPU
+			if rt == tfv1.ReplicaTypePS {
+				c.Image = images.TensorFlow
+			}
 		}
 	}
 }

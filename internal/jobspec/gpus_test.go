@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -13,8 +14,8 @@ import (
 	"github.com/tfk8s/tfk8s/internal/images"
 )
 
-// TestGPUDefaults: a job that asks for GPUs and names no image runs every replica in
-// the CUDA image, and --gpu-resource moves the count to the resource it names; the
+// TestGPUDefaults: a job that asks for GPUs and names no image runs every replica but
+// the parameter servers in the CUDA image, and --gpu-resource moves the count to the resource it names; the
 // same JSON comes from the CLI's flags, the dashboard's form and the SDK.
 func TestGPUDefaults(t *testing.T) {
 	type replica struct {
@@ -28,11 +29,11 @@ func TestGPUDefaults(t *testing.T) {
 		name, js string
 		want     map[tfv1.ReplicaType]replica
 	}{
-		{name: "--gpus without --image: the CUDA image, the parameter servers too",
+		{name: "--gpus without --image: the CUDA image, the CPU one for the parameter servers",
 			js: `{"name": "a", "gpus": 2, "ps": 1}`,
 			want: map[tfv1.ReplicaType]replica{
 				tfv1.ReplicaTypeWorker: {images.TensorFlowGPU, gpu("nvidia.com/gpu", "2")},
-				tfv1.ReplicaTypePS:     {Image: images.TensorFlowGPU},
+				tfv1.ReplicaTypePS:     {Image: images.TensorFlow},
 			}},
 		{name: "--image wins over the default",
 			js:   `{"name": "a", "gpus": 1, "image": "mine"}`,
@@ -72,6 +73,7 @@ func TestGPUResourceRefused(t *testing.T) {
 		{`{"name": "a", "gpus": 1, "gpu-resource": "mig-1g.10gb"}`, `--gpu-resource "mig-1g.10gb": want an extended resource DOMAIN/NAME`},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/mig 1g"}`, `--gpu-resource "nvidia.com/mig 1g": not a resource name`},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "kubernetes.io/gpu"}`, `--gpu-resource "kubernetes.io/gpu": kubernetes.io is Kubernetes' own domain`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "amd.com/gpu"}`, `--gpu-resource "amd.com/gpu": want one of NVIDIA's device plugin's resources, nvidia.com/NAME`},
 		{`{"name": "a", "gpu-resource": "nvidia.com/gpu.shared", "image": "tf"}`, "--gpu-resource nvidia.com/gpu.shared: no replica asks for GPUs; add --gpus"},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/gpu.shared", "device-class": "gpu.nvidia.com"}`,
 			"--gpu-resource nvidia.com/gpu.shared: not with --device-class"},
@@ -85,5 +87,46 @@ func TestGPUResourceRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.js, err, tc.want)
 		}
+	}
+}
+
+// TestGPUFlagsReplaceTheManifestsGPUs: over a manifest that asks for GPUs one way,
+// --gpus with --gpu-resource or --device-class asks for them the other way alone; a
+// pod asking for both would wait for both.
+func TestGPUFlagsReplaceTheManifestsGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		manifest corev1.ResourceName
+		js       string
+		want     corev1.ResourceList
+	}{
+		{"--gpu-resource over whole GPUs", "nvidia.com/gpu", `{"gpus": 1, "gpu-resource": "nvidia.com/mig-1g.10gb"}`,
+			corev1.ResourceList{"nvidia.com/mig-1g.10gb": resource.MustParse("1")}},
+		{"--gpus over a MIG profile", "nvidia.com/mig-1g.10gb", `{"gpus": 2}`,
+			corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}},
+		{"--device-class over a MIG profile", "nvidia.com/mig-1g.10gb", `{"gpus": 1, "device-class": "gpu.nvidia.com"}`,
+			corev1.ResourceList{}},
+		{"--gpus 0 over a shared GPU", "nvidia.com/gpu.shared", `{"gpus": 0}`, corev1.ResourceList{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := New(nil, Params{Name: "a", Image: "tf"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &base.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0]
+			c.Resources.Limits = corev1.ResourceList{tc.manifest: resource.MustParse("2")}
+			var p Params
+			if err := json.Unmarshal([]byte(tc.js), &p); err != nil {
+				t.Fatal(err)
+			}
+			job, err := New(base, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Limits
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("limits (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ var fields = []Field{
 	{Flag: "name", Name: "Name", Help: "name of the job (required unless -f gives one)",
 		Form: &Form{Required: true}, param: func(p *Params) any { return &p.Name },
 		inverse: nameOf},
-	{Flag: "image", Name: "Image", Help: "container image of every replica (required unless -f gives one, or --gpus asks for GPUs: then " + images.TensorFlowGPU + ")",
+	{Flag: "image", Name: "Image", Help: "container image of every replica (required unless -f gives one, or --gpus asks for GPUs: then " + images.TensorFlowGPU + ", " + images.TensorFlow + " for the parameter servers)",
 		Form: &Form{Size: 40, Placeholder: "required without GPUs"}, param: func(p *Params) any { return &p.Image },
 		inverse: imageOf},
 	{Flag: "command", Name: "Command, split at spaces", Kind: KindArgs, Help: "command of every replica: submit's arguments after --",

@@ -28,9 +28,18 @@ type Reading struct {
 	MemoryTotalBytes   int64 `json:"memoryTotalBytes"`
 }
 
-// Sample is one line of tfk8s-nvml sample: every GPU the process sees.
+// Sample is one line of tfk8s-nvml sample: every GPU the process sees, read or not.
 type Sample struct {
 	GPUs []Reading `json:"gpus"`
+	// Unreadable are the GPUs NVML would not read: a MIG-enabled GPU has no
+	// utilisation, and a GPU may be lost while the job runs.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
+}
+
+// Unreadable is a GPU NVML would not read, and why.
+type Unreadable struct {
+	Index int    `json:"index"`
+	Error string `json:"error"`
 }
 
 // Command is the tfk8s-nvml command's file name, beside the binaries that run it.

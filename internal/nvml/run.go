@@ -7,15 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// ErrNoLibrary is where tfk8s-nvml could not load NVML: no NVIDIA driver here.
+// ErrNoLibrary is where NVML could not be loaded: no NVIDIA driver on this machine or
+// in this container, which is not a fault. dlopen.Open and tfk8s-nvml's callers
+// both say it.
 var ErrNoLibrary = errors.New("NVML not loadable")
 
 // noLibrary is ErrNoLibrary as tfk8s-nvml said it.
@@ -52,6 +56,22 @@ func exitError(err error, stderr []byte) error {
 	return errors.New(msg)
 }
 
+// statusError is the sampler's failure, from its wait status: nil where it exited 0.
+func statusError(ws syscall.WaitStatus, stderr []byte) error {
+	msg := strings.TrimSpace(string(stderr))
+	switch {
+	case ws.Exited() && ws.ExitStatus() == 0:
+		return nil
+	case ws.Exited() && ws.ExitStatus() == ExitNoLibrary:
+		return noLibrary(msg)
+	case msg != "":
+		return errors.New(msg)
+	case ws.Signaled():
+		return fmt.Errorf("%s: %v", Command, ws.Signal())
+	}
+	return fmt.Errorf("%s: exit status %d", Command, ws.ExitStatus())
+}
+
 // Devices runs cmd devices and returns the GPUs it lists.
 func Devices(ctx context.Context, cmd string, args ...string) ([]Device, error) {
 	var stdout, stderr bytes.Buffer
@@ -67,36 +87,70 @@ func Devices(ctx context.Context, cmd string, args ...string) ([]Device, error) 
 	return out, nil
 }
 
-// Sampler runs cmd sample and keeps its latest sample.
+// Sampler runs cmd sample and keeps its latest sample until Next hands it out.
 type Sampler struct {
-	cmd   *exec.Cmd
-	stdin interface{ Close() error }
+	stdin *os.File
 	done  chan struct{}
 
 	mu     sync.Mutex // guards what follows
-	latest []Reading
-	err    error // why it ended, once done is closed
+	latest Sample     // zero once handed out
+	err    error      // why it ended, once done is closed
 }
 
-// StartSampler starts cmd sample, sampling every interval, with args after.
-func StartSampler(cmd string, interval time.Duration, args ...string) (*Sampler, error) {
+// Starter starts cmd and returns where its wait status arrives once it has exited:
+// a process that reaps every child (the agent, a subreaper) collects the status
+// before exec.Cmd.Wait could.
+type Starter func(cmd *exec.Cmd) (<-chan syscall.WaitStatus, error)
+
+// execStarter starts cmd and waits for it with exec.
+func execStarter(cmd *exec.Cmd) (<-chan syscall.WaitStatus, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := make(chan syscall.WaitStatus, 1)
+	go func() {
+		_ = cmd.Wait()
+		ch <- cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}()
+	return ch, nil
+}
+
+// StartSampler starts cmd sample with start (exec's own if nil), sampling every
+// interval, with args after. Its input and output are pipes of the Sampler's own, as
+// exec's would be closed only by exec.Cmd.Wait.
+func StartSampler(start Starter, cmd string, interval time.Duration, args ...string) (*Sampler, error) {
+	if start == nil {
+		start = execStarter
+	}
 	c := exec.Command(cmd, append([]string{"sample", "--interval", interval.String()}, args...)...)
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		return nil, err
+	var files [3][2]*os.File // stdin, stdout, stderr: read and write ends
+	for i := range files {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closePipes(files[:i])
+			return nil, err
+		}
+		files[i] = [2]*os.File{r, w}
 	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		return nil, err
+	c.Stdin, c.Stdout, c.Stderr = files[0][0], files[1][1], files[2][1]
+	exited, err := start(c)
+	// The command has its own copies of its ends.
+	for _, f := range []*os.File{files[0][0], files[1][1], files[2][1]} {
+		_ = f.Close()
 	}
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
+	if err != nil {
+		for _, f := range []*os.File{files[0][1], files[1][0], files[2][0]} {
+			_ = f.Close()
+		}
 		return nil, fmt.Errorf("starting %s: %w", cmd, err)
 	}
-	s := &Sampler{cmd: c, stdin: stdin, done: make(chan struct{})}
+	s := &Sampler{stdin: files[0][1], done: make(chan struct{})}
+	stdout, stderrR := files[1][0], files[2][0]
 	go func() {
 		defer close(s.done)
+		var stderr bytes.Buffer
+		copied := make(chan struct{})
+		go func() { defer close(copied); _, _ = io.Copy(&stderr, stderrR); _ = stderrR.Close() }()
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			var smp Sample
@@ -104,24 +158,37 @@ func StartSampler(cmd string, interval time.Duration, args ...string) (*Sampler,
 				continue
 			}
 			s.mu.Lock()
-			s.latest = smp.GPUs
+			s.latest = smp
 			s.mu.Unlock()
 		}
-		err := c.Wait()
+		_ = stdout.Close()
+		ws := <-exited
+		<-copied
+		_ = c.Process.Release()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if err != nil {
-			s.err = exitError(err, stderr.Bytes())
-		}
+		s.err = statusError(ws, stderr.Bytes())
 	}()
 	return s, nil
 }
 
-// Latest returns the latest sample's readings; none before the first.
-func (s *Sampler) Latest() []Reading {
+// closePipes closes both ends of pipes.
+func closePipes(pipes [][2]*os.File) {
+	for _, p := range pipes {
+		_ = p[0].Close()
+		_ = p[1].Close()
+	}
+}
+
+// Next returns the sample taken since the last call, each sample once: a zero
+// Sample when none came since, as once the command has ended. A sample handed out
+// twice would count twice in a mean.
+func (s *Sampler) Next() Sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.latest
+	smp := s.latest
+	s.latest = Sample{}
+	return smp
 }
 
 // Done is closed when the command has ended; Err then says why, nil if Stop ended it.

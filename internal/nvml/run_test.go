@@ -27,31 +27,36 @@ func TestCommandThroughFakeLibrary(t *testing.T) {
 		t.Errorf("devices = %+v, want 2, the second /dev/nvidia3 named Fake GPU 1", devices)
 	}
 
-	s, err := nvml.StartSampler(cmd, 50*time.Millisecond, "--library", lib)
+	s, err := nvml.StartSampler(nil, cmd, 50*time.Millisecond, "--library", lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Latest() == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	var got []nvml.Reading
+	for deadline := time.Now().Add(10 * time.Second); got == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got = s.Next().GPUs
 	}
 	want := []nvml.Reading{
 		{Index: 0, UtilizationPercent: 40, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 16 << 30},
 		{Index: 1, UtilizationPercent: 47, MemoryUsedBytes: 2 << 30, MemoryTotalBytes: 16 << 30},
 	}
-	if diff := cmp.Diff(want, s.Latest()); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("latest sample (-want +got):\n%s", diff)
 	}
 	s.Stop()
 	if err := s.Err(); err != nil {
 		t.Errorf("stopped sampler: %v", err)
 	}
+	// What the sampler read is counted once: after its end there is nothing new.
+	s.Next()
+	if got := s.Next(); got.GPUs != nil {
+		t.Errorf("Next after the sampler ended = %+v, want nil", got)
+	}
 
 	_, err = nvml.Devices(context.Background(), cmd, "--library", filepath.Join(t.TempDir(), "none.so"))
 	if !errors.Is(err, nvml.ErrNoLibrary) {
 		t.Errorf("Devices without the library: %v, want ErrNoLibrary", err)
 	}
-	s, err = nvml.StartSampler(cmd, time.Second, "--library", nvmltest.Build(t, t.TempDir(), "-DFAKE_INIT=9"))
+	s, err = nvml.StartSampler(nil, cmd, time.Second, "--library", nvmltest.Build(t, t.TempDir(), "-DFAKE_INIT=9"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func Advise(r Run, replicas []Replica) (advice []Advice, why []string) {
 		if a, ok := adviseOne(rt, c, corev1.ResourceCPU, peakCPU); ok {
 			advice = append(advice, a)
 		}
-		a, whyNot, ok := adviseGPU(rt, c, gpus)
+		a, whyNot, ok := adviseGPU(rt, spec, gpus)
 		if ok {
 			advice = append(advice, a)
 		} else if whyNot != "" {

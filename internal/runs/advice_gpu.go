@@ -3,8 +3,8 @@ package runs
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
@@ -22,14 +22,18 @@ type gpuTally struct {
 	peak  int
 	// missing is a replica of the type whose agent read no GPU; "" if none.
 	missing string
+	// perReplica is the most GPUs one replica read.
+	perReplica int
 }
 
 // add adds one replica's usage record.
 func (g *gpuTally) add(name string, u *storage.Usage) {
-	if len(u.GPUs) == 0 && g.missing == "" {
+	gpus := u.ReadGPUs()
+	if len(gpus) == 0 && g.missing == "" {
 		g.missing = name
 	}
-	for _, gu := range u.GPUs {
+	g.perReplica = max(g.perReplica, len(gpus))
+	for _, gu := range gpus {
 		g.means = append(g.means, gu.UtilizationMeanPercent)
 		g.peak = max(g.peak, gu.UtilizationPeakPercent)
 	}
@@ -37,13 +41,10 @@ func (g *gpuTally) add(name string, u *storage.Usage) {
 
 // adviseGPU advises a type whose GPUs were idle more than gpuIdlePercent of the time
 // on average. Its why says where a type that asked for GPUs has none recorded.
-func adviseGPU(rt tfv1.ReplicaType, c *corev1.Container, g gpuTally) (a Advice, why string, ok bool) {
-	requested, asked := c.Resources.Limits[tfjob.GPUResource]
-	if !asked {
-		requested, asked = c.Resources.Requests[tfjob.GPUResource]
-	}
+func adviseGPU(rt tfv1.ReplicaType, spec *tfv1.ReplicaSpec, g gpuTally) (a Advice, why string, ok bool) {
+	asked := gpusAsked(spec)
 	if g.missing != "" {
-		if asked {
+		if asked > 0 {
 			why = fmt.Sprintf("no GPU advice for %s: %s's agent read no GPU through NVML", tfjob.TaskType(rt), g.missing)
 		}
 		return Advice{}, why, false
@@ -55,11 +56,24 @@ func adviseGPU(rt tfv1.ReplicaType, c *corev1.Container, g gpuTally) (a Advice, 
 	for _, m := range g.means {
 		mean += m / float64(len(g.means))
 	}
-	a = Advice{ReplicaType: rt, Resource: tfjob.GPUResource, Peak: float64(g.peak), MeanUtilizationPercent: mean, Requested: requested}
-	if !asked {
-		a.Requested = *resource.NewQuantity(int64(len(g.means)), resource.DecimalSI)
+	if asked == 0 {
+		asked = int64(g.perReplica) // read without being asked for: counted as seen
 	}
+	a = Advice{ReplicaType: rt, Resource: tfjob.GPUResource, Peak: float64(g.peak), MeanUtilizationPercent: mean,
+		Requested: *resource.NewQuantity(asked, resource.DecimalSI)}
 	return a, "", mean < gpuIdlePercent
+}
+
+// gpusAsked is how many GPUs each replica of spec asks for: of the device plugin's
+// resources (nvidia.com/gpu, a MIG profile, a shared GPU) or by a claim; 0 if none.
+func gpusAsked(spec *tfv1.ReplicaSpec) int64 {
+	if n := tfjob.PodGPUs(&spec.Template.Spec); n > 0 {
+		return n
+	}
+	if spec.DeviceClaim != nil {
+		return ptr.Deref(spec.DeviceClaim.Count, 1)
+	}
+	return 0
 }
 
 // gpuString says a GPU advice as one line.

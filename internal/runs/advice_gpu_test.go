@@ -31,6 +31,24 @@ func gpuJob(types map[tfv1.ReplicaType]int32, gpus string) *tfv1.TFJob {
 	return job
 }
 
+// migJob is adviceJob with each replica's container limited to one MIG slice.
+func migJob(types map[tfv1.ReplicaType]int32) *tfv1.TFJob {
+	job := adviceJob(types, "", "")
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		spec.Template.Spec.Containers[0].Resources.Limits["nvidia.com/mig-1g.10gb"] = resource.MustParse("1")
+	}
+	return job
+}
+
+// claimJob is adviceJob with each replica claiming n GPUs.
+func claimJob(types map[tfv1.ReplicaType]int32, n int64) *tfv1.TFJob {
+	job := adviceJob(types, "", "")
+	for _, spec := range job.Spec.TFReplicaSpecs {
+		spec.DeviceClaim = &tfv1.DeviceClaim{DeviceClassName: "gpu.nvidia.com", Count: &n}
+	}
+	return job
+}
+
 func TestAdviseGPU(t *testing.T) {
 	worker := map[tfv1.ReplicaType]int32{tfv1.ReplicaTypeWorker: 2}
 	tests := []struct {
@@ -64,6 +82,33 @@ func TestAdviseGPU(t *testing.T) {
 		replicas: []Replica{onGPUs("worker-0", 3)},
 		want: []string{"worker: GPU mean utilisation 3% (peak 23%) of 1 GPU(s) per replica, under 30%: the GPUs wait on their input; " +
 			"prefetch and parallelise the input pipeline, raise the batch size, or ask for fewer"},
+	}, {
+		name: "a GPU NVML never read (MIG-enabled) is no idle GPU",
+		job:  gpuJob(worker, "2"),
+		replicas: func() []Replica {
+			rs := []Replica{onGPUs("worker-0", 0, 50), onGPUs("worker-1", 0, 60)}
+			for _, r := range rs {
+				r.Usage.GPUs[0] = storage.GPUUsage{Index: 0}
+			}
+			return rs
+		}(),
+	}, {
+		name:     "MIG slices: counted per replica, not across the type",
+		job:      migJob(worker),
+		replicas: []Replica{onGPUs("worker-0", 10), onGPUs("worker-1", 20)},
+		want: []string{"worker: GPU mean utilisation 15% (peak 40%) of 1 GPU(s) per replica, under 30%: the GPUs wait on their input; " +
+			"prefetch and parallelise the input pipeline, raise the batch size, or ask for fewer"},
+	}, {
+		name:     "a claim: its count per replica",
+		job:      claimJob(worker, 2),
+		replicas: []Replica{onGPUs("worker-0", 10, 10), onGPUs("worker-1", 20, 20)},
+		want: []string{"worker: GPU mean utilisation 15% (peak 40%) of 2 GPU(s) per replica, under 30%: the GPUs wait on their input; " +
+			"prefetch and parallelise the input pipeline, raise the batch size, or ask for fewer"},
+	}, {
+		name:     "a claim, no GPU read: the figures are missing",
+		job:      claimJob(worker, 1),
+		replicas: []Replica{onGPUs("worker-0", 10), onGPUs("worker-1")},
+		why:      []string{"no GPU advice for worker: worker-1's agent read no GPU through NVML"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,23 +65,40 @@ type GPUUsage struct {
 // them: the mean and peak utilisation over all its GPUs, and the peak memory of the
 // fullest against its total, "35% (peak 80%) 3.1 GiB/16 GiB"; "" where it has none.
 func (u *Usage) GPUSummary() string {
-	if u == nil || len(u.GPUs) == 0 {
+	gpus := u.ReadGPUs()
+	if len(gpus) == 0 {
 		return ""
 	}
 	var mean float64
-	peak, fullest := 0, u.GPUs[0]
-	for _, g := range u.GPUs {
-		mean += g.UtilizationMeanPercent / float64(len(u.GPUs))
+	peak, fullest := 0, gpus[0]
+	for _, g := range gpus {
+		mean += g.UtilizationMeanPercent / float64(len(gpus))
 		peak = max(peak, g.UtilizationPeakPercent)
 		if g.MemoryPeakBytes > fullest.MemoryPeakBytes {
 			fullest = g
 		}
 	}
 	s := fmt.Sprintf("%.0f%% (peak %d%%) %s/%s", mean, peak, FormatBytes(fullest.MemoryPeakBytes), FormatBytes(fullest.MemoryTotalBytes))
-	if len(u.GPUs) > 1 {
-		s = fmt.Sprintf("%d GPUs %s", len(u.GPUs), s)
+	if len(gpus) > 1 {
+		s = fmt.Sprintf("%d GPUs %s", len(gpus), s)
 	}
 	return s
+}
+
+// ReadGPUs are the record's GPUs that NVML read at least once: one it would not read
+// (a MIG-enabled GPU has no utilisation) keeps its index with no sample, and no
+// figure of it is a measurement.
+func (u *Usage) ReadGPUs() []GPUUsage {
+	if u == nil {
+		return nil
+	}
+	var out []GPUUsage
+	for _, g := range u.GPUs {
+		if g.Samples > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // MaxUsagePoints bounds a usage record's series, as MaxPoints bounds progress's.

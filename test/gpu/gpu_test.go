@@ -61,6 +61,9 @@ func up(ctx context.Context, t *testing.T, repo string) (kubeconfig, config stri
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	opts := localcluster.Options{BinDir: filepath.Join(repo, "bin"), Dir: dir, RealGPUs: true, Nodes: 1,
 		Bridge: "tfk8s-gpu0", PodCIDR: "10.237.0.0/24", UserConfigFile: filepath.Join(t.TempDir(), "config"),
+		// The CUDA image's layout is pushed only when named: the _out/images scan
+		// skips it for its size.
+		Images:  []string{filepath.Join(repo, LayoutDir)},
 		Timeout: 5 * time.Minute, Progress: os.Stderr}
 	t.Cleanup(func() {
 		if err := localcluster.Down(context.Background(), opts); err != nil {

@@ -12,8 +12,8 @@ import (
 )
 
 // Image is the CUDA TensorFlow image the job runs in, built by make
-// tensorflow-gpu-image into LayoutDir; tfk8s local up pushes it to the cluster's
-// registry.
+// tensorflow-gpu-image into LayoutDir. Its layout is loaded only when named (the
+// scan of _out/images skips it for its 4 GB), so the test names it in up's Images.
 const Image = "ghcr.io/tfk8s/tensorflow:2.21.0-gpu"
 
 // LayoutDir is the image's OCI layout, under the source tree.

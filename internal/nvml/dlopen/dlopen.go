@@ -8,7 +8,6 @@ package dlopen
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"runtime"
 
@@ -63,10 +62,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Call + ": " + e.Code.String() }
 
-// ErrNoLibrary is returned by Open where the library cannot be loaded: no NVIDIA
-// driver on this machine or in this container, which is not a fault.
-var ErrNoLibrary = errors.New("NVML not loadable")
-
 // The sizes of the buffers NVML documents for a device's name and UUID.
 const (
 	nameBufferSize = 96
@@ -102,12 +97,12 @@ type Lib struct {
 }
 
 // Open loads the library at path (a file name is looked up as the dynamic loader
-// does) and initialises NVML. An error wraps ErrNoLibrary where the library could not
+// does) and initialises NVML. An error wraps nvml.ErrNoLibrary where the library could not
 // be loaded, or is an *Error where NVML refused to start (no driver, no device).
 func Open(path string) (*Lib, error) {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
+		return nil, fmt.Errorf("%w: %v", nvml.ErrNoLibrary, err)
 	}
 	l := &Lib{handle: h}
 	syms := []struct {

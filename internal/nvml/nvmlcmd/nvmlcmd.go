@@ -3,6 +3,7 @@
 package nvmlcmd
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -47,7 +48,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	l, n, err := open(*library)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", nvml.Command, err)
-		if errors.Is(err, dlopen.ErrNoLibrary) {
+		if errors.Is(err, nvml.ErrNoLibrary) {
 			return nvml.ExitNoLibrary
 		}
 		return nvml.ExitNoGPU
@@ -95,7 +96,8 @@ func devices(l *dlopen.Lib, n int, stdout io.Writer) error {
 }
 
 // sample prints a Sample every interval until stdin ends. A GPU that cannot be read
-// fails it at once: NVML's answers do not change from one sample to the next.
+// is listed as such, and the others are read on; where the first sample reads none,
+// it fails at once, as there is nothing to sample.
 func sample(l *dlopen.Lib, n int, interval time.Duration, stdin io.Reader, stdout io.Writer) error {
 	done := make(chan struct{})
 	go func() {
@@ -105,14 +107,20 @@ func sample(l *dlopen.Lib, n int, interval time.Duration, stdin io.Reader, stdou
 	enc := json.NewEncoder(stdout)
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		s := nvml.Sample{GPUs: make([]nvml.Reading, 0, n)}
+		var firstErr error
 		for i := range n {
 			r, err := l.Read(i)
 			if err != nil {
-				return fmt.Errorf("reading GPU %d: %w", i, err)
+				firstErr = cmp.Or(firstErr, fmt.Errorf("reading GPU %d: %w", i, err))
+				s.Unreadable = append(s.Unreadable, nvml.Unreadable{Index: i, Error: err.Error()})
+				continue
 			}
 			s.GPUs = append(s.GPUs, r)
+		}
+		if first && len(s.GPUs) == 0 {
+			return firstErr
 		}
 		if err := enc.Encode(s); err != nil {
 			return err

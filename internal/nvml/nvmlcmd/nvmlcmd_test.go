@@ -46,6 +46,21 @@ func TestSampleOnce(t *testing.T) {
 	}
 }
 
+// A GPU NVML will not read (a MIG-enabled one has no utilisation) is listed as such;
+// the others are read on.
+func TestSampleReadsOnPastAnUnreadableGPU(t *testing.T) {
+	lib := nvmltest.Build(t, t.TempDir(), "-DFAKE_UTIL_FAIL=3", "-DFAKE_UTIL_FAIL_INDEX=0")
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"sample", "--library", lib, "--interval", "1h"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want := `{"gpus":[{"index":1,"utilizationPercent":47,"memoryUsedBytes":2147483648,"memoryTotalBytes":17179869184}],` +
+		`"unreadable":[{"index":0,"error":"nvmlDeviceGetUtilizationRates: NVML_ERROR_NOT_SUPPORTED"}]}` + "\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+}
+
 func TestNoGPU(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -16,20 +16,21 @@ import (
 // C compiler.
 func Build(t testing.TB, dir string, defines ...string) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Fatalf("the NVML tests compile a fake libnvidia-ml.so.1 with a C compiler, and cc is not on PATH (install gcc): %v", err)
-	}
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("finding fakenvml.c: no caller information")
 	}
-	return Compile(t, cc, filepath.Join(filepath.Dir(self), "testdata", "fakenvml.c"), dir, defines...)
+	return Compile(t, filepath.Join(filepath.Dir(self), "testdata", "fakenvml.c"), dir, defines...)
 }
 
-// Compile compiles the C file src with cc into dir/libnvidia-ml.so.1.
-func Compile(t testing.TB, cc, src, dir string, defines ...string) string {
+// Compile compiles the C file src with the machine's cc into dir/libnvidia-ml.so.1.
+// It fails the test, saying what to install, where there is no C compiler.
+func Compile(t testing.TB, src, dir string, defines ...string) string {
 	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatalf("the NVML tests compile a fake libnvidia-ml.so.1 with a C compiler, and cc is not on PATH (install gcc): %v", err)
+	}
 	out := filepath.Join(dir, "libnvidia-ml.so.1")
 	args := append([]string{"-shared", "-fPIC", "-o", out, src}, defines...)
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {

@@ -109,8 +109,8 @@ class SubmitMixin:
                 in /workspace before its command starts
             name: name of the job (required unless -f gives one) (--name)
             image: container image of every replica (required unless -f gives one, or
-                --gpus asks for GPUs: then ghcr.io/tfk8s/tensorflow:2.21.0-gpu)
-                (--image)
+                --gpus asks for GPUs: then ghcr.io/tfk8s/tensorflow:2.21.0-gpu,
+                ghcr.io/tfk8s/tensorflow:2.21.0-cpu for the parameter servers) (--image)
             ps: number of parameter servers (default 0) (--ps)
             workers: number of workers (default 1) (--workers)
             chief: add a chief (--chief)

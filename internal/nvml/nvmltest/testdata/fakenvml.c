@@ -4,6 +4,8 @@
  *   FAKE_INIT       the code nvmlInit_v2 returns (NVML_SUCCESS if undefined)
  *   FAKE_COUNT      how many devices it has, at most 8 (2 if undefined)
  *   FAKE_UTIL_FAIL  the code nvmlDeviceGetUtilizationRates returns, if defined
+ *   FAKE_UTIL_FAIL_INDEX  the one device FAKE_UTIL_FAIL applies to (every one if
+ *                   undefined), as a MIG-enabled GPU among others answers
  */
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +62,10 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	if (!initialised) return NVML_ERROR_UNINITIALIZED;
 	if (!device || !utilization) return NVML_ERROR_INVALID_ARGUMENT;
 #ifdef FAKE_UTIL_FAIL
-	return FAKE_UTIL_FAIL;
+#ifdef FAKE_UTIL_FAIL_INDEX
+	if (device->index == FAKE_UTIL_FAIL_INDEX)
+#endif
+		return FAKE_UTIL_FAIL;
 #endif
 	utilization->gpu = 40 + 7 * device->index;
 	utilization->memory = 10;
