@@ -16,10 +16,9 @@ import (
 // container sees at every usage sample; nil where it is not installed. A container
 // without NVIDIA's library is the common case and says nothing; one whose NVML
 // loads and reads no GPU says why in one line, since a GPU job without figures is
-// worth a look.
-// start starts it (reaper.startSampler): through the reaper, which would otherwise collect its status
-// before the sampler could read it. The returned stop ends the command and returns
-// once anything it had to say is said.
+// worth a look. start (reaper.startSampler) starts it through the reaper, which would
+// otherwise collect its status before the sampler could read it. The returned stop
+// ends the command and returns once anything it had to say is said.
 func startGPUSampler(start nvml.Starter, cmd string, interval time.Duration, log *logger) (s *nvml.Sampler, stop func()) {
 	if cmd == "" {
 		return nil, func() {}

@@ -30,8 +30,9 @@ type imageSummary struct {
 	User       string
 	Entrypoint []string
 	Labels     map[string]string
-	// Binary is the path, mode and size of the one file the image holds.
-	Binary string
+	// Files are the path, mode and size of each regular file the image holds: its
+	// binaries, nothing else.
+	Files []string
 }
 
 // TestImagePushedAndPulledBack builds a two-platform image of a small static program
@@ -80,7 +81,7 @@ func TestImagePushedAndPulledBack(t *testing.T) {
 			User:       "65532:65532",
 			Entrypoint: []string{"/usr/local/bin/tfk8s-hello"},
 			Labels:     spec.Labels(),
-			Binary:     fileDescription("/usr/local/bin/tfk8s-hello", 0o755, info.Size()),
+			Files:      []string{fileDescription("/usr/local/bin/tfk8s-hello", 0o755, info.Size())},
 		}
 	}
 	got := summarize(t, pulled)
@@ -94,10 +95,16 @@ func TestImagePushedAndPulledBack(t *testing.T) {
 	t.Logf("pushed and pulled %s: %s", ref, sizes)
 }
 
-// TestMadeImages checks what make images wrote under _out/images, and their sizes
-// against the goals: controller at most 25 MB, agent at most 10 MB, compressed.
+// TestMadeImages checks what make images wrote under _out/images, their binaries (the
+// agent's image carries tfk8s-nvml beside the agent, for the agent to copy into GPU
+// pods), and their sizes against the goals: controller at most 25 MB, agent at most
+// 10 MB, compressed.
 func TestMadeImages(t *testing.T) {
 	goals := map[string]int64{"tfk8s-controller": 25e6, "tfk8s-agent": 10e6}
+	binaries := map[string][]string{
+		"tfk8s-controller": {"/usr/local/bin/tfk8s-controller"},
+		"tfk8s-agent":      {"/usr/local/bin/tfk8s-agent", "/usr/local/bin/tfk8s-nvml"},
+	}
 	for image, goal := range goals {
 		t.Run(image, func(t *testing.T) {
 			dir := filepath.Join(repoRoot, "_out", "images", image)
@@ -114,8 +121,17 @@ func TestMadeImages(t *testing.T) {
 					t.Errorf("%s %s: %+v", image, platform, s)
 				}
 			}
-			if len(got) != 2 || got["linux/amd64"].Binary == "" || got["linux/arm64"].Binary == "" {
+			if len(got) != 2 || got["linux/amd64"].Files == nil || got["linux/arm64"].Files == nil {
 				t.Errorf("%s: platforms %v, want linux/amd64 and linux/arm64", image, got)
+			}
+			for platform, s := range got {
+				var paths []string
+				for _, f := range s.Files {
+					paths = append(paths, strings.Fields(f)[0])
+				}
+				if diff := cmp.Diff(binaries[image], paths); diff != "" {
+					t.Errorf("%s %s: files (-want +got):\n%s", image, platform, diff)
+				}
 			}
 			sizes, err := ociimage.CompressedSizes(idx)
 			if err != nil {
@@ -192,14 +208,14 @@ func summarize(t *testing.T, idx v1.ImageIndex) map[string]imageSummary {
 			User:       cfg.Config.User,
 			Entrypoint: cfg.Config.Entrypoint,
 			Labels:     cfg.Config.Labels,
-			Binary:     onlyFile(t, img),
+			Files:      regularFiles(t, img),
 		}
 	}
 	return out
 }
 
-// onlyFile describes the one regular file of img's filesystem.
-func onlyFile(t *testing.T, img v1.Image) string {
+// regularFiles describes the regular files of img's filesystem, in the layers' order.
+func regularFiles(t *testing.T, img v1.Image) []string {
 	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
@@ -217,10 +233,7 @@ func onlyFile(t *testing.T, img v1.Image) string {
 			files = append(files, fileDescription("/"+hdr.Name, os.FileMode(hdr.Mode), hdr.Size))
 		}
 	}
-	if len(files) != 1 {
-		t.Fatalf("want one file in the image, got %v", files)
-	}
-	return files[0]
+	return files
 }
 
 // fileDescription reads "/usr/local/bin/tfk8s-agent -rwxr-xr-x 4242 bytes".
