@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/manifests"
@@ -89,61 +90,61 @@ func checkInstallSource(opts Options) error {
 // installController installs tfk8s into the cluster with Options.Install, from the
 // images up pushed to the registry (the node pulls them through its mirror by their
 // ghcr.io names), and waits until the controller's Deployment is Available.
-func (u *starter) installController(ctx context.Context) error {
+func installController(ctx context.Context, l launcher, kubeconfig string, cfg *rest.Config) error {
 	start := time.Now()
 	var err error
-	switch u.opts.Install {
+	switch l.opts.Install {
 	case InstallHelm:
-		err = u.helmInstall(ctx)
+		err = helmInstall(ctx, l.opts, kubeconfig, l.logf)
 	case InstallKustomize:
-		err = u.kustomizeInstall(ctx)
+		err = kustomizeInstall(ctx, l.opts, cfg, l.logf)
 	}
 	if err != nil {
 		return err
 	}
-	c, err := client.New(u.cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
-	if err := waitControllerAvailable(ctx, c, u.opts.Timeout); err != nil {
+	if err := waitControllerAvailable(ctx, c, l.opts.Timeout); err != nil {
 		return err
 	}
-	u.logf("tfk8s installed with %s in %s: deployment %s available (%.1f s)",
-		u.opts.Install, InstallNamespace, ControllerDeployment, time.Since(start).Seconds())
+	l.logf("tfk8s installed with %s in %s: deployment %s available (%.1f s)",
+		l.opts.Install, InstallNamespace, ControllerDeployment, time.Since(start).Seconds())
 	return nil
 }
 
 // helmInstall runs helm upgrade --install: a first up installs the release, a later
 // one upgrades it to the chart and images of the source tree.
-func (u *starter) helmInstall(ctx context.Context) error {
-	helm, chart := installSource(u.opts)
+func helmInstall(ctx context.Context, opts Options, kubeconfig string, logf func(string, ...any)) error {
+	helm, chart := installSource(opts)
 	args := []string{
 		"upgrade", "--install", ReleaseName, chart,
 		"--namespace", InstallNamespace, "--create-namespace",
 		// The CRD and policy of an earlier up without --install become the release's.
 		"--take-ownership",
-		"--kubeconfig", u.paths.kubeconfig, "--kube-context", ContextName,
+		"--kubeconfig", kubeconfig, "--kube-context", ContextName,
 		"--set", "image.repository=" + version.Repository + "/tfk8s-controller",
 		"--set", "image.tag=" + version.Version,
 		"--set", "agentImage.repository=" + version.Repository + "/tfk8s-agent",
 		"--set", "agentImage.tag=" + version.Version,
-		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+u.opts.ClusterDomain),
+		"--set-json", fmt.Sprintf("extraArgs=[%q]", "--cluster-domain="+opts.ClusterDomain),
 		"--set", "gangScheduler=" + gangScheduler,
 		"--set", "kubeflow.enabled=true",
 	}
-	out, err := u.runTool(ctx, helm, args...)
+	out, err := runTool(ctx, opts.Timeout, helm, args...)
 	if err != nil {
 		return fmt.Errorf("installing tfk8s with helm: %w", err)
 	}
-	u.logf("helm upgrade --install %s %s: %s", ReleaseName, chart, firstLine(out))
+	logf("helm upgrade --install %s %s: %s", ReleaseName, chart, firstLine(out))
 	return nil
 }
 
 // kustomizeInstall builds config/default with kustomize and applies the objects
 // server-side, as kubectl apply --server-side -k does: namespaces and CRDs first.
-func (u *starter) kustomizeInstall(ctx context.Context) error {
-	kustomize, dir := installSource(u.opts)
-	out, err := u.runTool(ctx, kustomize, "build", dir)
+func kustomizeInstall(ctx context.Context, opts Options, cfg *rest.Config, logf func(string, ...any)) error {
+	kustomize, dir := installSource(opts)
+	out, err := runTool(ctx, opts.Timeout, kustomize, "build", dir)
 	if err != nil {
 		return fmt.Errorf("building %s with kustomize: %w", dir, err)
 	}
@@ -151,21 +152,21 @@ func (u *starter) kustomizeInstall(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading kustomize build %s: %w", dir, err)
 	}
-	c, err := client.New(u.cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
 	if err := applyObjects(ctx, c, objs); err != nil {
 		return err
 	}
-	u.logf("kustomize build %s: %d objects applied server-side", dir, len(objs))
+	logf("kustomize build %s: %d objects applied server-side", dir, len(objs))
 	return nil
 }
 
-// runTool runs bin/helm or bin/kustomize with a time limit and returns its output;
-// a failure carries the tool's own words.
-func (u *starter) runTool(ctx context.Context, tool string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.opts.Timeout)
+// runTool runs bin/helm or bin/kustomize within timeout and returns its output; a
+// failure carries the tool's own words.
+func runTool(ctx context.Context, timeout time.Duration, tool string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, tool, args...)

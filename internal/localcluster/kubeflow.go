@@ -42,11 +42,11 @@ func configDir(opts Options, elem ...string) string {
 // on the host, so that Kubeflow's manifests and Python SDK work unchanged. It runs
 // before the controller starts, which reconciles kubeflow.org TFJobs only when their
 // CRD is served at its start. An install (helm, kustomize) serves the CRD itself.
-func (u *starter) installKubeflowCRD(ctx context.Context, cp *controlplane.ControlPlane) error {
-	if u.opts.Install != "" {
+func installKubeflowCRD(ctx context.Context, cp *controlplane.ControlPlane, opts Options, logf func(string, ...any)) error {
+	if opts.Install != "" {
 		return nil
 	}
-	crds, err := controlplane.ReadCRDs(kubeflowCRDDir(u.opts))
+	crds, err := controlplane.ReadCRDs(kubeflowCRDDir(opts))
 	if err != nil {
 		return fmt.Errorf("reading the %s CRD: %w", KubeflowCRD, err)
 	}
@@ -58,10 +58,10 @@ func (u *starter) installKubeflowCRD(ctx context.Context, cp *controlplane.Contr
 	if err := cp.InstallCRDs(ctx, crds...); err != nil {
 		return err
 	}
-	if err := applyKubeflowPolicy(ctx, cp, u.opts); err != nil {
+	if err := applyKubeflowPolicy(ctx, cp, opts); err != nil {
 		return err
 	}
-	u.logf("CRD %s installed with its admission policy: kubeflow.org/v1 TFJobs served", KubeflowCRD)
+	logf("CRD %s installed with its admission policy: kubeflow.org/v1 TFJobs served", KubeflowCRD)
 	return nil
 }
 

@@ -14,12 +14,12 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/localnode"
 	"github.com/tfk8s/tfk8s/internal/pki"
-	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // Local mode runs metrics-server on the host, beside the control plane, so that the
@@ -100,16 +100,16 @@ func metricsServerArgs(opts Options, f metricsFiles) []string {
 // ensureAggregationPKI writes, before the API server starts, the aggregation layer's
 // CA and proxy certificate, which its flags name, and the serving CA the kubelets'
 // certificates come from.
-func (u *starter) ensureAggregationPKI(context.Context) error {
-	if err := u.agg.Ensure(certValidity); err != nil {
+func ensureAggregationPKI(agg controlplane.AggregationPKI, servingCA controlplane.KeyPair) error {
+	if err := agg.Ensure(certValidity); err != nil {
 		return err
 	}
-	return u.metrics.ServingCA.EnsureCA("tfk8s-serving-ca", certValidity)
+	return servingCA.EnsureCA("tfk8s-serving-ca", certValidity)
 }
 
 // issueKubeletServing gives each node's kubelet a serving certificate for its name and
-// address, from the serving CA metrics-server trusts.
-func (u *starter) issueKubeletServing(configs []localnode.Config) error {
+// address, from ca: the serving CA metrics-server trusts.
+func issueKubeletServing(ca controlplane.KeyPair, configs []localnode.Config) error {
 	for _, c := range configs {
 		// Before the node's first start, as Config.Save makes it.
 		if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
@@ -117,7 +117,7 @@ func (u *starter) issueKubeletServing(configs []localnode.Config) error {
 		}
 		pair := controlplane.KeyPair{Cert: c.TLSCertFile, Key: c.TLSKeyFile}
 		names := pki.Names{CommonName: "system:node:" + c.Name, DNSNames: []string{c.Name}, IPs: []net.IP{c.Address.AsSlice()}}
-		if err := pair.EnsureIssued(u.metrics.ServingCA, names, controlplane.ServerAuth, certValidity); err != nil {
+		if err := pair.EnsureIssued(ca, names, controlplane.ServerAuth, certValidity); err != nil {
 			return fmt.Errorf("node %s: %w", c.Name, err)
 		}
 	}
@@ -130,36 +130,51 @@ func kubeletServingFiles(stateDir string) (cert, key string) {
 	return filepath.Join(stateDir, "kubelet-serving.crt"), filepath.Join(stateDir, "kubelet-serving.key")
 }
 
+// metricsDeps are what metrics-server's start needs of the cluster.
+type metricsDeps struct {
+	// cp is the control plane, whose API server's aggregation layer serves the
+	// metrics API; cfg reaches it as the administrator.
+	cp  *controlplane.ControlPlane
+	cfg *rest.Config
+	// agg is the aggregation layer's PKI, kubelet the CA the kubelets trust for
+	// clients, files metrics-server's own credentials.
+	agg     controlplane.AggregationPKI
+	kubelet controlplane.KubeletClientPKI
+	files   metricsFiles
+	// restart restarts a running metrics-server: its bridge was made anew.
+	restart bool
+}
+
 // startMetricsServer writes metrics-server's credentials and RBAC, starts it (again if
 // its flags changed), waits until it serves, and registers it as the metrics API.
-func (u *starter) startMetricsServer(ctx context.Context) error {
-	if ok, err := u.apiServerAggregates(); err != nil || !ok {
+func startMetricsServer(ctx context.Context, l launcher, d metricsDeps) error {
+	if ok, err := apiServerAggregates(d.cp, d.agg, l.logf); err != nil || !ok {
 		return err
 	}
-	if err := u.writeMetricsCredentials(); err != nil {
+	if err := writeMetricsCredentials(l.opts, d); err != nil {
 		return err
 	}
-	c, err := client.New(u.cfg, client.Options{})
+	c, err := client.New(d.cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
 	if err := ensureMetricsServerRBAC(ctx, c); err != nil {
 		return err
 	}
-	args := metricsServerArgs(u.opts, u.metrics)
-	p, _, err := u.ensureRunningWithArgs(compMetricsServer, args, u.networkReset)
+	args := metricsServerArgs(l.opts, d.files)
+	p, _, err := l.ensureRunningWithArgs(compMetricsServer, args, d.restart)
 	if err != nil {
 		return err
 	}
-	br, _ := bridgeIP(u.opts.PodCIDR)
-	endpoint := netip.AddrPortFrom(br, uint16(u.opts.Ports.MetricsServer))
-	hc, caPEM, err := httpsClientTrusting(u.metrics.ServingCA.Cert, metricsServerName+"."+metricsNamespace+".svc")
+	br, _ := bridgeIP(l.opts.PodCIDR)
+	endpoint := netip.AddrPortFrom(br, uint16(l.opts.Ports.MetricsServer))
+	hc, caPEM, err := httpsClientTrusting(d.files.ServingCA.Cert, metricsServerName+"."+metricsNamespace+".svc")
 	if err != nil {
 		return err
 	}
 	// Its connections are up's alone: none is left open once up has checked.
 	defer hc.CloseIdleConnections()
-	err = u.waitReady(ctx, p, "metrics-server on "+endpoint.String()+" to be live", func(ctx context.Context) error {
+	err = l.waitReady(ctx, p, "metrics-server on "+endpoint.String()+" to be live", func(ctx context.Context) error {
 		return httpOKWith(ctx, hc, "https://"+endpoint.String()+"/livez", "")
 	})
 	if err != nil {
@@ -168,7 +183,7 @@ func (u *starter) startMetricsServer(ctx context.Context) error {
 	if err := ensureMetricsAPI(ctx, c, endpoint, caPEM); err != nil {
 		return err
 	}
-	return u.waitReady(ctx, p, "APIService "+metricsAPIService+" to be available", func(ctx context.Context) error {
+	return l.waitReady(ctx, p, "APIService "+metricsAPIService+" to be available", func(ctx context.Context) error {
 		return apiServiceAvailable(ctx, c)
 	})
 }
@@ -178,16 +193,16 @@ func (u *starter) startMetricsServer(ctx context.Context) error {
 // none, and would route the metrics API to a ClusterIP the host does not reach: Up
 // then goes on without metrics-server (kubectl top and tfk8s top say the metrics API
 // is unavailable, tfk8s top reads the runs' usage records) and says how to restart it.
-func (u *starter) apiServerAggregates() (bool, error) {
-	p := u.cp.Process(compAPIServer)
-	if p == nil || !u.cp.Adopted(compAPIServer) {
+func apiServerAggregates(cp *controlplane.ControlPlane, agg controlplane.AggregationPKI, logf func(string, ...any)) (bool, error) {
+	p := cp.Process(compAPIServer)
+	if p == nil || !cp.Adopted(compAPIServer) {
 		return true, nil
 	}
-	flag, err := aggregationFlagMissing(p.Pid(), u.agg)
+	flag, err := aggregationFlagMissing(p.Pid(), agg)
 	if err != nil || flag == "" {
 		return err == nil, err
 	}
-	u.logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
+	logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
 		"tfk8s local down, then tfk8s local up, restarts it with the aggregation layer, and kubectl top works", p.Pid(), flag)
 	return false, nil
 }
@@ -209,36 +224,23 @@ func aggregationFlagMissing(pid int, agg controlplane.AggregationPKI) (string, e
 
 // writeMetricsCredentials writes metrics-server's serving certificate, its kubelet
 // client certificate, each kept while still good, and its kubeconfig.
-func (u *starter) writeMetricsCredentials() error {
-	br, _ := bridgeIP(u.opts.PodCIDR)
+func writeMetricsCredentials(opts Options, d metricsDeps) error {
+	br, _ := bridgeIP(opts.PodCIDR)
 	serving := pki.Names{
 		CommonName: metricsServerName,
 		DNSNames:   []string{metricsServerName + "." + metricsNamespace + ".svc"},
 		IPs:        []net.IP{br.AsSlice()},
 	}
-	if err := u.metrics.Serving.EnsureIssued(u.metrics.ServingCA, serving, controlplane.ServerAuth, certValidity); err != nil {
+	if err := d.files.Serving.EnsureIssued(d.files.ServingCA, serving, controlplane.ServerAuth, certValidity); err != nil {
 		return err
 	}
-	kubeletCA := controlplane.KeyPair{Cert: u.pki.CACert, Key: u.pki.CAKey}
-	if err := u.metrics.KubeletClient.EnsureIssued(kubeletCA, pki.Names{CommonName: metricsServerUser}, controlplane.ClientAuth, certValidity); err != nil {
+	kubeletCA := controlplane.KeyPair{Cert: d.kubelet.CACert, Key: d.kubelet.CAKey}
+	if err := d.files.KubeletClient.EnsureIssued(kubeletCA, pki.Names{CommonName: metricsServerUser}, controlplane.ClientAuth, certValidity); err != nil {
 		return err
 	}
 	// Written on every up, not only when missing: it holds the API server's CA and
 	// address, which a cluster made anew after down changes.
-	return u.cp.WriteClientKubeconfig(u.metrics.Kubeconfig, metricsServerUser, nil, certValidity)
-}
-
-// ensureRunningWithArgs is ensureRunning that also restarts a running component whose
-// flags differ from args.
-func (u *starter) ensureRunningWithArgs(name string, args []string, restart bool) (*proc.Process, bool, error) {
-	if running := proc.FindDetached(u.paths.run, name); running != nil && !restart {
-		same, err := runsWithArgs(running.Pid(), args)
-		if err != nil {
-			return nil, false, err
-		}
-		restart = !same
-	}
-	return u.ensureRunning(name, args, nil, restart)
+	return d.cp.WriteClientKubeconfig(d.files.Kubeconfig, metricsServerUser, nil, certValidity)
 }
 
 // httpsClientTrusting is an HTTPS client that trusts the CA in caFile alone and wants

@@ -55,55 +55,59 @@ auth:
 }
 
 // startRegistry starts the registry and waits until it answers, then pushes the
-// image layouts of Options.Images and of the source tree into it.
-func (u *starter) startRegistry(ctx context.Context) (err error) {
-	if err := os.MkdirAll(u.paths.registryData, 0o700); err != nil {
-		return fmt.Errorf("creating the registry's storage: %w", err)
+// image layouts of Options.Images and of the source tree into it. It returns the
+// registry's account and the digests pushed, by reference.
+func startRegistry(ctx context.Context, l launcher, p paths) (registryCredential, map[string]string, error) {
+	if err := os.MkdirAll(p.registryData, 0o700); err != nil {
+		return registryCredential{}, nil, fmt.Errorf("creating the registry's storage: %w", err)
 	}
-	if u.registry, err = ensureRegistryCredential(u.paths); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(u.paths.registryConfig, registryConfig(u.opts, u.paths), 0o644); err != nil {
-		return err
-	}
-	p, _, err := u.ensureRunning(compRegistry, registryArgs(u.paths), registryEnv, false)
+	cred, err := ensureRegistryCredential(p)
 	if err != nil {
-		return err
+		return registryCredential{}, nil, err
 	}
-	if err := u.waitReady(ctx, p, "the registry on "+registryAddr(u.opts), func(ctx context.Context) error {
-		return registryOK(ctx, registryURL(u.opts), u.registry)
+	if err := writeFileAtomic(p.registryConfig, registryConfig(l.opts, p), 0o644); err != nil {
+		return cred, nil, err
+	}
+	reg, _, err := l.ensureRunning(compRegistry, registryArgs(p), registryEnv, false)
+	if err != nil {
+		return cred, nil, err
+	}
+	if err := l.waitReady(ctx, reg, "the registry on "+registryAddr(l.opts), func(ctx context.Context) error {
+		return registryOK(ctx, registryURL(l.opts), cred)
 	}); err != nil {
-		return err
+		return cred, nil, err
 	}
-	return u.pushImages(ctx)
+	pushed, err := pushImages(ctx, l.opts, cred)
+	return cred, pushed, err
 }
 
 // pushImages pushes every image layout Up finds (see imageDirs) into the registry,
-// a line each; blobs the registry has are not sent again.
-func (u *starter) pushImages(ctx context.Context) error {
-	dirs, err := imageDirs(u.opts)
+// a line each, and returns their digests by reference; blobs the registry has are not
+// sent again.
+func pushImages(ctx context.Context, opts Options, cred registryCredential) (map[string]string, error) {
+	dirs, err := imageDirs(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var images []image
 	for _, dir := range dirs {
 		found, err := layoutsIn(dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		images = append(images, found...)
 	}
 	if _, err := nameImages(images, ""); err != nil {
-		return err
+		return nil, err
 	}
-	u.pushed = map[string]string{}
+	pushed := map[string]string{}
 	for _, img := range images {
-		if err := pushImage(ctx, img, registryAddr(u.opts), u.registry, u.opts.Progress); err != nil {
-			return err
+		if err := pushImage(ctx, img, registryAddr(opts), cred, opts.Progress); err != nil {
+			return pushed, err
 		}
 		if digest, _, err := digestAndSize(img.content); err == nil {
-			u.pushed[img.ref.String()] = digest.String()
+			pushed[img.ref.String()] = digest.String()
 		}
 	}
-	return nil
+	return pushed, nil
 }

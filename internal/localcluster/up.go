@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,11 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/proc"
@@ -107,251 +100,73 @@ type starter struct {
 	status *Status
 }
 
-// logf reports progress.
-func (u *starter) logf(format string, args ...any) {
-	fmt.Fprintf(u.opts.Progress, format+"\n", args...)
+// launcher is what each component's start needs of this call: where processes go,
+// and the group that collects those it starts.
+func (u *starter) launcher() launcher {
+	return launcher{opts: u.opts, run: u.paths.run, started: &u.procs}
 }
 
-// startControlPlane starts etcd, kube-apiserver, kube-controller-manager and
-// kube-scheduler (those not running), installs the CRDs and writes the kubeconfig.
-func (u *starter) startControlPlane(ctx context.Context) error {
-	for _, name := range controlPlaneComponents {
-		if proc.FindDetached(u.paths.run, name) == nil {
-			if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
-				return err
-			}
-		}
-	}
-	if err := u.pki.Ensure(certValidity); err != nil {
-		return err
-	}
-	root := filepath.Dir(u.opts.BinDir)
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		BinDir:                u.opts.BinDir,
-		Dir:                   u.paths.run,
-		CRDDir:                existingDir(filepath.Join(root, "config", "crd", "bases")),
-		PolicyDir:             existingDir(filepath.Join(root, "config", "policy")),
-		Detach:                true,
-		APIServerPort:         u.opts.Ports.APIServer,
-		EtcdPort:              u.opts.Ports.Etcd,
-		EtcdPeerPort:          u.opts.Ports.EtcdPeer,
-		ControllerManagerPort: u.opts.Ports.ControllerManager,
-		SchedulerPort:         u.opts.Ports.Scheduler,
-		Scheduler:             true,
-		GangScheduling:        true,
-		Durable:               !u.opts.UnsafeNoFsync,
-		PodSecurity:           PodSecurityLevel,
-		Address:               apiServerAddress(u.opts),
-		ExtraAPIServerArgs:    append(apiServerArgs(u.pki), u.agg.APIServerArgs()...),
-		NoManifests:           u.opts.Install != "", // the install's own
-		Logf:                  u.logf,
-	})
-	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
-	}
-	for _, name := range controlPlaneComponents {
-		if p := cp.Process(name); p != nil && !cp.Adopted(name) {
-			u.procs.Add(p)
-		}
-	}
-	for _, name := range []string{compControllerManager, compScheduler} {
-		if p := cp.Process(name); p != nil {
-			u.logf("%s %s (pid %d)", name, startedOrRunning(!cp.Adopted(name)), p.Pid())
-		}
-	}
-	if err := u.installKubeflowCRD(ctx, cp); err != nil {
-		return err
-	}
-	u.cfg, u.cp = cp.Config, cp
-	return writeKubeconfig(u.paths.kubeconfig, cp.Config)
+// The steps of Up, in order. Each hands its component the values it needs and keeps
+// what the later steps need of it.
+
+func (u *starter) startNodeNetwork(ctx context.Context) error {
+	created, err := startNodeNetwork(ctx, u.opts, u.paths, u.launcher().logf)
+	u.networkReset, u.createdBridge = created, created
+	return err
 }
 
-// startNodes starts every node's tfk8s-nodeinit and waits until each Node is Ready;
-// without a node, it starts none. The pod networks must not overlap what the host
-// routes elsewhere.
+func (u *starter) ensureAggregationPKI(context.Context) error {
+	return ensureAggregationPKI(u.agg, u.metrics.ServingCA)
+}
+
+func (u *starter) startControlPlane(ctx context.Context) (err error) {
+	creds := controlPlaneCreds{kubelet: u.pki, agg: u.agg}
+	if u.cp, err = startControlPlane(ctx, u.launcher(), creds, u.paths.kubeconfig); err != nil {
+		return err
+	}
+	u.cfg = u.cp.Config
+	return nil
+}
+
+func (u *starter) startRegistry(ctx context.Context) (err error) {
+	u.registry, u.pushed, err = startRegistry(ctx, u.launcher(), u.paths)
+	return err
+}
+
 func (u *starter) startNodes(ctx context.Context) error {
-	if u.opts.WithoutNode {
-		return nil
-	}
-	nodes := clusterNodes(u.opts)
-	routes, err := hostRoutes()
-	if err != nil {
-		return err
-	}
-	if err := checkPodCIDRsFree(nodes, routes); err != nil {
-		return err
-	}
-	c, err := client.New(u.cfg, client.Options{})
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
-	return u.startUpstreamNodes(ctx, c, nodes)
+	return startNodes(ctx, u.launcher(), nodeDeps{
+		cp: u.cp, cfg: u.cfg, registry: u.registry, clientCA: u.pki.CACert, servingCA: u.metrics.ServingCA,
+	})
 }
 
-// startDNS starts CoreDNS on the bridge and waits until it resolves the kubernetes
-// Service.
 func (u *starter) startDNS(ctx context.Context) error {
-	corefile, err := renderCorefile(u.opts, u.paths.kubeconfig)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(u.paths.corefile, corefile, 0o644); err != nil {
-		return err
-	}
-	p, _, err := u.ensureRunning(compDNS, []string{"-conf", u.paths.corefile}, nil, u.networkReset)
-	if err != nil {
-		return err
-	}
-	br, _ := bridgeIP(u.opts.PodCIDR)
-	server := netip.AddrPortFrom(br, uint16(u.opts.Ports.DNS)).String()
-	name := "kubernetes.default.svc." + u.opts.ClusterDomain + "."
-	err = u.waitReady(ctx, p, "DNS on "+server+" to resolve "+name, func(ctx context.Context) error {
-		_, err := LookupHost(ctx, server, name)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	c, err := client.New(u.cfg, client.Options{})
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
-	return ensureDNSService(ctx, c, br, u.opts.Ports.DNS)
+	return startDNS(ctx, u.launcher(), u.paths.corefile, u.paths.kubeconfig, u.cfg, u.networkReset)
 }
 
-// LookupHost resolves name through the DNS server at server (host:port) alone.
-func LookupHost(ctx context.Context, server, name string) ([]string, error) {
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, server)
-	}}
-	return r.LookupHost(ctx, name)
+func (u *starter) startS3(ctx context.Context) (err error) {
+	u.s3, err = startS3(ctx, u.launcher(), u.paths, u.networkReset)
+	return err
 }
 
-// startS3 starts versitygw on the bridge and creates the bucket.
-func (u *starter) startS3(ctx context.Context) error {
-	br, _ := bridgeIP(u.opts.PodCIDR)
-	endpoint := netip.AddrPortFrom(br, uint16(u.opts.Ports.S3)).String()
-	cfg, err := loadOrCreateS3Config(u.paths.s3Config, endpoint)
-	if err != nil {
-		return err
-	}
-	data, err := encodeS3Config(cfg)
-	if err != nil {
-		return err
-	}
-	// Saved before versitygw starts, so that a later Up finds its credentials.
-	if err := writeFileAtomic(u.paths.s3Config, data, 0o600); err != nil {
-		return err
-	}
-	u.s3 = cfg
-	env := []string{"ROOT_ACCESS_KEY_ID=" + cfg.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
-	p, _, err := u.ensureRunning(compS3, s3Args(u.opts, u.paths), env, u.networkReset)
-	if err != nil {
-		return err
-	}
-	mc, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:      credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
-		Region:     cfg.Region,
-		MaxRetries: 1,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the S3 client: %w", err)
-	}
-	return u.waitReady(ctx, p, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
-		ok, err := mc.BucketExists(ctx, cfg.Bucket)
-		if err != nil || ok {
-			return err
-		}
-		return mc.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region})
+func (u *starter) startMetricsServer(ctx context.Context) error {
+	return startMetricsServer(ctx, u.launcher(), metricsDeps{
+		cp: u.cp, cfg: u.cfg, agg: u.agg, kubelet: u.pki, files: u.metrics, restart: u.networkReset,
 	})
 }
 
-// startController starts tfk8s-controller and waits until it is ready, or installs
-// it into the cluster with Options.Install.
 func (u *starter) startController(ctx context.Context) error {
-	if u.opts.Install != "" {
-		return u.installController(ctx)
-	}
-	args := append(controllerArgs(u.opts, u.paths), pinnedImageArgs(u.pushed)...)
-	restart := false
-	if running := proc.FindDetached(u.paths.run, compController); running != nil {
-		same, err := runsWithArgs(running.Pid(), args)
-		if err != nil {
-			return err
-		}
-		restart = !same
-	}
-	p, _, err := u.ensureRunning(compController, args, nil, restart)
-	if err != nil {
-		return err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", u.opts.Ports.ControllerHealth)
-	return u.waitReady(ctx, p, "tfk8s-controller to be ready", func(ctx context.Context) error {
-		return httpOK(ctx, url)
-	})
+	return startController(ctx, u.launcher(), u.paths, u.cfg, u.pushed)
 }
 
 // saveStatus reads the status of the cluster, now up, and records in it what
 // became of the user's config file.
 func (u *starter) saveStatus(context.Context) error {
 	st := statusOf(u.opts)
-	if err := u.saveUserConfig(st); err != nil {
+	if err := saveUserConfig(st, u.opts.UserConfigFile, u.s3); err != nil {
 		return err
 	}
 	u.status = st
 	return nil
-}
-
-// ensureRunning adopts the component if it runs, unless restart asks to restart it;
-// else it checks the component's ports and starts it. It reports whether it started it.
-func (u *starter) ensureRunning(name string, args, env []string, restart bool) (*proc.Process, bool, error) {
-	p := proc.FindDetached(u.paths.run, name)
-	if p != nil && !restart {
-		u.logf("%s running (pid %d)", name, p.Pid())
-		return p, false, nil
-	}
-	if p != nil {
-		u.logf("restarting %s: its bridge or its settings changed", name)
-		if err := p.Stop(defaultStopGrace(name)); err != nil {
-			return nil, false, err
-		}
-	}
-	if err := checkPorts(name, componentNamed(u.opts, name).endpoints); err != nil {
-		return nil, false, err
-	}
-	bin := filepath.Join(u.opts.BinDir, componentNamed(u.opts, name).binary)
-	p, err := proc.StartDetached(name, bin, args, env, u.paths.run)
-	if err != nil {
-		return nil, false, err
-	}
-	u.procs.Add(p)
-	u.logf("%s started (pid %d), log %s", name, p.Pid(), p.LogPath())
-	return p, true, nil
-}
-
-// waitReady polls check until it succeeds, the process exits, or the timeout passes.
-func (u *starter) waitReady(ctx context.Context, p *proc.Process, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, u.opts.Timeout)
-	defer cancel()
-	for {
-		if p.Exited() {
-			return fmt.Errorf("waiting for %s: %w", what, p.ExitError())
-		}
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		err := check(cctx)
-		ccancel()
-		if err == nil {
-			u.logf("%s: ready", what)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v); last lines of %s:\n%s",
-				what, ctx.Err(), err, p.LogPath(), p.LogTail(20))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // stopStarted stops the components this call started, in stopOrder, and deletes the
@@ -364,62 +179,6 @@ func (u *starter) stopStarted() {
 		_ = tearDownHostNetwork(context.Background(), u.opts, u.paths)
 	}
 }
-
-// startedOrRunning says, for progress messages, whether a component was started.
-func startedOrRunning(started bool) string {
-	if started {
-		return "started"
-	}
-	return "running"
-}
-
-// nodeReady reports whether the node's Ready condition is True and was last reported
-// at or after since: a Node left Ready by an earlier run does not count.
-func nodeReady(node *corev1.Node, since time.Time) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since)
-		}
-	}
-	return false
-}
-
-// httpOK gets url and wants 200 OK.
-func httpOK(ctx context.Context, url string) error { return httpOKAs(ctx, url, "") }
-
-// httpOKAs gets url with authorization as its Authorization header (none if empty)
-// and wants 200 OK.
-func httpOKAs(ctx context.Context, url, authorization string) error {
-	return httpOKWith(ctx, http.DefaultClient, url, authorization)
-}
-
-// httpOKWith is httpOKAs through hc.
-func httpOKWith(ctx context.Context, hc *http.Client, url, authorization string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return &statusError{url: url, status: resp.Status, code: resp.StatusCode}
-	}
-	return nil
-}
-
-// statusError is an HTTP answer other than 200 OK.
-type statusError struct {
-	url, status string
-	code        int
-}
-
-func (e *statusError) Error() string { return e.url + " answered " + e.status }
 
 // checkHost refuses to run where local mode cannot: it needs Linux and root.
 func checkHost() error {

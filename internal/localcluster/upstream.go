@@ -15,12 +15,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -189,47 +186,6 @@ func ensureProvisionerRole(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// ensureDNSService creates the kube-dns Service and its endpoints: CoreDNS on the
-// host bridge, reached by the pods through the Service's ClusterIP.
-func ensureDNSService(ctx context.Context, c client.Client, host netip.Addr, port int) error {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": "kube-dns"}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: ClusterDNSIP,
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt(port)},
-				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt(port)},
-			},
-		},
-	}
-	// Looked up first: a Service whose ClusterIP is taken is refused for its IP
-	// before its name.
-	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
-		err = c.Create(ctx, svc)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Service kube-system/kube-dns: %w", err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("looking up Service kube-system/kube-dns: %w", err)
-	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "kube-dns-host", Namespace: metav1.NamespaceSystem,
-			Labels: map[string]string{discoveryv1.LabelServiceName: "kube-dns", discoveryv1.LabelManagedBy: "tfk8s-local"},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports: []discoveryv1.EndpointPort{
-			{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(port))},
-			{Name: ptr.To("dns-tcp"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(port))},
-		},
-	}
-	if err := c.Create(ctx, slice); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the endpoints of Service kube-system/kube-dns: %w", err)
-	}
-	return nil
-}
-
 // apiServerAddress is where kube-apiserver listens: on the bridge for upstream nodes,
 // whose kubelets reach it from their own network namespaces; else on loopback ("").
 func apiServerAddress(opts Options) string {
@@ -239,53 +195,88 @@ func apiServerAddress(opts Options) string {
 
 // startNodeNetwork creates the host bridge of upstream nodes, with the host's address
 // on it, before the components that listen there start, and the host's side of the
-// nodes' network.
-func (u *starter) startNodeNetwork(ctx context.Context) error {
-	network, _ := upstreamNetworks(u.opts)
-	created, err := ensureBridge(u.opts.Bridge, network.String())
+// nodes' network. It reports whether it created the bridge, even on error.
+func startNodeNetwork(ctx context.Context, opts Options, p paths, logf func(string, ...any)) (bool, error) {
+	network, _ := upstreamNetworks(opts)
+	created, err := ensureBridge(opts.Bridge, network.String())
 	if created {
-		u.logf("bridge %s created for the nodes' network %s", u.opts.Bridge, network)
+		logf("bridge %s created for the nodes' network %s", opts.Bridge, network)
 	}
-	u.networkReset, u.createdBridge = created, created
+	if err != nil {
+		return created, err
+	}
+	return created, setUpHostNetwork(ctx, opts, p, logf)
+}
+
+// nodeDeps are what the nodes' start needs of the cluster.
+type nodeDeps struct {
+	// cp is the control plane, which signs the nodes' client certificates; cfg
+	// reaches it as the administrator.
+	cp  *controlplane.ControlPlane
+	cfg *rest.Config
+	// registry is the account the nodes pull with.
+	registry registryCredential
+	// clientCA is the CA of kube-apiserver's kubelet client certificate, which the
+	// kubelets trust; servingCA signs the kubelets' serving certificates.
+	clientCA  string
+	servingCA controlplane.KeyPair
+}
+
+// startNodes starts every node's tfk8s-nodeinit and waits until each Node is Ready;
+// without a node, it starts none. The pod networks must not overlap what the host
+// routes elsewhere.
+func startNodes(ctx context.Context, l launcher, d nodeDeps) error {
+	if l.opts.WithoutNode {
+		return nil
+	}
+	nodes := clusterNodes(l.opts)
+	routes, err := hostRoutes()
 	if err != nil {
 		return err
 	}
-	return setUpHostNetwork(ctx, u.opts, u.paths, u.logf)
+	if err := checkPodCIDRsFree(nodes, routes); err != nil {
+		return err
+	}
+	c, err := client.New(d.cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	return startUpstreamNodes(ctx, l, c, nodes, d)
 }
 
 // startUpstreamNodes starts every node's tfk8s-nodeinit, all at once, and waits until
 // each Node is Ready.
-func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes []clusterNode) error {
-	if err := ensureHostPathPolicy(ctx, c, u.opts.AllowedHostPaths); err != nil {
+func startUpstreamNodes(ctx context.Context, l launcher, c client.Client, nodes []clusterNode, d nodeDeps) error {
+	if err := ensureHostPathPolicy(ctx, c, l.opts.AllowedHostPaths); err != nil {
 		return err
 	}
 	if err := ensureProvisionerRole(ctx, c); err != nil {
 		return err
 	}
-	if u.opts.DRAGPUs > 0 {
+	if l.opts.DRAGPUs > 0 {
 		if err := ensureDeviceClass(ctx, c); err != nil {
 			return err
 		}
 	}
-	configs := upstreamNodeConfigs(u.opts)
+	configs := upstreamNodeConfigs(l.opts)
 	for i := range configs {
-		configs[i].RegistryAuthorization = u.registry.authorization()
+		configs[i].RegistryAuthorization = d.registry.authorization()
 	}
-	if u.opts.RealGPUs {
-		if err := assignRealGPUs(ctx, u.opts.BinDir, configs); err != nil {
+	if l.opts.RealGPUs {
+		if err := assignRealGPUs(ctx, l.opts.BinDir, configs); err != nil {
 			return err
 		}
 	}
-	if err := u.issueKubeletServing(configs); err != nil {
+	if err := issueKubeletServing(d.servingCA, configs); err != nil {
 		return err
 	}
 	procs := make([]*proc.Process, len(nodes))
 	since := make([]time.Time, len(nodes))
 	for i, n := range nodes {
-		if err := writeNodeFiles(u.cp, configs[i], u.pki.CACert); err != nil {
+		if err := writeNodeFiles(d.cp, configs[i], d.clientCA); err != nil {
 			return err
 		}
-		p, started, err := u.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)
+		p, started, err := l.ensureRunning(n.component, []string{"run", localnode.ConfigPath(n.stateDir)}, nil, false)
 		if err != nil {
 			return err
 		}
@@ -295,7 +286,7 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 		procs[i] = p
 	}
 	for i, n := range nodes {
-		err := u.waitReady(ctx, procs[i], "node "+n.name+" to be Ready", func(ctx context.Context) error {
+		err := l.waitReady(ctx, procs[i], "node "+n.name+" to be Ready", func(ctx context.Context) error {
 			node := &corev1.Node{}
 			if err := c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
 				return err
@@ -306,13 +297,24 @@ func (u *starter) startUpstreamNodes(ctx context.Context, c client.Client, nodes
 			if err := gpusAdvertised(node, configs[i].GPUs+len(configs[i].RealGPUs)); err != nil {
 				return err
 			}
-			return draDevicesPublished(ctx, c, n.name, u.opts.DRAGPUs)
+			return draDevicesPublished(ctx, c, n.name, l.opts.DRAGPUs)
 		})
 		if err != nil {
 			return err
 		}
 	}
-	return deleteStaleNodes(ctx, c, u.opts)
+	return deleteStaleNodes(ctx, c, l.opts)
+}
+
+// nodeReady reports whether the node's Ready condition is True and was last reported
+// at or after since: a Node left Ready by an earlier run does not count.
+func nodeReady(node *corev1.Node, since time.Time) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since)
+		}
+	}
+	return false
 }
 
 // gpusAdvertised wants the node to offer its fake GPUs: the device plugin registers

@@ -132,14 +132,14 @@ func ownerOf(info fs.FileInfo) fileOwner {
 	return fileOwner{int(st.Uid), int(st.Gid)}
 }
 
-// saveUserConfig brings the user's config file in line with the cluster's S3
-// settings and records in st what it did.
-func (u *starter) saveUserConfig(st *Status) error {
-	st.UserConfig = u.opts.UserConfigFile
+// saveUserConfig brings the user's config file (none if empty) in line with the
+// cluster's S3 settings s3 and records in st what it did.
+func saveUserConfig(st *Status, file string, s3 storage.Config) error {
+	st.UserConfig = file
 	if st.UserConfig == "" {
 		return nil
 	}
-	outcome, endpoint, err := updateUserConfig(st.UserConfig, u.s3)
+	outcome, endpoint, err := updateUserConfig(st.UserConfig, s3)
 	if err != nil {
 		return err
 	}
