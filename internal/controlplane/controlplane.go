@@ -58,6 +58,10 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags, such as
 	// --kubelet-client-certificate for a node's kubelet API.
 	ExtraAPIServerArgs []string
+	// KubeletCA is the CA file kube-apiserver checks each kubelet's serving
+	// certificate against when it calls the kubelet API (logs, exec, port-forward).
+	// Empty, it checks none: a control plane without nodes calls no kubelet.
+	KubeletCA string
 	// Logf receives progress messages; nil discards them.
 	Logf func(format string, args ...any)
 
@@ -349,6 +353,7 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int, gang 
 	if opts.GangScheduling {
 		apiArgs = append(apiArgs, gang.runtimeConfig, gang.gates)
 	}
+	apiArgs = append(apiArgs, kubeletCAArgs(opts)...)
 	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
 }
 

@@ -36,6 +36,15 @@ func (k KubeletClientPKI) APIServerArgs() []string {
 	return []string{"--kubelet-client-certificate=" + k.ClientCert, "--kubelet-client-key=" + k.ClientKey}
 }
 
+// kubeletCAArgs make kube-apiserver check the kubelets' serving certificates, so that
+// what it forwards to a node (a pod's logs, an exec's stdin) reaches that node alone.
+func kubeletCAArgs(opts Options) []string {
+	if opts.KubeletCA == "" {
+		return nil
+	}
+	return []string{"--kubelet-certificate-authority=" + opts.KubeletCA}
+}
+
 // Ensure writes the CA and the client certificate, valid for validity, unless the four
 // files all exist already.
 func (k KubeletClientPKI) Ensure(validity time.Duration) error {

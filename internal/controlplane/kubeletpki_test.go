@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestKubeletClientPKI(t *testing.T) {
@@ -41,5 +43,25 @@ func TestKubeletClientPKI(t *testing.T) {
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("the client certificate does not verify against the CA a node trusts: %v", err)
+	}
+}
+
+// TestKubeletCAArgs: with a kubelet CA, kube-apiserver checks the kubelets' serving
+// certificates against it; without one (no nodes), its flags name none.
+func TestKubeletCAArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{name: "no nodes", opts: Options{}},
+		{name: "nodes", opts: Options{KubeletCA: "/run/serving-ca.crt"}, want: []string{"--kubelet-certificate-authority=/run/serving-ca.crt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, kubeletCAArgs(tc.opts)); diff != "" {
+				t.Errorf("kubeletCAArgs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -16,6 +16,9 @@ type controlPlaneCreds struct {
 	kubelet controlplane.KubeletClientPKI
 	// agg is the aggregation layer's PKI, through which it proxies the metrics API.
 	agg controlplane.AggregationPKI
+	// kubeletCA signs each kubelet's serving certificate: the CA kube-apiserver checks
+	// them against.
+	kubeletCA string
 }
 
 // startControlPlane starts etcd, kube-apiserver, kube-controller-manager and
@@ -73,6 +76,7 @@ func controlPlaneOptions(opts Options, run string, creds controlPlaneCreds, logf
 		PodSecurity:           PodSecurityLevel,
 		Address:               apiServerAddress(opts),
 		ExtraAPIServerArgs:    append(apiServerArgs(creds.kubelet), creds.agg.APIServerArgs()...),
+		KubeletCA:             creds.kubeletCA,
 		NoManifests:           opts.Install != "", // the install's own
 		Logf:                  logf,
 	}

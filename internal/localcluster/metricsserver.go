@@ -108,7 +108,7 @@ func ensureAggregationPKI(agg controlplane.AggregationPKI, servingCA controlplan
 }
 
 // issueKubeletServing gives each node's kubelet a serving certificate for its name and
-// address, from ca: the serving CA metrics-server trusts.
+// address, from ca: the serving CA metrics-server and kube-apiserver trust.
 func issueKubeletServing(ca controlplane.KeyPair, configs []localnode.Config) error {
 	for _, c := range configs {
 		// Before the node's first start, as Config.Save makes it.

@@ -120,7 +120,7 @@ func (u *starter) ensureAggregationPKI(context.Context) error {
 }
 
 func (u *starter) startControlPlane(ctx context.Context) (err error) {
-	creds := controlPlaneCreds{kubelet: u.pki, agg: u.agg}
+	creds := controlPlaneCreds{kubelet: u.pki, agg: u.agg, kubeletCA: u.metrics.ServingCA.Cert}
 	if u.cp, err = startControlPlane(ctx, u.launcher(), creds, u.paths.kubeconfig); err != nil {
 		return err
 	}
