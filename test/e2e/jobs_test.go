@@ -29,7 +29,7 @@ const (
 
 // TestTrainingJobs runs training jobs on a local cluster of its own, through the
 // tfk8s CLI run in-process: the demo, a worker killed and re-created, a worker that
-// fails the job, suspend and resume, and logs read through the API server.
+// fails the job, suspend and resume, and logs and exec through the API server.
 func TestTrainingJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -279,21 +279,31 @@ func testLogs(ctx context.Context, t *testing.T, c *jobsCluster) {
 		c.fail(t, "%v", err)
 	}
 	chief := c.pod(ctx, t, "talk", "chief", 0)
-	var out string
+	var r cliResult
 	c.eventually(ctx, t, "tfk8s logs talk chief-0 prints the chief's lines", func() (bool, error) {
-		r := c.tfk8s(ctx, "logs", "talk", "chief-0")
-		out = r.String()
+		r = c.tfk8s(ctx, "logs", "talk", "chief-0")
 		return r.code == 0 && strings.Contains(r.stdout, "e2e line 2"), nil
 	})
 	for i := range 3 {
-		if want := fmt.Sprintf("[chief-0] e2e line %d", i); !strings.Contains(out, want) {
-			t.Errorf("tfk8s logs lacks %q: %s", want, out)
+		if want := fmt.Sprintf("[chief-0] e2e line %d", i); !strings.Contains(r.stdout, want) {
+			t.Errorf("tfk8s logs lacks %q: %s", want, r)
 		}
+	}
+	// A running pod's log is the kubelet's, through the API server: the agent's copy
+	// in S3 is only the fallback, which tfk8s logs announces.
+	if strings.Contains(r.stderr, "no live log") {
+		t.Errorf("tfk8s logs of a running pod fell back to S3: %s", r)
 	}
 	// The same through client-go, which only the API server (from the kubelet) answers.
 	logs, err := c.cs.CoreV1().Pods(chief.Namespace).GetLogs(chief.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil || !strings.Contains(string(logs), "e2e line 0\ne2e line 1\ne2e line 2\n") {
 		t.Errorf("GetLogs of %s: %v\n%s", chief.Name, err, logs)
+	}
+	// exec too goes through the API server to the kubelet, which must show the
+	// certificate the API server checks it against.
+	host, err := execIn(ctx, c.kubeconfig, c.cs, chief.Name, "python3", "-c", "import socket; print(socket.gethostname())")
+	if err != nil || strings.TrimSpace(host) != chief.Name {
+		t.Errorf("exec in %s printed hostname %q (%v), want %s", chief.Name, host, err, chief.Name)
 	}
 	if p := c.pod(ctx, t, "talk", "chief", 0); p.UID != chief.UID || p.Status.Phase != corev1.PodRunning {
 		t.Errorf("chief pod changed while its logs were read: %s %s", p.UID, p.Status.Phase)
