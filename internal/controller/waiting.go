@@ -49,9 +49,10 @@ func replicaWaits(o *observation) []replicaWait {
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		first := len(out) // this pod's waits start here: one pass, however large the job
 		for _, w := range tfjob.WaitsOnUser(pod) {
 			reason, ok := userWaitReasons[w.Reason]
-			if ok && !slices.ContainsFunc(out, func(rw replicaWait) bool { return rw.key == key && rw.reason == reason }) {
+			if ok && !slices.ContainsFunc(out[first:], func(rw replicaWait) bool { return rw.reason == reason }) {
 				out = append(out, replicaWait{key: key, pod: pod.Name, wait: w, reason: reason})
 			}
 		}
