@@ -43,6 +43,9 @@ func TestDecideReplicasWaiting(t *testing.T) {
 	succeeded := job().Obj()
 	succeeded.Status.Conditions = []metav1.Condition{{Type: string(tfv1.JobSucceeded), Status: metav1.ConditionTrue, Reason: "Earlier"}}
 	long := strings.Repeat("x", 400)
+	initWaits := pod(tfv1.ReplicaTypeWorker, 0).Waiting("PodInitializing", "").Obj()
+	initWaits.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}}}
 	cases := []struct {
 		name string
 		job  *tfv1.TFJob
@@ -64,6 +67,8 @@ func TestDecideReplicasWaiting(t *testing.T) {
 				pod(tfv1.ReplicaTypePS, 0).Waiting("CreateContainerConfigError", secretMsg).Obj()},
 			want: "True ContainerConfigInvalid: ps 0 cannot create its container (pod j-ps-0, container tensorflow: CreateContainerConfigError: " + secretMsg + "); " +
 				"worker 0 cannot pull its image (pod j-worker-0, container tensorflow: InvalidImageName)"},
+		{name: "an init container's image", job: job().Obj(), pods: []*corev1.Pod{initWaits},
+			want: "True ImageNotPulled: worker 0 cannot pull its image (pod j-worker-0, container agent: ErrImagePull: not found)"},
 		{name: "a long kubelet message is cut", job: job().Obj(),
 			pods: []*corev1.Pod{pod(tfv1.ReplicaTypeWorker, 0).Waiting("ErrImagePull", long).Obj()},
 			want: "True ImageNotPulled: worker 0 cannot pull its image (pod j-worker-0, container tensorflow: ErrImagePull: " + long[:waitDetailLength-3] + "...)"},
