@@ -143,3 +143,22 @@ const (
 	// the Warning event of that reason says why. The run then shows state Unknown.
 	ReasonEndNotRecorded = "EndNotRecorded"
 )
+
+// Replicas that wait on the user: a condition beside the job's states, never its
+// State, and never a failure: once the user fixes the image or the Secret, the kubelet's
+// next try starts the container and the job goes on.
+const (
+	// JobReplicasWaiting is True while a container of a replica's pod waits for what
+	// only the user can fix (an image that cannot be pulled, a Secret or ConfigMap key
+	// that does not exist), naming each; False once none does.
+	JobReplicasWaiting JobState = "ReplicasWaiting"
+	// ReasonImageNotPulled: the kubelet cannot pull a container's image (ErrImagePull,
+	// ImagePullBackOff, InvalidImageName, ErrImageNeverPull, ImageInspectError).
+	ReasonImageNotPulled = "ImageNotPulled"
+	// ReasonContainerConfigInvalid: the kubelet cannot build a container's config
+	// (CreateContainerConfigError): most often a Secret, ConfigMap or key it names is
+	// missing.
+	ReasonContainerConfigInvalid = "ContainerConfigInvalid"
+	// ReasonWaitsCleared: no replica waits on the user any more.
+	ReasonWaitsCleared = "WaitsCleared"
+)

@@ -563,8 +563,8 @@ type TFJobStatus struct {
 	State JobState `json:"state,omitempty"`
 
 	// Conditions, of types Created, Running, Restarting, Succeeded, Failed and Suspended
-	// (the states), and PodCreationRefused and FieldsIgnored, which say why the job waits
-	// or what it ignores and never become its state.
+	// (the states), and PodCreationRefused, ReplicasWaiting and FieldsIgnored, which say
+	// why the job waits or what it ignores and never become its state.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

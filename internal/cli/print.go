@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
@@ -110,7 +111,7 @@ func printJobs(w io.Writer, jobs []tfv1.TFJob, allocated map[string]int64, progr
 func jobRow(job *tfv1.TFJob, gpus string, progress progressFigures, wide, withNamespace bool, now time.Time) []string {
 	row := []string{
 		jobs.RefOf(job),
-		orNone(string(job.Status.State)),
+		stateCell(job),
 		replicaCount(job, tfv1.ReplicaTypeWorker),
 		replicaCount(job, tfv1.ReplicaTypePS),
 		gpus,
@@ -136,6 +137,17 @@ func jobRow(job *tfv1.TFJob, gpus string, progress progressFigures, wide, withNa
 		)
 	}
 	return row
+}
+
+// stateCell is a STATE cell: the job's state, and while a replica waits on the user
+// (its ReplicasWaiting condition), the reason, since such a job stays Created until the
+// user fixes its image or Secret.
+func stateCell(job *tfv1.TFJob) string {
+	s := orNone(string(job.Status.State))
+	if c := meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobReplicasWaiting)); c != nil && c.Status == metav1.ConditionTrue {
+		s += " (" + c.Reason + ")"
+	}
+	return s
 }
 
 // gpuFigure is a GPUS cell: allocated/requested, or - for a job that neither asks for

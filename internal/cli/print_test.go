@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,38 @@ status: {}
 	}
 	if err := checkOutput("xml", outputTable, outputYAML, outputJSON); err == nil || err.Error() != `-o "xml": want one of yaml, json` {
 		t.Errorf("checkOutput(xml) = %v", err)
+	}
+}
+
+// TestPrintJobsWaiting: a job whose replica waits on the user shows the reason beside
+// its state, and only while the condition is True.
+func TestPrintJobsWaiting(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	job := func(status metav1.ConditionStatus, reason string) tfv1.TFJob {
+		j := tfJob("pull", "team", map[tfv1.ReplicaType]*tfv1.ReplicaSpec{tfv1.ReplicaTypeWorker: {}})
+		j.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+		j.Status.State = tfv1.JobCreated
+		j.Status.Conditions = []metav1.Condition{{Type: string(tfv1.JobReplicasWaiting), Status: status, Reason: reason}}
+		return *j
+	}
+	cases := []struct {
+		name string
+		job  tfv1.TFJob
+		want string
+	}{
+		{"waiting", job(metav1.ConditionTrue, tfv1.ReasonImageNotPulled), "pull   Created (ImageNotPulled)   1         0     -      60s\n"},
+		{"cleared", job(metav1.ConditionFalse, tfv1.ReasonWaitsCleared), "pull   Created   1         0     -      60s\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := printJobs(&buf, []tfv1.TFJob{tc.job}, nil, nil, outputTable, false, now); err != nil {
+				t.Fatal(err)
+			}
+			_, row, _ := strings.Cut(buf.String(), "\n")
+			if diff := cmp.Diff(tc.want, row); diff != "" {
+				t.Errorf("row (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

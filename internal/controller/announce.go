@@ -68,6 +68,7 @@ func (r *TFJobReconciler) announce(job *tfv1.TFJob, o *observation, now metav1.T
 		}
 	}
 	r.announceIgnoredFields(job, before, after)
+	r.announceWaits(job, before, after, o.waits)
 }
 
 // findCondition returns the condition of type typ, or nil.

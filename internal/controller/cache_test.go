@@ -67,6 +67,10 @@ func TestStripPod(t *testing.T) {
 	named := worker(3).Obj()
 	named.Spec.Containers = []corev1.Container{{Name: "trainer"}, {Name: "sidecar"}}
 	named.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", RestartCount: 1}, {Name: "trainer", RestartCount: 4}}
+	pulling := worker(4).Waiting("PodInitializing", "").Obj()
+	pullWait := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}
+	pulling.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "fetch", Image: "agent:1", State: pullWait},
+		{Name: "done", Image: "agent:1", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
 
 	cases := []struct {
 		name string
@@ -94,6 +98,11 @@ func TestStripPod(t *testing.T) {
 			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer"}}},
 				Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7", ContainerStatuses: named.Status.ContainerStatuses}}
 		}, 4},
+		{"an init container waiting on its image keeps its wait", pulling, func(meta metav1.ObjectMeta) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: meta, Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7",
+				ContainerStatuses:     pulling.Status.ContainerStatuses,
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", State: pullWait}}}}
+		}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

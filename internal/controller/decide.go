@@ -121,6 +121,8 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	p.suspend, wait = enforceScheduleTimeout(run, pods, st, now)
 	p.requeue = minPositive(p.requeue, wait)
 	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
+	p.o.waits = replicaWaits(p.o)
+	noteWaits(st, p.o.waits, now)
 	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
 		p.start = r.planStart(run, p.o, w, now.Time)
 		p.start.admission, p.start.flavors = p.kueue.admission, w.flavors

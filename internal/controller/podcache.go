@@ -72,6 +72,10 @@ type podState struct {
 	Reason, Message   string
 	Conditions        []corev1.PodCondition
 	ContainerStatuses []corev1.ContainerStatus
+	// InitContainerStatuses are only the init containers that wait (waiting.go): an
+	// agent's init container whose image cannot be pulled holds the pod back, while
+	// the main container only says PodInitializing.
+	InitContainerStatuses []corev1.ContainerStatus
 }
 
 // GetObjectKind has no kind to give: a cachedPod is never encoded or sent.
@@ -95,6 +99,9 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 	for i := range p.Status.ContainerStatuses {
 		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, *p.Status.ContainerStatuses[i].DeepCopy())
 	}
+	for i := range p.Status.InitContainerStatuses {
+		out.Status.InitContainerStatuses = append(out.Status.InitContainerStatuses, *p.Status.InitContainerStatuses[i].DeepCopy())
+	}
 	return out
 }
 
@@ -107,12 +114,13 @@ func (p *cachedPod) pod() *corev1.Pod {
 		ObjectMeta: meta,
 		Spec:       corev1.PodSpec{NodeName: p.NodeName, HostNetwork: p.HostNetwork, Containers: p.Containers},
 		Status: corev1.PodStatus{
-			Phase:             p.Status.Phase,
-			PodIP:             p.Status.PodIP,
-			Reason:            p.Status.Reason,
-			Message:           p.Status.Message,
-			Conditions:        p.Status.Conditions,
-			ContainerStatuses: p.Status.ContainerStatuses,
+			Phase:                 p.Status.Phase,
+			PodIP:                 p.Status.PodIP,
+			Reason:                p.Status.Reason,
+			Message:               p.Status.Message,
+			Conditions:            p.Status.Conditions,
+			ContainerStatuses:     p.Status.ContainerStatuses,
+			InitContainerStatuses: p.Status.InitContainerStatuses,
 		},
 	}
 }
@@ -120,7 +128,8 @@ func (p *cachedPod) pod() *corev1.Pod {
 // stripPod caches a pod as what tfk8s reads of it (cachedPod): its metadata (labels,
 // annotations, owner, finalizers, deletion), the node it is bound to, whether it is
 // on the host's network, its containers'
-// statuses without images and IDs, its phase, reason, message and conditions.
+// statuses without images and IDs (and its waiting init containers'), its phase,
+// reason, message and conditions.
 func stripPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -155,6 +164,12 @@ func stripPod(obj any) (any, error) {
 				LastTerminationState: cs.LastTerminationState,
 				RestartCount:         cs.RestartCount,
 			}
+		}
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.State.Waiting != nil {
+			kept.Status.InitContainerStatuses = append(kept.Status.InitContainerStatuses,
+				corev1.ContainerStatus{Name: cs.Name, State: cs.State})
 		}
 	}
 	return stripMetadata(kept)

@@ -35,6 +35,8 @@ type observation struct {
 	disrupted []*corev1.Pod
 	// failures are the permanent failures counted by this observation.
 	failures []typedFailure
+	// waits are the containers of live pods that wait on the user (waiting.go).
+	waits []replicaWait
 
 	// The tallies the status is summed up from once every pod is recorded.
 	finished          bool

@@ -195,12 +195,12 @@ func (l *Logs) followReplica(ctx context.Context, replica string) error {
 	typ, index, _ := strings.Cut(replica, "-")
 	_, name := SplitRef(l.Name)
 	podName := fmt.Sprintf("%s-%s-%s", name, typ, index)
-	said := map[Wait]bool{}
+	said := map[tfjob.Wait]bool{}
 	for {
 		pod := &corev1.Pod{}
 		err := l.Clients.Client.Get(ctx, client.ObjectKey{Namespace: l.Clients.Namespace, Name: podName}, pod)
 		if err == nil {
-			for _, w := range Unsaid(said, WaitsOnUser(pod)) {
+			for _, w := range Unsaid(said, tfjob.WaitsOnUser(pod)) {
 				fmt.Fprintf(l.ErrOut, "%s: container %s is waiting: %s\n", replica, w.Container, w)
 			}
 		}

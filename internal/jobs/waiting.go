@@ -1,51 +1,14 @@
 package jobs
 
-import (
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-)
-
-// A Wait is a container that waits for a reason the user must act on.
-type Wait struct {
-	Container, Reason, Message string
-}
-
-// String is the wait as describe and logs print it: reason, then the kubelet's
-// message (which names the image of a failed pull) on one line.
-func (w Wait) String() string {
-	if w.Message == "" {
-		return w.Reason
-	}
-	return w.Reason + ": " + w.Message
-}
-
-// passingWaits are the waiting reasons every container goes through on its way to
-// running: they need nothing from the user.
-var passingWaits = map[string]bool{"ContainerCreating": true, "PodInitializing": true}
-
-// WaitsOnUser returns the pod's containers, init containers first, that wait for a
-// reason a user must act on (ErrImagePull, ImagePullBackOff,
-// CreateContainerConfigError...): the pod's phase alone says only Pending.
-func WaitsOnUser(p *corev1.Pod) []Wait {
-	var waits []Wait
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		w := s.State.Waiting
-		if w == nil || w.Reason == "" || passingWaits[w.Reason] {
-			continue
-		}
-		waits = append(waits, Wait{Container: s.Name, Reason: w.Reason, Message: strings.Join(strings.Fields(w.Message), " ")})
-	}
-	return waits
-}
+import "github.com/tfk8s/tfk8s/internal/tfjob"
 
 // Unsaid returns the waits not yet in said, and adds them: a follower says each once
 // per container and reason, so an init container's failed pull does not hide the
 // same reason on the main container, nor repeat every poll.
-func Unsaid(said map[Wait]bool, waits []Wait) []Wait {
-	var fresh []Wait
+func Unsaid(said map[tfjob.Wait]bool, waits []tfjob.Wait) []tfjob.Wait {
+	var fresh []tfjob.Wait
 	for _, w := range waits {
-		key := Wait{Container: w.Container, Reason: w.Reason}
+		key := tfjob.Wait{Container: w.Container, Reason: w.Reason}
 		if !said[key] {
 			said[key] = true
 			fresh = append(fresh, w)

@@ -107,7 +107,8 @@ func StatusFromModel(st *tfv1.TFJobStatus, old *kubeflowv1.JobStatus, job string
 }
 
 // stateTypes are the condition types that are a job's states; the others (FieldsIgnored,
-// PodCreationRefused, EndRecorded) say why a job waits or what it ignores.
+// PodCreationRefused, ReplicasWaiting, EndRecorded) say why a job waits or what it
+// ignores, and come first, so that kubectl's State column (the last) never shows them.
 var stateTypes = []string{
 	string(tfv1.JobCreated), string(tfv1.JobRunning), string(tfv1.JobRestarting),
 	string(tfv1.JobSucceeded), string(tfv1.JobFailed), string(tfv1.JobSuspended),

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
@@ -31,6 +35,7 @@ func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster, registry s
 		t.Errorf("describe nopull names no image %s:\n%s", missingImage, out)
 	}
 	t.Logf("describe nopull:\n%s", out)
+	checkJobSaysWaiting(ctx, t, c, missingImage)
 
 	// logs -f, which submit --follow runs, says why the replica waits rather than
 	// staying silent; it follows until the job ends, which this one never does.
@@ -47,6 +52,43 @@ func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster, registry s
 		t.Errorf("logs nopull -f printed no %q naming %s: %s", want, missingImage, r)
 	}
 	t.Logf("logs nopull -f, stopped after %s, printed on stderr:\n%s", time.Since(start).Round(time.Millisecond), r.stderr)
+}
+
+// checkJobSaysWaiting checks that the job itself says why it waits, where kubectl and
+// the Kubeflow SDK read it: its ReplicasWaiting condition names worker 0 and the image,
+// its state stays Created, tfk8s list shows the reason beside it, and describe's events
+// hold one ImageNotPulled warning.
+func checkJobSaysWaiting(ctx context.Context, t *testing.T, c *jobsCluster, image string) {
+	var row, out string
+	c.eventually(ctx, t, "list to show nopull waiting and describe its event", func() (bool, error) {
+		row = listRow(c.tfk8s(ctx, "list").stdout, "nopull")
+		out = c.tfk8s(ctx, "describe", "nopull").stdout
+		return strings.Contains(row, "Created ("+tfv1.ReasonImageNotPulled+")") &&
+			strings.Contains(out, "Warning   "+tfv1.ReasonImageNotPulled), nil
+	})
+	job := c.job(ctx, t, "nopull")
+	cond := meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobReplicasWaiting))
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != tfv1.ReasonImageNotPulled ||
+		!strings.HasPrefix(cond.Message, "worker 0 cannot pull its image (pod nopull-worker-0") || !strings.Contains(cond.Message, image) {
+		t.Errorf("ReplicasWaiting %+v; want True, %s, naming worker 0 and %s", cond, tfv1.ReasonImageNotPulled, image)
+	}
+	if job.Status.State != tfv1.JobCreated {
+		t.Errorf("state %s, want %s: a job waiting on its image is no failure", job.Status.State, tfv1.JobCreated)
+	}
+	if n := strings.Count(out, "Warning   "+tfv1.ReasonImageNotPulled); n != 1 {
+		t.Errorf("describe shows %d %s events, want 1 whatever the kubelet's turns:\n%s", n, tfv1.ReasonImageNotPulled, out)
+	}
+	t.Logf("list: %s", row)
+}
+
+// listRow is the line of tfk8s list's table for the job name, "" if none.
+func listRow(table, name string) string {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			return line
+		}
+	}
+	return ""
 }
 
 // cancelWhen calls cancel once what was written to it, all told, is done.

@@ -30,6 +30,20 @@ func (k Kubelet) SetRunning(t *testing.T, ns string, names ...string) {
 	}
 }
 
+// SetWaiting leaves a pod Pending with its first container waiting for reason
+// (ErrImagePull...), as the kubelet says it with message.
+func (k Kubelet) SetWaiting(t *testing.T, ns, name, reason, message string) {
+	t.Helper()
+	k.WritePodStatus(t, ns, name, func(pod *corev1.Pod) {
+		pod.Status.Phase = corev1.PodPending
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name:  pod.Spec.Containers[0].Name,
+			Image: pod.Spec.Containers[0].Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+		}}
+	})
+}
+
 // SetExited marks a pod finished: Succeeded if its container exited 0, else Failed.
 func (k Kubelet) SetExited(t *testing.T, ns, name string, exitCode int32) {
 	t.Helper()

@@ -102,3 +102,10 @@ func (w *PodWrapper) tensorflowStatus() *corev1.ContainerStatus {
 	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: tfjob.ContainerName})
 	return &w.Status.ContainerStatuses[len(w.Status.ContainerStatuses)-1]
 }
+
+// Waiting sets the tensorflow container waiting, as the kubelet says it, for reason
+// (ErrImagePull...) with message.
+func (w *PodWrapper) Waiting(reason, message string) *PodWrapper {
+	w.tensorflowStatus().State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	return w
+}
