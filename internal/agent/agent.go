@@ -229,7 +229,7 @@ func (s *session) runCommand() int {
 		s.up.started(ctx)
 		go func() {
 			defer close(usageDone)
-			s.up.usage.run(stopUsage, usageInterval, nvml.Beside(), s.reaper.startSampler, s.log)
+			s.up.usage.run(stopUsage, nvml.Beside(), s.reaper.startSampler, s.log)
 		}()
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {

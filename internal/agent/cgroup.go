@@ -112,13 +112,8 @@ func (r *cgroupReader) read() (cgroupSample, error) {
 func (r *cgroupReader) readV1() (cgroupSample, error) {
 	var s cgroupSample
 	mem := func(f string) string { return filepath.Join(r.memDir, f) }
-	ns, err := readInt(filepath.Join(r.cpuDir, "cpuacct.usage"))
-	s.cpuSeconds = float64(ns) / 1e9
-	usage, err2 := readInt(mem("memory.usage_in_bytes"))
-	stat, err3 := readKeyed(mem("memory.stat"))
-	if err := errors.Join(err, err2, err3); err != nil {
-		return s, err
-	}
+	usage, err := readInt(mem("memory.usage_in_bytes"))
+	stat, err2 := readKeyed(mem("memory.stat"))
 	inactive, ok := stat["total_inactive_file"] // with its children's
 	if !ok {
 		inactive = stat["inactive_file"]
@@ -131,20 +126,18 @@ func (r *cgroupReader) readV1() (cgroupSample, error) {
 	if oom, err := readKeyed(mem("memory.oom_control")); err == nil {
 		s.oomKills = int(oom["oom_kill"]) // kernels before 4.13 do not count
 	}
-	return s, nil
+	// The CPU count last, right before the caller stamps the sample.
+	ns, err3 := readInt(filepath.Join(r.cpuDir, "cpuacct.usage"))
+	s.cpuSeconds = float64(ns) / 1e9
+	return s, errors.Join(err, err2, err3)
 }
 
 // readV2 reads cgroup v2's files (the kernel's cgroup-v2 doc).
 func (r *cgroupReader) readV2() (cgroupSample, error) {
 	var s cgroupSample
 	file := func(f string) string { return filepath.Join(r.memDir, f) }
-	cpu, err := readKeyed(filepath.Join(r.cpuDir, "cpu.stat"))
-	s.cpuSeconds = float64(cpu["usage_usec"]) / 1e6
-	usage, err2 := readInt(file("memory.current"))
-	stat, err3 := readKeyed(file("memory.stat"))
-	if err := errors.Join(err, err2, err3); err != nil {
-		return s, err
-	}
+	usage, err := readInt(file("memory.current"))
+	stat, err2 := readKeyed(file("memory.stat"))
 	s.workingSet = max(0, usage-stat["inactive_file"])
 	s.highWater, _ = readInt(file("memory.peak")) // Linux 5.19 and later
 	if b, err := os.ReadFile(file("memory.max")); err == nil && strings.TrimSpace(string(b)) != "max" {
@@ -153,7 +146,10 @@ func (r *cgroupReader) readV2() (cgroupSample, error) {
 	if events, err := readKeyed(file("memory.events")); err == nil {
 		s.oomKills = int(events["oom_kill"])
 	}
-	return s, nil
+	// The CPU count last, right before the caller stamps the sample.
+	cpu, err3 := readKeyed(filepath.Join(r.cpuDir, "cpu.stat"))
+	s.cpuSeconds = float64(cpu["usage_usec"]) / 1e6
+	return s, errors.Join(err, err2, err3)
 }
 
 // readInt reads a file of one integer.

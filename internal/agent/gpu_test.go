@@ -93,11 +93,11 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rp.close()
-			r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
+			r := &usageRecorder{cg: cg, now: time.Now, interval: 20 * time.Millisecond, stride: 1}
 			stop, done := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(done)
-				r.run(stop, 20*time.Millisecond, cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
+				r.run(stop, cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
 			}()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
@@ -110,11 +110,11 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				if g.UtilizationPeakPercent != 47 || g.UtilizationMeanPercent != 47 || g.MemoryPeakBytes != 2<<30 || g.MemoryTotalBytes != 16<<30 {
 					t.Errorf("GPU 1 = %+v, want 47%% busy, 2 GiB of 16 GiB", g)
 				}
-				// Once the sampler's last reading is counted, an upload's sample adds
-				// none: a reading counts once.
-				r.sample(&logger{out: &out})
+				// Once the final sample has counted the sampler's last reading, the
+				// final upload and the OOM check add none: a reading counts once.
 				n := r.record(1).GPUs[1].Samples
-				r.sample(&logger{out: &out})
+				r.sampleDue(&logger{out: &out})
+				r.sampleFinal(&logger{out: &out})
 				if after := r.record(1).GPUs[1].Samples; after != n {
 					t.Errorf("GPU 1 samples after the sampler ended = %d, want %d", after, n)
 				}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -25,14 +24,14 @@ type usageRecorder struct {
 	cg  *cgroupReader
 	dst storage.URI
 	now func() time.Time
-	// cpus bounds a CPU rate: the node's CPUs, which the container cannot exceed; 0
-	// for no bound.
-	cpus float64
+	// interval is the least time between two samples but the final one: a CPU rate
+	// is taken over at least that long (usageInterval).
+	interval time.Duration
 
 	mu       sync.Mutex // guards what follows
 	rec      storage.Usage
-	last     cgroupSample
-	lastAt   time.Time
+	last     cpuReading // the latest sample's
+	before   cpuReading // the one before it
 	memSum   float64
 	firstCPU float64
 	points   []storage.UsagePoint
@@ -42,6 +41,13 @@ type usageRecorder struct {
 	warned   bool
 	gpus     gpuSource // nil until run starts it, and where there is no GPU to read
 	gpuTally gpuTally
+	ended    bool // the final sample is taken: the command has exited
+}
+
+// cpuReading is a sample's CPU count and its time stamp.
+type cpuReading struct {
+	seconds float64
+	at      time.Time
 }
 
 // gpuSource hands out each reading of the container's GPUs once (nvml.Sampler).
@@ -57,41 +63,71 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		log.Printf("no usage record: %v", err)
 		return nil
 	}
-	return &usageRecorder{cg: cg, dst: replica.Join(storage.UsageName), now: time.Now, stride: 1, cpus: float64(runtime.NumCPU()),
+	return &usageRecorder{cg: cg, dst: replica.Join(storage.UsageName), now: time.Now, interval: usageInterval, stride: 1,
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes, the GPUs too where tfk8s-nvml (cmd)
-// is installed, started with start.
-func (r *usageRecorder) run(stop <-chan struct{}, interval time.Duration, cmd string, start nvml.Starter, log *logger) {
+// run samples every interval until stop closes, then takes the final sample; the
+// GPUs too where tfk8s-nvml (cmd) is installed, started with start. An upload may
+// take a sample that is due first (sampleDue): the next is then an interval after it.
+func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter, log *logger) {
 	if r == nil {
 		return
 	}
-	s, stopGPUs := startGPUSampler(start, cmd, interval, log)
+	s, stopGPUs := startGPUSampler(start, cmd, r.interval, log)
 	defer stopGPUs()
 	if s != nil {
 		r.mu.Lock()
 		r.gpus = s
 		r.mu.Unlock()
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	next := time.NewTimer(0)
+	defer next.Stop()
 	for {
-		r.sample(log)
 		select {
 		case <-stop:
+			r.sampleFinal(log)
 			return
-		case <-t.C:
+		case <-next.C:
+			next.Reset(r.sampleDue(log))
 		}
 	}
 }
 
-// sample reads the cgroup once and adds the reading to the record. The lock is held
-// across the read and its time stamp, so that the ticker's samples and the uploads'
-// are stamped in the order they were read.
-func (r *usageRecorder) sample(log *logger) {
+// sampleDue takes a sample if the last one is at least an interval old, and returns
+// how long until the next is due. Both run and every upload ask: two samples a
+// moment apart would take a CPU rate over that moment, where any delay of a stamp
+// shows cores the container never had.
+func (r *usageRecorder) sampleDue(log *logger) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		return r.interval
+	}
+	if r.rec.Samples > 0 {
+		if wait := r.interval - r.now().Sub(r.last.at); wait > 0 {
+			return wait
+		}
+	}
+	r.sample(log)
+	return r.interval
+}
+
+// sampleFinal takes the last sample, however soon after the one before, once: the
+// command has exited, and the record ends with what it used to the end.
+func (r *usageRecorder) sampleFinal(log *logger) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ended {
+		r.sample(log)
+		r.ended = true
+	}
+}
+
+// sample reads the cgroup once and adds the reading to the record. The caller holds
+// mu across the read and its time stamp, so that samples are stamped in the order
+// they were read.
+func (r *usageRecorder) sample(log *logger) {
 	s, err := r.cg.read()
 	if err != nil {
 		if !r.warned {
@@ -108,12 +144,6 @@ func (r *usageRecorder) sample(log *logger) {
 	}
 }
 
-// minRateWindow is the shortest interval a CPU rate is taken over. An upload samples
-// again, often a moment after the ticker did; over such a moment a delay between the
-// read and its time stamp, common on a loaded node, would show cores the container
-// never had. A sample that close updates the totals but adds no point.
-const minRateWindow = time.Second
-
 // add adds sample s, taken at t, to the record. The caller holds mu.
 func (r *usageRecorder) add(s cgroupSample, t time.Time) {
 	u := &r.rec
@@ -128,24 +158,21 @@ func (r *usageRecorder) add(s cgroupSample, t time.Time) {
 	if span := t.Sub(u.Start).Seconds(); span > 0 {
 		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
 	}
-	dt := t.Sub(r.lastAt).Seconds()
-	if u.Samples > 0 && dt < minRateWindow.Seconds() {
-		return
+	// A rate is taken over an interval at least: the final sample, which may come a
+	// moment after the one before, takes it from the sample before that if any.
+	from := r.last
+	if t.Sub(r.last.at) < r.interval && u.Samples > 1 {
+		from = r.before
 	}
 	var cores float64
-	if u.Samples > 0 {
-		cores = max(0, s.cpuSeconds-r.last.cpuSeconds) / dt
-		if r.cpus > 0 {
-			// What remains of a stamp's delay over minRateWindow shows no more than the
-			// node's CPUs.
-			cores = min(cores, r.cpus)
-		}
+	if dt := t.Sub(from.at).Seconds(); u.Samples > 0 && dt > 0 {
+		cores = max(0, s.cpuSeconds-from.seconds) / dt
 		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
 	}
 	u.Samples++
 	r.memSum += float64(s.workingSet)
 	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
-	r.last, r.lastAt = s, t
+	r.before, r.last = r.last, cpuReading{s.cpuSeconds, t}
 	r.keep(storage.UsagePoint{Time: t, CPUCores: cores, MemoryBytes: s.workingSet})
 }
 
@@ -194,12 +221,13 @@ func thinUsage(points []storage.UsagePoint, n int) []storage.UsagePoint {
 	return out
 }
 
-// store takes a sample and uploads the record of attempt n if it changed.
+// store takes a sample if one is due and uploads the record of attempt n if it
+// changed.
 func (r *usageRecorder) store(ctx context.Context, c *storage.Client, attempt int, log *logger) error {
 	if r == nil {
 		return nil
 	}
-	r.sample(log)
+	r.sampleDue(log)
 	u := r.record(attempt)
 	if u == nil {
 		return nil
@@ -235,7 +263,7 @@ func (r *usageRecorder) logOOM(replica string, log *logger) {
 	if r == nil {
 		return
 	}
-	r.sample(log)
+	r.sampleFinal(log)
 	msg := r.record(0).OOMMessage(replica)
 	if msg == "" {
 		return

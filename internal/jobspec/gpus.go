@@ -19,8 +19,10 @@ import (
 var gpuResourceHelp = "extended resource --gpus counts instead of " + string(tfjob.GPUResource) +
 	": a MIG profile (nvidia.com/mig-1g.10gb) or a shared GPU (nvidia.com/gpu.shared) as NVIDIA's device plugin advertises it; see docs/gpus.md"
 
-// checkGPUResource checks --gpu-resource: an extended resource's name of NVIDIA's
-// (nvidia.com, a slash, a name), which needs --gpus to count it.
+// checkGPUResource checks --gpu-resource: one of the GPU resources NVIDIA's device
+// plugin advertises (tfjob.IsGPU), which needs --gpus to count it. The same rule
+// reads it back from a job (gpuResourceOf) and replaces a manifest's GPUs
+// (removeGPUResources), so what is accepted here survives render --to tfk8s.
 func (p Params) checkGPUResource(v *Values) error {
 	if p.GPUResource == "" {
 		return nil
@@ -32,13 +34,9 @@ func (p Params) checkGPUResource(v *Values) error {
 	if errs := validation.IsQualifiedName(p.GPUResource); len(errs) > 0 {
 		return fmt.Errorf("--gpu-resource %q: not a resource name: %s", p.GPUResource, strings.Join(errs, "; "))
 	}
-	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
-		return fmt.Errorf("--gpu-resource %q: %s is Kubernetes' own domain, not a device plugin's", p.GPUResource, domain)
-	}
-	// Only NVIDIA's resources are read back from a job (gpuResourceOf): another
-	// domain would be lost by render --to tfk8s and a resubmit.
-	if domain != "nvidia.com" {
-		return fmt.Errorf("--gpu-resource %q: want one of NVIDIA's device plugin's resources, nvidia.com/NAME", p.GPUResource)
+	if !tfjob.IsGPU(corev1.ResourceName(p.GPUResource)) {
+		return fmt.Errorf("--gpu-resource %q: want a GPU resource of NVIDIA's device plugin: %s, a shared GPU %s.NAME or a MIG profile nvidia.com/mig-PROFILE",
+			p.GPUResource, tfjob.GPUResource, tfjob.GPUResource)
 	}
 	if ptr.Deref(p.GPUs, 0) <= 0 {
 		return fmt.Errorf("--gpu-resource %s: no replica asks for GPUs; add --gpus", p.GPUResource)
@@ -119,8 +117,9 @@ func defaultImages(job *tfv1.TFJob, v Values) {
 	}
 }
 
-// gpuResourceOf reads --gpu-resource back: the first extended resource other than
-// nvidia.com/gpu among the limits of a replica that is not a parameter server.
+// gpuResourceOf reads --gpu-resource back: the first GPU resource (tfjob.IsGPU) other
+// than nvidia.com/gpu among the limits of a replica that is not a parameter server.
+// Another of NVIDIA's resources, a network device, stays the manifest's own.
 func gpuResourceOf(v view, p *Params) {
 	for _, rt := range tfv1.ReplicaTypes {
 		spec := v.job.Spec.TFReplicaSpecs[rt]
@@ -137,7 +136,7 @@ func gpuResourceOf(v view, p *Params) {
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			if strings.HasPrefix(string(name), "nvidia.com/") && name != tfjob.GPUResource {
+			if tfjob.IsGPU(name) && name != tfjob.GPUResource {
 				q := c.Resources.Limits[name]
 				p.GPUResource, p.GPUs = string(name), ptr.To(q.Value())
 				return

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/images"
@@ -72,8 +73,10 @@ func TestGPUResourceRefused(t *testing.T) {
 	for _, tc := range []struct{ js, want string }{
 		{`{"name": "a", "gpus": 1, "gpu-resource": "mig-1g.10gb"}`, `--gpu-resource "mig-1g.10gb": want an extended resource DOMAIN/NAME`},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/mig 1g"}`, `--gpu-resource "nvidia.com/mig 1g": not a resource name`},
-		{`{"name": "a", "gpus": 1, "gpu-resource": "kubernetes.io/gpu"}`, `--gpu-resource "kubernetes.io/gpu": kubernetes.io is Kubernetes' own domain`},
-		{`{"name": "a", "gpus": 1, "gpu-resource": "amd.com/gpu"}`, `--gpu-resource "amd.com/gpu": want one of NVIDIA's device plugin's resources, nvidia.com/NAME`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "kubernetes.io/gpu"}`, `--gpu-resource "kubernetes.io/gpu": want a GPU resource of NVIDIA's device plugin`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "amd.com/gpu"}`, `--gpu-resource "amd.com/gpu": want a GPU resource of NVIDIA's device plugin`},
+		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/sriov_rdma"}`,
+			`--gpu-resource "nvidia.com/sriov_rdma": want a GPU resource of NVIDIA's device plugin: nvidia.com/gpu, a shared GPU nvidia.com/gpu.NAME or a MIG profile nvidia.com/mig-PROFILE`},
 		{`{"name": "a", "gpu-resource": "nvidia.com/gpu.shared", "image": "tf"}`, "--gpu-resource nvidia.com/gpu.shared: no replica asks for GPUs; add --gpus"},
 		{`{"name": "a", "gpus": 1, "gpu-resource": "nvidia.com/gpu.shared", "device-class": "gpu.nvidia.com"}`,
 			"--gpu-resource nvidia.com/gpu.shared: not with --device-class"},
@@ -126,6 +129,50 @@ func TestGPUFlagsReplaceTheManifestsGPUs(t *testing.T) {
 			got := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Limits
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("limits (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGPUResourceReadBack: a manifest's GPU resource is read back as --gpus and
+// --gpu-resource, and another of NVIDIA's resources (a network device) is not, so
+// submitting the manifest with the flags read back keeps every limit it had.
+func TestGPUResourceReadBack(t *testing.T) {
+	const rdma, hostdev = "nvidia.com/sriov_rdma", "nvidia.com/hostdev"
+	for _, tc := range []struct {
+		name         string
+		limits       map[corev1.ResourceName]string
+		wantResource string
+		wantGPUs     int64
+	}{
+		{"whole GPUs beside a network device", map[corev1.ResourceName]string{"nvidia.com/gpu": "2", rdma: "1"}, "", 2},
+		{"a network device alone", map[corev1.ResourceName]string{rdma: "1"}, "", 0},
+		{"a MIG profile after a network device's name", map[corev1.ResourceName]string{hostdev: "1", "nvidia.com/mig-1g.10gb": "1"},
+			"nvidia.com/mig-1g.10gb", 1},
+		{"a shared GPU beside a network device", map[corev1.ResourceName]string{"nvidia.com/gpu.shared": "3", rdma: "2"},
+			"nvidia.com/gpu.shared", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := New(nil, Params{Name: "a", Image: "tf"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			limits := corev1.ResourceList{}
+			for name, q := range tc.limits {
+				limits[name] = resource.MustParse(q)
+			}
+			base.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Limits = limits
+			p, _ := Inverse(base)
+			if p.GPUResource != tc.wantResource || ptr.Deref(p.GPUs, 0) != tc.wantGPUs {
+				t.Errorf("read back --gpu-resource %q --gpus %d, want %q and %d", p.GPUResource, ptr.Deref(p.GPUs, 0), tc.wantResource, tc.wantGPUs)
+			}
+			job, err := New(base, p)
+			if err != nil {
+				t.Fatalf("submitting with the flags read back: %v", err)
+			}
+			got := job.Spec.TFReplicaSpecs[tfv1.ReplicaTypeWorker].Template.Spec.Containers[0].Resources.Limits
+			if diff := cmp.Diff(limits, got); diff != "" {
+				t.Errorf("limits after submitting with the flags read back (-want +got):\n%s", diff)
 			}
 		})
 	}

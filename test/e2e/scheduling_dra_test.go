@@ -107,20 +107,11 @@ func testDRAFifthUnallocated(ctx context.Context, t *testing.T, c *schedCluster)
 	c.mustTfk8s(ctx, t, "delete", "dra-fifth")
 }
 
-// testDRAGang: a native gang of 2 DRA workers binds none while the 4 hold every
-// device, and both once they are deleted.
+// testDRAGang: a native gang of 2 DRA workers binds none while the 4 workers of dra
+// hold every device, and both once they are deleted.
 func testDRAGang(ctx context.Context, t *testing.T, c *schedCluster) {
 	c.submitDRA(ctx, t, "dra-gang", 2, true, "done")
-	c.waitGangRefused(ctx, t, "dra-gang", 2)
-	t.Logf("gang of 2 DRA workers with 0 devices free: 0 of 2 pods bound, both reported unschedulable")
-	freed := time.Now()
-	c.mustTfk8s(ctx, t, "delete", "dra")
-	c.waitAllBound(ctx, t, "dra-gang", 2)
-	t.Logf("4 DRA workers deleted → the gang's 2 pods bound: %.2f s", time.Since(freed).Seconds())
-	if job := c.waitFinished(ctx, t, "dra-gang"); job.Status.State != tfv1.JobSucceeded {
-		t.Fatalf("dra-gang state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
-	}
-	c.mustTfk8s(ctx, t, "delete", "dra-gang")
+	c.checkGangWaitsFor(ctx, t, "dra-gang", 2, "dra")
 }
 
 // podDeviceClaim is the allocated ResourceClaim of the pod's tfk8s device claim.

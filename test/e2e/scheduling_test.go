@@ -323,16 +323,24 @@ func testGangWaitsForCapacity(ctx context.Context, t *testing.T, c *schedCluster
 	}
 	// 4 GPUs wanted, 2 free: without a gang, two workers would bind and hold them.
 	c.submit(ctx, t, "gang", 4, 1, true, "done")
-	c.waitGangRefused(ctx, t, "gang", 4)
-	t.Logf("gang of 4 GPU workers with 2 GPUs free: 0 of 4 pods bound, all 4 reported unschedulable")
+	c.checkGangWaitsFor(ctx, t, "gang", 4, "holder")
+}
+
+// checkGangWaitsFor: the gang just submitted, of n pods, binds none while the job
+// holder holds what it needs, and all n once holder is deleted; then it succeeds, and
+// goes. The GPU and the DRA gangs take the same steps.
+func (c *schedCluster) checkGangWaitsFor(ctx context.Context, t *testing.T, gang string, n int, holder string) {
+	t.Helper()
+	c.waitGangRefused(ctx, t, gang, n)
+	t.Logf("gang %s while %s runs: 0 of %d pods bound, all %d reported unschedulable", gang, holder, n, n)
 	freed := time.Now()
-	c.mustTfk8s(ctx, t, "delete", "holder")
-	c.waitAllBound(ctx, t, "gang", 4)
-	t.Logf("holder deleted → the gang's 4 pods bound: %.2f s", time.Since(freed).Seconds())
-	if job := c.waitFinished(ctx, t, "gang"); job.Status.State != tfv1.JobSucceeded {
-		t.Fatalf("gang state %s, want Succeeded: %+v", job.Status.State, job.Status.Conditions)
+	c.mustTfk8s(ctx, t, "delete", holder)
+	c.waitAllBound(ctx, t, gang, n)
+	t.Logf("%s deleted → the %d pods of gang %s bound: %.2f s", holder, n, gang, time.Since(freed).Seconds())
+	if job := c.waitFinished(ctx, t, gang); job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("%s state %s, want Succeeded: %+v", gang, job.Status.State, job.Status.Conditions)
 	}
-	c.mustTfk8s(ctx, t, "delete", "gang")
+	c.mustTfk8s(ctx, t, "delete", gang)
 }
 
 // testDefaultGangMinAvailable: the cluster was started with no flag about gangs, and a
