@@ -1,45 +1,46 @@
 package localcluster
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 )
 
-// TestAPIServerChecksKubeletServing: kube-apiserver is given the CA that signs each
-// node's kubelet serving certificate, and that CA verifies the certificate for the
-// node's InternalIP, where the API server dials it for logs and exec, and for its
-// name; the CA the kubelets trust for clients verifies none of them.
+// TestAPIServerChecksKubeletServing: the kube-apiserver flags Up's control plane step
+// yields name a CA that verifies each node's kubelet serving certificate, as the nodes
+// step issues it, for the node's InternalIP, where the API server dials it for logs and
+// exec, and for its name; the CA the kubelets trust for clients verifies none of them.
 func TestAPIServerChecksKubeletServing(t *testing.T) {
 	dir := t.TempDir()
 	opts, err := Options{Dir: dir, BinDir: "/bin", Nodes: 2}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := pathsIn(dir).run
-	if err := os.MkdirAll(run, 0o700); err != nil {
+	u := newStarter(opts, pathsIn(dir))
+	if err := os.MkdirAll(u.paths.run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	files := metricsFilesIn(run)
-	creds := controlPlaneCreds{kubelet: controlplane.KubeletClientPKIIn(run), agg: controlplane.AggregationPKIIn(run), kubeletCA: files.ServingCA.Cert}
-	if err := ensureAggregationPKI(creds.agg, files.ServingCA); err != nil {
+	if err := u.ensureAggregationPKI(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := creds.kubelet.Ensure(certValidity); err != nil {
+	if err := u.pki.Ensure(certValidity); err != nil {
 		t.Fatal(err)
 	}
 	configs := upstreamNodeConfigs(opts)
-	if err := issueKubeletServing(files.ServingCA, configs); err != nil {
+	if err := issueKubeletServing(u.metrics.ServingCA, configs); err != nil {
 		t.Fatal(err)
 	}
-	given := controlPlaneOptions(opts, run, creds, nil).KubeletCA
-	if given != files.ServingCA.Cert {
-		t.Fatalf("kube-apiserver checks kubelets against %q, want the serving CA %s", given, files.ServingCA.Cert)
+	flags := controlplane.KubeletCAArgs(controlPlaneOptions(opts, u.paths.run, u.controlPlaneCreds(), nil))
+	if len(flags) != 1 || !strings.HasPrefix(flags[0], "--kubelet-certificate-authority=") {
+		t.Fatalf("kube-apiserver's kubelet CA flags = %q, want one --kubelet-certificate-authority", flags)
 	}
-	trusted, stranger := certPool(t, given), certPool(t, creds.kubelet.CACert)
+	given := strings.TrimPrefix(flags[0], "--kubelet-certificate-authority=")
+	trusted, stranger := certPool(t, given), certPool(t, u.pki.CACert)
 	for _, c := range configs {
 		leaf := readCert(t, c.TLSCertFile)
 		for _, host := range []string{c.Address.String(), c.Name} {
