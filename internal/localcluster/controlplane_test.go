@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
+	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // TestAPIServerChecksKubeletServing: the kube-apiserver flags Up's control plane step
@@ -87,4 +90,57 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return cert
+}
+
+// TestAdoptedAPIServerLacks: up tells the user, with the flag and how to restart it,
+// when the kube-apiserver it found running lacks one of the flags it would start it
+// with, the kubelet CA's as the aggregation layer's, and says nothing otherwise.
+func TestAdoptedAPIServerLacks(t *testing.T) {
+	run := t.TempDir()
+	caFlags := controlplane.KubeletCAArgs(controlplane.Options{KubeletCA: "/run/serving-ca.crt"})
+	aggFlags := controlplane.AggregationPKIIn(run).APIServerArgs()
+	tests := []struct {
+		name    string
+		args    []string // of the running kube-apiserver; nil: up started it
+		flags   []string
+		wantLog string
+	}{
+		{name: "started by up", flags: caFlags},
+		{name: "adopted with the kubelet CA", args: append(slices.Clone(aggFlags), caFlags...), flags: caFlags},
+		{name: "adopted without the kubelet CA", args: aggFlags, flags: caFlags, wantLog: caFlags[0]},
+		{name: "adopted without the aggregation layer", args: caFlags, flags: aggFlags, wantLog: aggFlags[0]},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var apiServer *proc.Process
+			if tc.args != nil {
+				p, err := proc.StartDetached(fmt.Sprintf("kube-apiserver-%d", i), "/bin/sh",
+					append([]string{"-c", "sleep 60", "sh"}, tc.args...), nil, run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Stop(0) })
+				apiServer = p
+			}
+			var logged []string
+			logf := func(format string, a ...any) { logged = append(logged, fmt.Sprintf(format, a...)) }
+			lacks, err := adoptedAPIServerLacks(apiServer, tc.flags, "something", logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lacks != (tc.wantLog != "") {
+				t.Errorf("adoptedAPIServerLacks = %v, want %v", lacks, tc.wantLog != "")
+			}
+			if tc.wantLog == "" {
+				if len(logged) != 0 {
+					t.Errorf("logged %q, want nothing", logged)
+				}
+				return
+			}
+			if len(logged) != 1 || !strings.Contains(logged[0], "runs without "+tc.wantLog) ||
+				!strings.Contains(logged[0], "tfk8s local down, then tfk8s local up") {
+				t.Errorf("logged %q, want one line naming %s and how to restart it", logged, tc.wantLog)
+			}
+		})
+	}
 }
