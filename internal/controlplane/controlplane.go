@@ -353,7 +353,7 @@ func (cp *ControlPlane) apiServerArgs(opts Options, etcdPort, apiPort int, gang 
 	if opts.GangScheduling {
 		apiArgs = append(apiArgs, gang.runtimeConfig, gang.gates)
 	}
-	apiArgs = append(apiArgs, kubeletCAArgs(opts)...)
+	apiArgs = append(apiArgs, KubeletCAArgs(opts)...)
 	return append(apiArgs, opts.ExtraAPIServerArgs...), nil
 }
 

@@ -36,9 +36,9 @@ func (k KubeletClientPKI) APIServerArgs() []string {
 	return []string{"--kubelet-client-certificate=" + k.ClientCert, "--kubelet-client-key=" + k.ClientKey}
 }
 
-// kubeletCAArgs make kube-apiserver check the kubelets' serving certificates, so that
+// KubeletCAArgs make kube-apiserver check the kubelets' serving certificates, so that
 // what it forwards to a node (a pod's logs, an exec's stdin) reaches that node alone.
-func kubeletCAArgs(opts Options) []string {
+func KubeletCAArgs(opts Options) []string {
 	if opts.KubeletCA == "" {
 		return nil
 	}

@@ -59,8 +59,8 @@ func TestKubeletCAArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, kubeletCAArgs(tc.opts)); diff != "" {
-				t.Errorf("kubeletCAArgs (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, KubeletCAArgs(tc.opts)); diff != "" {
+				t.Errorf("KubeletCAArgs (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/tfk8s/tfk8s/internal/proc"
 )
 
 // startController starts tfk8s-controller (again if its flags changed), pinned to the
@@ -17,15 +15,7 @@ func startController(ctx context.Context, l launcher, p paths, cfg *rest.Config,
 		return installController(ctx, l, p.kubeconfig, cfg)
 	}
 	args := append(controllerArgs(l.opts, p), pinnedImageArgs(pushed)...)
-	restart := false
-	if running := proc.FindDetached(l.run, compController); running != nil {
-		same, err := runsWithArgs(running.Pid(), args)
-		if err != nil {
-			return err
-		}
-		restart = !same
-	}
-	ctrl, _, err := l.ensureRunning(compController, args, nil, restart)
+	ctrl, _, err := l.ensureRunningWithArgs(compController, args, false)
 	if err != nil {
 		return err
 	}

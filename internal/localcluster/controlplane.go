@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/tfk8s/tfk8s/internal/controlplane"
 	"github.com/tfk8s/tfk8s/internal/proc"
@@ -34,9 +35,15 @@ func startControlPlane(ctx context.Context, l launcher, creds controlPlaneCreds,
 	if err := creds.kubelet.Ensure(certValidity); err != nil {
 		return nil, err
 	}
-	cp, err := controlplane.Start(ctx, controlPlaneOptions(l.opts, l.run, creds, l.logf))
+	o := controlPlaneOptions(l.opts, l.run, creds, l.logf)
+	cp, err := controlplane.Start(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	_, err = adoptedAPIServerLacks(adoptedAPIServer(cp), controlplane.KubeletCAArgs(o),
+		"it forwards logs, exec and port-forward to kubelets whose certificates it does not check", l.logf)
+	if err != nil {
+		return nil, err
 	}
 	for _, name := range controlPlaneComponents {
 		if p := cp.Process(name); p != nil && !cp.Adopted(name) {
@@ -80,4 +87,45 @@ func controlPlaneOptions(opts Options, run string, creds controlPlaneCreds, logf
 		NoManifests:           opts.Install != "", // the install's own
 		Logf:                  logf,
 	}
+}
+
+// adoptedAPIServer is the control plane's kube-apiserver if Start found it running
+// rather than started it, nil otherwise.
+func adoptedAPIServer(cp *controlplane.ControlPlane) *proc.Process {
+	if !cp.Adopted(compAPIServer) {
+		return nil
+	}
+	return cp.Process(compAPIServer)
+}
+
+// adoptedAPIServerLacks reports whether apiServer, a kube-apiserver found running (nil
+// if up started it), runs without one of flags: started by an older tfk8s, it keeps
+// its flags until local down stops it. If so it logs the flag, what the cluster goes
+// without meanwhile (without), and how to restart it.
+func adoptedAPIServerLacks(apiServer *proc.Process, flags []string, without string, logf func(string, ...any)) (bool, error) {
+	if apiServer == nil {
+		return false, nil
+	}
+	flag, err := apiServerFlagMissing(apiServer.Pid(), flags)
+	if err != nil || flag == "" {
+		return false, err
+	}
+	logf("kube-apiserver (pid %d), started by an older tfk8s, runs without %s: %s; "+
+		"tfk8s local down, then tfk8s local up, restarts it with it", apiServer.Pid(), flag, without)
+	return true, nil
+}
+
+// apiServerFlagMissing is the first of flags that the process pid runs without, or ""
+// when it has them all.
+func apiServerFlagMissing(pid int, flags []string) (string, error) {
+	args, err := processArgs(pid)
+	if err != nil {
+		return "", err
+	}
+	for _, flag := range flags {
+		if !slices.Contains(args, flag) {
+			return flag, nil
+		}
+	}
+	return "", nil
 }

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -148,7 +147,12 @@ type metricsDeps struct {
 // startMetricsServer writes metrics-server's credentials and RBAC, starts it (again if
 // its flags changed), waits until it serves, and registers it as the metrics API.
 func startMetricsServer(ctx context.Context, l launcher, d metricsDeps) error {
-	if ok, err := apiServerAggregates(d.cp, d.agg, l.logf); err != nil || !ok {
+	// An adopted kube-apiserver without the aggregation layer would route the metrics
+	// API to a ClusterIP the host does not reach: up goes on without metrics-server
+	// (tfk8s top reads the runs' usage records).
+	lacks, err := adoptedAPIServerLacks(adoptedAPIServer(d.cp), d.agg.APIServerArgs(),
+		"metrics-server not started, kubectl top fails", l.logf)
+	if err != nil || lacks {
 		return err
 	}
 	if err := writeMetricsCredentials(l.opts, d); err != nil {
@@ -186,40 +190,6 @@ func startMetricsServer(ctx context.Context, l launcher, d metricsDeps) error {
 	return l.waitReady(ctx, p, "APIService "+metricsAPIService+" to be available", func(ctx context.Context) error {
 		return apiServiceAvailable(ctx, c)
 	})
-}
-
-// apiServerAggregates reports whether kube-apiserver runs with the aggregation layer's
-// flags. One adopted from a cluster started before local mode ran metrics-server has
-// none, and would route the metrics API to a ClusterIP the host does not reach: Up
-// then goes on without metrics-server (kubectl top and tfk8s top say the metrics API
-// is unavailable, tfk8s top reads the runs' usage records) and says how to restart it.
-func apiServerAggregates(cp *controlplane.ControlPlane, agg controlplane.AggregationPKI, logf func(string, ...any)) (bool, error) {
-	p := cp.Process(compAPIServer)
-	if p == nil || !cp.Adopted(compAPIServer) {
-		return true, nil
-	}
-	flag, err := aggregationFlagMissing(p.Pid(), agg)
-	if err != nil || flag == "" {
-		return err == nil, err
-	}
-	logf("metrics-server not started: kube-apiserver (pid %d) runs without %s, from before local mode ran metrics-server; "+
-		"tfk8s local down, then tfk8s local up, restarts it with the aggregation layer, and kubectl top works", p.Pid(), flag)
-	return false, nil
-}
-
-// aggregationFlagMissing is the first of agg's kube-apiserver flags that the process
-// pid runs without, or "" when it has them all.
-func aggregationFlagMissing(pid int, agg controlplane.AggregationPKI) (string, error) {
-	args, err := processArgs(pid)
-	if err != nil {
-		return "", err
-	}
-	for _, flag := range agg.APIServerArgs() {
-		if !slices.Contains(args, flag) {
-			return flag, nil
-		}
-	}
-	return "", nil
 }
 
 // writeMetricsCredentials writes metrics-server's serving certificate, its kubelet

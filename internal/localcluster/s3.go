@@ -29,7 +29,7 @@ func startS3(ctx context.Context, l launcher, p paths, restart bool) (storage.Co
 		return storage.Config{}, err
 	}
 	env := []string{"ROOT_ACCESS_KEY_ID=" + cfg.AccessKeyID, "ROOT_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
-	proc, _, err := l.ensureRunning(compS3, s3Args(l.opts, p), env, restart)
+	gw, _, err := l.ensureRunning(compS3, s3Args(l.opts, p), env, restart)
 	if err != nil {
 		return cfg, err
 	}
@@ -41,7 +41,7 @@ func startS3(ctx context.Context, l launcher, p paths, restart bool) (storage.Co
 	if err != nil {
 		return cfg, fmt.Errorf("creating the S3 client: %w", err)
 	}
-	return cfg, l.waitReady(ctx, proc, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
+	return cfg, l.waitReady(ctx, gw, "S3 on "+endpoint+" to serve bucket "+cfg.Bucket, func(ctx context.Context) error {
 		ok, err := mc.BucketExists(ctx, cfg.Bucket)
 		if err != nil || ok {
 			return err

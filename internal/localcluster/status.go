@@ -136,7 +136,7 @@ func metricsSkipped(run string) string {
 	if apiServer == nil || proc.FindDetached(run, compMetricsServer) != nil {
 		return ""
 	}
-	flag, err := aggregationFlagMissing(apiServer.Pid(), controlplane.AggregationPKIIn(run))
+	flag, err := apiServerFlagMissing(apiServer.Pid(), controlplane.AggregationPKIIn(run).APIServerArgs())
 	if err != nil || flag == "" {
 		return ""
 	}

@@ -60,8 +60,7 @@ func Up(ctx context.Context, opts Options) (_ *Status, err error) {
 	if err := saveSettings(p.clusterState, settingsOf(opts)); err != nil {
 		return nil, err
 	}
-	u := &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run),
-		agg: controlplane.AggregationPKIIn(p.run), metrics: metricsFilesIn(p.run)}
+	u := newStarter(opts, p)
 	err = proc.RunSteps(ctx, u.stopStarted,
 		u.startNodeNetwork, u.ensureAggregationPKI, u.startControlPlane, u.startRegistry, u.startNodes, u.startDNS, u.startS3,
 		u.startMetricsServer, u.startController, u.saveStatus)
@@ -100,6 +99,12 @@ type starter struct {
 	status *Status
 }
 
+// newStarter is the starter of an Up call for the cluster of opts, whose files are p.
+func newStarter(opts Options, p paths) *starter {
+	return &starter{opts: opts, paths: p, pki: controlplane.KubeletClientPKIIn(p.run),
+		agg: controlplane.AggregationPKIIn(p.run), metrics: metricsFilesIn(p.run)}
+}
+
 // launcher is what each component's start needs of this call: where processes go,
 // and the group that collects those it starts.
 func (u *starter) launcher() launcher {
@@ -120,12 +125,17 @@ func (u *starter) ensureAggregationPKI(context.Context) error {
 }
 
 func (u *starter) startControlPlane(ctx context.Context) (err error) {
-	creds := controlPlaneCreds{kubelet: u.pki, agg: u.agg, kubeletCA: u.metrics.ServingCA.Cert}
-	if u.cp, err = startControlPlane(ctx, u.launcher(), creds, u.paths.kubeconfig); err != nil {
+	if u.cp, err = startControlPlane(ctx, u.launcher(), u.controlPlaneCreds(), u.paths.kubeconfig); err != nil {
 		return err
 	}
 	u.cfg = u.cp.Config
 	return nil
+}
+
+// controlPlaneCreds are kube-apiserver's credentials: it checks the kubelets against
+// the serving CA, which signs their serving certificates in startNodes.
+func (u *starter) controlPlaneCreds() controlPlaneCreds {
+	return controlPlaneCreds{kubelet: u.pki, agg: u.agg, kubeletCA: u.metrics.ServingCA.Cert}
 }
 
 func (u *starter) startRegistry(ctx context.Context) (err error) {

@@ -301,7 +301,7 @@ func testLogs(ctx context.Context, t *testing.T, c *jobsCluster) {
 	}
 	// exec too goes through the API server to the kubelet, which must show the
 	// certificate the API server checks it against.
-	host, err := execIn(ctx, c.kubeconfig, c.cs, chief.Name, "python3", "-c", "import socket; print(socket.gethostname())")
+	host, err := execIn(ctx, c.kubeconfig, c.cs, chief.Namespace, chief.Name, "python3", "-c", "import socket; print(socket.gethostname())")
 	if err != nil || strings.TrimSpace(host) != chief.Name {
 		t.Errorf("exec in %s printed hostname %q (%v), want %s", chief.Name, host, err, chief.Name)
 	}

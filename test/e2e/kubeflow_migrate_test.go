@@ -73,7 +73,7 @@ func testMigrationFromTrainingOperator(ctx context.Context, t *testing.T, opts l
 	})
 	lost := []string{migrateJob + "-chief-0", migrateJob + "-worker-1"}
 	replaceAdoptedPods(ctx, t, cl, cs, before, lost...)
-	if out, err := execIn(ctx, st.Kubeconfig, cs, migrateJob+"-chief-0", "touch", migrateGate); err != nil {
+	if out, err := execIn(ctx, st.Kubeconfig, cs, "default", migrateJob+"-chief-0", "touch", migrateGate); err != nil {
 		t.Fatalf("opening the chief's gate: %v (%s)", err, out)
 	}
 	waitMigrateJob(ctx, t, cl, cs, "the job succeeds under tfk8s", func(job *kubeflowv1.TFJob, _ []corev1.Pod) bool {

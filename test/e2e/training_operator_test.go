@@ -140,14 +140,14 @@ func podUIDs(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[str
 	return uids
 }
 
-// execIn runs command in the pod's first container, as kubectl exec does, and returns
-// its standard output.
-func execIn(ctx context.Context, kubeconfig string, cs *kubernetes.Clientset, pod string, command ...string) (string, error) {
+// execIn runs command in the first container of the pod namespace/pod, as kubectl exec
+// does, and returns its standard output.
+func execIn(ctx context.Context, kubeconfig string, cs *kubernetes.Clientset, namespace, pod string, command ...string) (string, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name(pod).SubResource("exec").
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
 	if err != nil {

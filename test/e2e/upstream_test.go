@@ -235,10 +235,10 @@ func (c *upstreamCluster) testExecAndLogs(t *testing.T) {
 	}
 }
 
-// exec runs command in the pod's first container, as kubectl exec does, and returns
-// its standard output.
+// exec runs command in the first container of the pod, in the default namespace, as
+// kubectl exec does, and returns its standard output.
 func (c *upstreamCluster) exec(ctx context.Context, pod string, command ...string) (string, error) {
-	return execIn(ctx, c.kubeconfig, c.cs, pod, command...)
+	return execIn(ctx, c.kubeconfig, c.cs, "default", pod, command...)
 }
 
 // testHostLoopbackHidden: a server the host runs on 127.0.0.1 is out of a pod's reach,
