@@ -510,7 +510,7 @@ tensorflow-image: ## the Python, TensorFlow and Jupyter images as OCI layouts un
 # is (the layers in ~/.cache/tfk8s/tensorflow-image/gpu-layers, the layout's blobs hard
 # links to them). After tensorflow-image, whose python layer and root it starts from:
 # two builds sharing the cache at once would make them both. make test builds it
-# beside the rest of its set-up, as tensorflow-image; TestGPUImage runs it.
+# beside the rest of its set-up, as tensorflow-image; TestTensorFlowJobs runs a job in it.
 .PHONY: tensorflow-gpu-image
 tensorflow-gpu-image: tensorflow-image ## the CUDA TensorFlow image as an OCI layout under _out/images/tensorflow-gpu/
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/tensorflow-image --gpu --out $(OUT)/images

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
+	"github.com/tfk8s/tfk8s/internal/images"
+	"github.com/tfk8s/tfk8s/internal/localcluster"
+)
+
+const (
+	// gpuNotice is the line the CUDA image prints when its container has no GPU.
+	gpuNotice = "tfk8s: no GPU visible to this container; TensorFlow runs on the CPU"
+	// gpuJobDisk is what the CUDA image takes in a cluster, with 1 GB to spare: the
+	// registry's copy (4.1 GB compressed), containerd's copy of the same blobs, and the
+	// unpacked snapshot (6.6 GB), 14.6-15.0 GB measured.
+	gpuJobDisk = 16 << 30
+	// gpuJobWait bounds the wait for the job: its node pulls 4.1 GB and unpacks 6.6 GB
+	// on two shared cores before TensorFlow imports.
+	gpuJobWait = 10 * time.Minute
+)
+
+// gpuJobScript is the job's program: the dynamic loader's view of the CUDA libraries,
+// that each file it resolves is present, then TensorFlow on whatever devices it finds.
+const gpuJobScript = `set -e
+ldconfig -p
+for f in $(ldconfig -p | sed -n 's/^\s*\(libcudart\.so\.12\|libcudnn\.so\.9\) (libc6,x86-64) => //p'); do
+  test -f "$f" && echo "present $f"
+done
+exec python3 -c "import tensorflow as tf; print('GPUs', tf.config.list_physical_devices('GPU')); print('sum', float(tf.reduce_sum(tf.ones([2, 2]))))"
+`
+
+// gpuLoad is the load of the CUDA image into the cluster's registry, under way.
+type gpuLoad struct {
+	done chan struct{}
+	err  error
+	took time.Duration
+}
+
+// startGPULoad loads the CUDA image into the cluster's registry while the suite's
+// other jobs run: its 16-19 s are mostly I/O, which TensorFlow's CPU-bound jobs leave
+// free. Not enough disk is an error for the CUDA job alone, which it then waits for.
+// The load ends before the cluster goes down.
+func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, binDir string) *gpuLoad {
+	l := &gpuLoad{done: make(chan struct{})}
+	if free := freeDisk(t, opts.Dir); free < gpuJobDisk {
+		l.err = fmt.Errorf("%s has %.1f GB free; a job in the CUDA image needs %.0f GB there (the registry's copy, containerd's and the unpacked image)",
+			opts.Dir, gb(free), gb(gpuJobDisk))
+		close(l.done)
+		return l
+	}
+	dir := filepath.Join(binDir, "..", "_out", "images", "tensorflow-gpu")
+	go func() {
+		defer close(l.done)
+		start := time.Now()
+		var out bytes.Buffer
+		if err := localcluster.Load(ctx, opts, []string{dir}, "", &out); err != nil {
+			l.err = fmt.Errorf("local load %s: %w\n%s", dir, err, out.String())
+		}
+		l.took = time.Since(start)
+	}()
+	t.Cleanup(func() { <-l.done })
+	return l
+}
+
+// testGPUJob runs a job in the CUDA image, once load has put it in the cluster's
+// registry, on this host, which has no GPU: the dynamic loader finds libcudart and
+// libcudnn in the image's nvidia packages, TensorFlow says once, before it computes,
+// that no GPU is visible, and computes on the CPU.
+//
+// The job names the image and asks for no GPU (--gpus would pick the same image): the
+// node advertises no nvidia.com/gpu, so a replica asking for one would never be
+// scheduled, and the point is that the image runs where there is none.
+func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad) {
+	start := time.Now()
+	<-load.done
+	if load.err != nil {
+		t.Fatal(load.err)
+	}
+	t.Logf("local load of the CUDA image: %.1f s, %.1f s of it waited for here", load.took.Seconds(), time.Since(start).Seconds())
+
+	start, free := time.Now(), freeDisk(t, c.dir)
+	c.mustTfk8s(ctx, t, "submit", "--name", "cuda", "--image", images.TensorFlowGPU, "--workers", "1",
+		"--", "sh", "-c", gpuJobScript)
+	long := *c
+	long.wait = gpuJobWait
+	job := long.waitFinished(ctx, t, "cuda")
+	t.Logf("cuda %s %.1f s after submit (the node pulled and unpacked the image, taking %.1f GB)",
+		job.Status.State, time.Since(start).Seconds(), gb(free)-gb(freeDisk(t, c.dir)))
+	logs := c.tfk8s(ctx, "logs", "cuda").stdout
+	if job.Status.State != tfv1.JobSucceeded {
+		t.Fatalf("cuda state %s, want Succeeded: %+v\nlogs:\n%s", job.Status.State, job.Status.Conditions, logs)
+	}
+	checkGPUJobLogs(t, logs)
+}
+
+// checkGPUJobLogs checks what the job printed: each CUDA library resolved by the
+// loader to a file of the image's nvidia packages, present; the notice once, as
+// Python's first line; and TensorFlow's computation, on no GPU.
+func checkGPUJobLogs(t *testing.T, logs string) {
+	t.Helper()
+	for _, lib := range []string{"libcudart.so.12", "libcudnn.so.9"} {
+		m := regexp.MustCompile(`\s` + regexp.QuoteMeta(lib) + ` \(libc6,x86-64\) => (\S+)\n`).FindStringSubmatch(logs)
+		switch {
+		case m == nil:
+			t.Errorf("ldconfig -p in the job finds no %s:\n%s", lib, logs)
+		case !strings.Contains(m[1], "-packages/nvidia/"):
+			t.Errorf("ldconfig -p finds %s at %s, outside the image's nvidia packages", lib, m[1])
+		case !strings.Contains(logs, "present "+m[1]+"\n"):
+			t.Errorf("ldconfig -p finds %s at %s, which the container does not hold:\n%s", lib, m[1], logs)
+		}
+	}
+	if strings.Count(logs, gpuNotice) != 1 {
+		t.Errorf("the job's logs hold %q %d times, want once:\n%s", gpuNotice, strings.Count(logs, gpuNotice), logs)
+	} else if !regexp.MustCompile(`\] present \S+\n[^\n]*` + regexp.QuoteMeta(gpuNotice) + `\n`).MatchString(logs) {
+		// Python's first line: the notice comes before anything the program prints.
+		t.Errorf("the notice is not the first line python3 printed, right after the shell's:\n%s", logs)
+	}
+	for _, want := range []string{"GPUs []", "sum 4.0"} {
+		if !strings.Contains(logs, "] "+want+"\n") {
+			t.Errorf("TensorFlow in the CUDA image printed no %q:\n%s", want, logs)
+		}
+	}
+}
+
+// freeDisk is how many bytes the file system holding dir has free for root.
+func freeDisk(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bavail * uint64(st.Bsize)
+}
+
+// gb is n bytes in GB (2^30).
+func gb(n uint64) float64 { return float64(n) / (1 << 30) }
