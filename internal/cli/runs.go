@@ -227,36 +227,52 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 // findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
 // if it exists; a record that could not be read is a warning.
 func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
+	found, err := o.lookupRun(ctx, name)
+	return found.c, found.Run, err
+}
+
+// foundRun is a run found by its name, with what it was read from.
+type foundRun struct {
+	runs.Run
+	c *storage.Client
+	// live is the TFJob of the run's job name in the cluster, Kubeflow's included;
+	// nil when there is none, or the cluster cannot say.
+	live *tfv1.TFJob
+}
+
+// lookupRun is findRun, also giving the TFJob of the run's name that it read.
+func (o *rootOptions) lookupRun(ctx context.Context, name string) (foundRun, error) {
 	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
-		return nil, runs.Run{}, err
+		return foundRun{}, err
 	}
-	job, _, err := jobs.SplitRun(name)
+	job, id, err := jobs.SplitRun(name)
 	if err != nil {
-		return nil, runs.Run{}, err
+		return foundRun{}, err
 	}
 	c, dest, err := o.runsStorage()
 	if err != nil {
-		return nil, runs.Run{}, err
+		return foundRun{}, err
 	}
 	ns, err := o.namespace()
 	if err != nil {
-		return nil, runs.Run{}, err
+		return foundRun{}, err
 	}
-	live := o.liveJob(ctx, ns, job)
+	found := foundRun{c: c, live: o.liveJob(ctx, ns, job)}
 	// A kubeflow.org job keeps no runs: what S3 holds under its name is an earlier
 	// tfk8s.io job's, and without any the refusal says why.
-	refusal := jobs.RefuseKubeflowExtras(live, "runs")
+	own := found.live
+	refusal := jobs.RefuseKubeflowExtras(own, "runs")
 	if refusal != nil {
-		live = nil
+		own = nil
 	}
-	r, err := runs.Find(ctx, c, dest, live, ns, name)
-	if err != nil && r.Name == "" {
-		return nil, runs.Run{}, cmp.Or(refusal, err)
+	found.Run, err = runs.Find(ctx, c, dest, own, ns, job, id)
+	if err != nil && found.Name == "" {
+		return foundRun{}, cmp.Or(refusal, err)
 	}
 	if err != nil {
 		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
 	}
-	return c, r, nil
+	return found, nil
 }
 
 // liveJob is the TFJob of that name if it exists; nil, with a warning when the cluster

@@ -109,14 +109,14 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if f.dryRun {
 		return printObject(o.env.Out, s.job, f.output)
 	}
-	if f.unverified != "" && !f.yes {
+	if s.unverified != "" && !f.yes {
 		// Anyone with the bucket's keys can rewrite a record: shown, not run, and the
 		// exit code says so.
 		if err := printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML)); err != nil {
 			return err
 		}
 		printAsFlags(o.env.ErrOut, s.job)
-		return &notSubmittedError{fromRun: f.fromRun, reason: f.unverified}
+		return &notSubmittedError{fromRun: f.fromRun, reason: s.unverified}
 	}
 	cs, err := o.clients()
 	if err != nil {
@@ -175,6 +175,9 @@ type submission struct {
 	localData bool
 	data      storage.DataSet
 	cache     pack.DigestCache
+	// unverified, set by --from-run, says why the run's job is shown rather than
+	// submitted unless --yes.
+	unverified string
 }
 
 // prepareSubmission checks the flags and arguments, reads the manifest, packs the code

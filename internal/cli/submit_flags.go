@@ -20,10 +20,7 @@ type submitFlags struct {
 	dryRun       bool
 	yes          bool
 	// rightSize, with fromRun, applies the run's right-sizing advice to its job.
-	rightSize bool
-	// unverified, set by --from-run, says why the run's job is shown rather than
-	// submitted unless --yes.
-	unverified      string
+	rightSize       bool
 	output          string
 	clusterEndpoint string
 	storageSecret   string

@@ -57,12 +57,13 @@ func (o *rootOptions) resolveBase(ctx context.Context, f *submitFlags, s *submis
 	if err != nil {
 		return nil, err
 	}
-	if o.namespaceGiven() || base == nil || base.Namespace == "" {
+	s.unverified = base.unverified
+	if o.namespaceGiven() || base.job == nil || base.job.Namespace == "" {
 		if s.p.Namespace, err = o.namespace(); err != nil {
 			return nil, err
 		}
 	}
-	return base, nil
+	return base.job, nil
 }
 
 // resolveStorage decides whether the job keeps anything in S3 and, if so, reads the
@@ -163,17 +164,18 @@ func hasCommand(base *tfv1.TFJob, command []string) bool {
 }
 
 // readBase reads the job the flags apply over: the manifest of -f, or the job of the
-// run of --from-run; nil for neither.
-func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob, error) {
+// run of --from-run; no job for neither.
+func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (baseJob, error) {
 	switch {
 	case f.file != "" && f.fromRun != "":
-		return nil, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
+		return baseJob{}, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
 	case f.file != "":
-		return readManifest(f.file, o.env.In)
+		job, err := readManifest(f.file, o.env.In)
+		return baseJob{job: job}, err
 	case f.fromRun != "":
-		return o.runManifest(ctx, f.fromRun, f)
+		return o.runBase(ctx, f.fromRun, f.rightSize)
 	}
-	return nil, nil
+	return baseJob{}, nil
 }
 
 // readManifest reads the manifest of -f: a file, or stdin for "-".

@@ -72,7 +72,7 @@ func (d *kubeCluster) Run(ctx context.Context, namespace, job, run string) (*Run
 	if err != nil {
 		live = nil // gone, or not to be read: the run as S3 has it
 	}
-	r, err := runs.Find(ctx, c, dest, live, namespace, job+"/"+run)
+	r, err := runs.Find(ctx, c, dest, live, namespace, job, run)
 	if err != nil {
 		return nil, err
 	}

@@ -96,23 +96,35 @@ func SplitRun(name string) (job, run string, err error) {
 }
 
 // FindRun finds the stored run of a job under destination: run, or the newest one
-// when run is "". It lists the job's prefix once.
-func FindRun(ctx context.Context, c *storage.Client, destination storage.URI, namespace, job, run string) (storage.StoredRun, error) {
-	objs, err := c.List(ctx, storage.JobPrefix(destination, namespace, job))
+// when run is ""; failing that, the first of fallbacks that is stored. It lists the
+// job's prefix once, however many runs it tries.
+func FindRun(ctx context.Context, c *storage.Client, destination storage.URI, namespace, job, run string, fallbacks ...string) (storage.StoredRun, error) {
+	prefix := storage.JobPrefix(destination, namespace, job)
+	objs, err := c.List(ctx, prefix)
 	if err != nil {
 		return storage.StoredRun{}, err
 	}
-	runs := storage.GroupRuns(destination, objs)
+	stored := storage.GroupRuns(destination, objs)
+	for _, id := range append([]string{run}, fallbacks...) {
+		if r, ok := pickRun(stored, namespace, job, id); ok {
+			return r, nil
+		}
+	}
 	if run == "" {
-		if r, ok := storage.NewestRun(runs, namespace, job); ok {
-			return r, nil
-		}
-		return storage.StoredRun{}, fmt.Errorf("no run of tfjob %s in %s: %w", job, storage.JobPrefix(destination, namespace, job), storage.ErrNotFound)
+		return storage.StoredRun{}, fmt.Errorf("no run of tfjob %s in %s: %w", job, prefix, storage.ErrNotFound)
 	}
-	for _, r := range runs {
+	return storage.StoredRun{}, fmt.Errorf("no run %s/%s in %s: %w", job, run, prefix, storage.ErrNotFound)
+}
+
+// pickRun is run of job among stored, the newest for "", and false if it is not there.
+func pickRun(stored []storage.StoredRun, namespace, job, run string) (storage.StoredRun, bool) {
+	if run == "" {
+		return storage.NewestRun(stored, namespace, job)
+	}
+	for _, r := range stored {
 		if r.Namespace == namespace && r.Job == job && r.Run == run {
-			return r, nil
+			return r, true
 		}
 	}
-	return storage.StoredRun{}, fmt.Errorf("no run %s/%s in %s: %w", job, run, storage.JobPrefix(destination, namespace, job), storage.ErrNotFound)
+	return storage.StoredRun{}, false
 }

@@ -39,24 +39,23 @@ type Replica struct {
 	UsageErr error
 }
 
-// Find finds a run by its name, JOB for the newest or JOB/RUN, in namespace under
-// destination. live is the TFJob of that name if it exists (else nil): its run is
-// the newest, and takes its state from it.
-func Find(ctx context.Context, c *storage.Client, destination storage.URI, live *tfv1.TFJob, namespace, name string) (Run, error) {
-	job, id, err := jobs.SplitRun(name)
-	if err != nil {
-		return Run{}, err
-	}
+// Find finds the run of job in namespace under destination: run, or the newest for
+// "". live is the TFJob of that name if it exists (else nil): its run is the newest,
+// and takes its state from it. It lists the job's prefix in S3 once.
+func Find(ctx context.Context, c *storage.Client, destination storage.URI, live *tfv1.TFJob, namespace, job, run string) (Run, error) {
+	id := run
 	if live != nil && id != "" && id != tfjob.RunID(string(live.UID)) {
 		live = nil
 	}
 	if live != nil && live.Spec.Artifacts != nil && storesUnder(live, destination) {
 		id = tfjob.RunID(string(live.UID))
 	}
-	stored, err := jobs.FindRun(ctx, c, destination, namespace, job, id)
-	if errors.Is(err, storage.ErrNotFound) && live != nil {
-		stored, err = jobs.FindRun(ctx, c, destination, namespace, job, storage.LegacyRun)
+	var fallbacks []string
+	if live != nil {
+		// Its replicas may have stored where a controller older than runs put them.
+		fallbacks = append(fallbacks, storage.LegacyRun)
 	}
+	stored, err := jobs.FindRun(ctx, c, destination, namespace, job, id, fallbacks...)
 	var r Run
 	switch {
 	case err == nil:
