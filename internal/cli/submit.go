@@ -140,7 +140,7 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 		return err
 	}
 	end = o.step("create")
-	err = o.createJob(ctx, cs, s.job, s.cfg, f)
+	err = o.createJob(ctx, cs, s.job, s.secret, f.output)
 	end()
 	if err != nil {
 		return err
@@ -175,6 +175,8 @@ type submission struct {
 	localData bool
 	data      storage.DataSet
 	cache     pack.DigestCache
+	// secret is the storage Secret submit makes for the job; nil for none.
+	secret *corev1.Secret
 	// unverified, set by --from-run, says why the run's job is shown rather than
 	// submitted unless --yes.
 	unverified string
@@ -202,6 +204,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		s.archive.Remove()
 		return nil, err
 	}
+	s.secret = storageSecret(s.job, s.cfg, s.userSecret, f.clusterEndpoint)
 	return s, nil
 }
 
@@ -278,19 +281,18 @@ func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob
 	return nil
 }
 
-// createJob creates the job's storage Secret, if it uses one and --storage-secret names
-// none, then the job, then makes the job the Secret's owner, so that the Secret goes
-// with the job. The Secret is deleted again if the job cannot be created.
-func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, cfg storage.Config, f *submitFlags) error {
-	var secret *corev1.Secret
-	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == jobs.StorageSecretName(job.Name) {
+// createJob creates the job's storage Secret, if submit makes one (storageSecret),
+// then the job, then makes the job the Secret's owner, so that the Secret goes with
+// the job. The Secret is deleted again if the job cannot be created. output is -o.
+func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, secret *corev1.Secret, output string) error {
+	if secret != nil {
 		var err error
-		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
+		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, secret); err != nil {
 			return err
 		}
 		// With -o, stdout holds the job alone, for a program to read.
 		notes := o.env.Out
-		if f.output != "" {
+		if output != "" {
 			notes = o.env.ErrOut
 		}
 		fmt.Fprintf(notes, "secret/%s created\n", secret.Name)
@@ -307,8 +309,8 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 			return err
 		}
 	}
-	if f.output != "" {
-		return printObject(o.env.Out, jobspec.ForPrinting(job), f.output)
+	if output != "" {
+		return printObject(o.env.Out, jobspec.ForPrinting(job), output)
 	}
 	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -110,6 +111,18 @@ func (s *submission) build(base *tfv1.TFJob) error {
 		return invalidJob(errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)"), "")
 	}
 	return nil
+}
+
+// storageSecret is the Secret submit makes for the job, holding the S3 settings of cfg
+// as the job's pods reach them (clusterEndpoint, else cfg's). It makes none when the
+// job keeps nothing in S3, when its pods read the user's own Secret (userSecret, of
+// --storage-secret), or when a manifest names another Secret.
+func storageSecret(job *tfv1.TFJob, cfg storage.Config, userSecret, clusterEndpoint string) *corev1.Secret {
+	st := job.Spec.Storage
+	if st == nil || cfg.Endpoint == "" || userSecret != "" || st.SecretRef.Name != jobs.StorageSecretName(job.Name) {
+		return nil
+	}
+	return jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, clusterEndpoint)
 }
 
 // scanTrees packs the code and scans the data: their digests name them in the job. A
