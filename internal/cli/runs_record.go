@@ -55,7 +55,12 @@ func (o *rootOptions) runBase(ctx context.Context, name string, rightSize bool) 
 // readRun reads what --from-run makes its job of: the run with the TFJob of its name,
 // and for --right-size the run's advice.
 func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) (seenRun, error) {
-	found, err := o.lookupRun(ctx, name)
+	src, err := o.runsSource()
+	if err != nil {
+		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
+	}
+	found, err := runs.Lookup(ctx, src, name)
+	o.warnUnread(found)
 	r := found.Run
 	switch {
 	case err != nil:
@@ -63,14 +68,14 @@ func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) 
 	case r.Job == nil:
 		return seenRun{}, fmt.Errorf("--from-run %s: run %s/%s has no record of its job (run.json) to submit again", name, r.Name, r.Run)
 	}
-	seen := seenRun{run: r, live: found.live}
+	seen := seenRun{run: r, live: found.LiveJob}
 	if !rightSize {
 		return seen, nil
 	}
 	if r.Running() {
 		return seenRun{}, fmt.Errorf("--right-size: run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
 	}
-	if seen.details, err = runs.Show(ctx, found.c, r); err != nil {
+	if seen.details, err = runs.Show(ctx, src.Storage, r); err != nil {
 		return seenRun{}, fmt.Errorf("--right-size: %w", err)
 	}
 	return seen, nil

@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -83,48 +81,4 @@ func (l *Locations) Locate(ctx context.Context, c *storage.Client, job *tfv1.TFJ
 	}
 	l.known[key] = base
 	return base, nil
-}
-
-// SplitRun splits a run's name, JOB or JOB/RUN, into the job and the run; the run is
-// "" for JOB alone (its newest run).
-func SplitRun(name string) (job, run string, err error) {
-	job, run, _ = strings.Cut(name, "/")
-	if job == "" || strings.Contains(run, "/") || (run != "" && run != storage.LegacyRun && !storage.IsRunID(run)) {
-		return "", "", fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, storage.LegacyRun)
-	}
-	return job, run, nil
-}
-
-// FindRun finds the stored run of a job under destination: run, or the newest one
-// when run is ""; failing that, the first of fallbacks that is stored. It lists the
-// job's prefix once, however many runs it tries.
-func FindRun(ctx context.Context, c *storage.Client, destination storage.URI, namespace, job, run string, fallbacks ...string) (storage.StoredRun, error) {
-	prefix := storage.JobPrefix(destination, namespace, job)
-	objs, err := c.List(ctx, prefix)
-	if err != nil {
-		return storage.StoredRun{}, err
-	}
-	stored := storage.GroupRuns(destination, objs)
-	for _, id := range append([]string{run}, fallbacks...) {
-		if r, ok := pickRun(stored, namespace, job, id); ok {
-			return r, nil
-		}
-	}
-	if run == "" {
-		return storage.StoredRun{}, fmt.Errorf("no run of tfjob %s in %s: %w", job, prefix, storage.ErrNotFound)
-	}
-	return storage.StoredRun{}, fmt.Errorf("no run %s/%s in %s: %w", job, run, prefix, storage.ErrNotFound)
-}
-
-// pickRun is run of job among stored, the newest for "", and false if it is not there.
-func pickRun(stored []storage.StoredRun, namespace, job, run string) (storage.StoredRun, bool) {
-	if run == "" {
-		return storage.NewestRun(stored, namespace, job)
-	}
-	for _, r := range stored {
-		if r.Namespace == namespace && r.Job == job && r.Run == run {
-			return r, true
-		}
-	}
-	return storage.StoredRun{}, false
 }

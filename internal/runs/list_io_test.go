@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/tfk8s/tfk8s/internal/scheme"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
@@ -74,10 +77,10 @@ func TestNamedPrefixes(t *testing.T) {
 	}
 }
 
-// TestFindListsTheJobOnce: the run of a live job whose replicas stored where a
+// TestLookupListsTheJobOnce: the run of a live job whose replicas stored where a
 // controller older than runs put them is found in the one LIST of the job's prefix
 // that also showed its own run missing, not in a second.
-func TestFindListsTheJobOnce(t *testing.T) {
+func TestLookupListsTheJobOnce(t *testing.T) {
 	srv := s3server.Start(t)
 	counter := srv.Count(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,7 +93,14 @@ func TestFindListsTheJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter.Reset()
-	r, err := Find(ctx, counter.Client(t), dest, live, "team", "mnist", "")
+	// The cluster holds the live job: a fake one, as only S3's requests are counted.
+	cluster := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
+	src := Source{Cluster: cluster, Storage: counter.Client(t), Destination: dest, Namespace: "team"}
+	found, err := Lookup(ctx, src, "mnist")
+	r := found.Run
+	if err == nil {
+		err = found.Partial
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
