@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,10 +140,20 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if err != nil {
 		return err
 	}
+	// With -o, stdout holds the job alone, for a program to read.
+	notes := o.env.Out
+	if f.output != "" {
+		notes = o.env.ErrOut
+	}
 	end = o.step("create")
-	err = o.createJob(ctx, cs, s.job, s.secret, f.output)
+	err = o.createJob(ctx, cs, s.job, s.secret, notes)
 	end()
 	if err != nil {
+		return err
+	}
+	if f.output == "" {
+		fmt.Fprintf(notes, "tfjob.tfk8s.io/%s created\n", s.job.Name)
+	} else if err := printObject(o.env.Out, jobspec.ForPrinting(s.job), f.output); err != nil {
 		return err
 	}
 	if s.s3 != nil {
@@ -283,17 +294,13 @@ func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob
 
 // createJob creates the job's storage Secret, if submit makes one (storageSecret),
 // then the job, then makes the job the Secret's owner, so that the Secret goes with
-// the job. The Secret is deleted again if the job cannot be created. output is -o.
-func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, secret *corev1.Secret, output string) error {
+// the job. The Secret is deleted again if the job cannot be created. notes is told
+// of the Secret created.
+func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, secret *corev1.Secret, notes io.Writer) error {
 	if secret != nil {
 		var err error
 		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, secret); err != nil {
 			return err
-		}
-		// With -o, stdout holds the job alone, for a program to read.
-		notes := o.env.Out
-		if output != "" {
-			notes = o.env.ErrOut
 		}
 		fmt.Fprintf(notes, "secret/%s created\n", secret.Name)
 	}
@@ -305,13 +312,7 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 		return err
 	}
 	if secret != nil {
-		if err := jobs.OwnSecret(ctx, cs.Client, secret, job); err != nil {
-			return err
-		}
+		return jobs.OwnSecret(ctx, cs.Client, secret, job)
 	}
-	if output != "" {
-		return printObject(o.env.Out, jobspec.ForPrinting(job), output)
-	}
-	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
 	return nil
 }
