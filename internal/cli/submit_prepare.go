@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -202,6 +203,14 @@ func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
 		return nil, &invalidJobError{field: cmp.Or(leadingField(err.Error()), "-f"), err: fmt.Errorf("-f %s: %w", name, err)}
 	}
 	return job, nil
+}
+
+// readFile reads a file, or stdin for "-".
+func readFile(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }
 
 // baseName is the name of the manifest's job, "" without one.
