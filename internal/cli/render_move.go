@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -81,12 +79,4 @@ func (o *rootOptions) kubeflowModel(ctx context.Context, file string, args []str
 	}
 	_, name := jobs.SplitRef(args[0])
 	return jobs.Get(ctx, cs.Client, cs.Namespace, kubeflow.GVK.Group+"/"+name)
-}
-
-// readFile reads a file, or stdin for "-".
-func readFile(name string, stdin io.Reader) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(stdin)
-	}
-	return os.ReadFile(name)
 }

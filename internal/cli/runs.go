@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -227,54 +226,43 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 // findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
 // if it exists; a record that could not be read is a warning.
 func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
-	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
-		return nil, runs.Run{}, err
-	}
-	job, _, err := jobs.SplitRun(name)
+	src, err := o.runsSource()
 	if err != nil {
 		return nil, runs.Run{}, err
 	}
+	found, err := runs.Lookup(ctx, src, name)
+	o.warnUnread(found)
+	return src.Storage, found.Run, err
+}
+
+// runsSource is where the runs of the namespace are looked up: in the bucket of the
+// S3 settings, and in the cluster while it can be reached.
+func (o *rootOptions) runsSource() (runs.Source, error) {
 	c, dest, err := o.runsStorage()
 	if err != nil {
-		return nil, runs.Run{}, err
+		return runs.Source{}, err
 	}
 	ns, err := o.namespace()
 	if err != nil {
-		return nil, runs.Run{}, err
+		return runs.Source{}, err
 	}
-	live := o.liveJob(ctx, ns, job)
-	// A kubeflow.org job keeps no runs: what S3 holds under its name is an earlier
-	// tfk8s.io job's, and without any the refusal says why.
-	refusal := jobs.RefuseKubeflowExtras(live, "runs")
-	if refusal != nil {
-		live = nil
+	src := runs.Source{Storage: c, Destination: dest, Namespace: ns}
+	if cs, err := o.clients(); err != nil {
+		src.NoCluster = err
+	} else {
+		src.Cluster = cs.Client
 	}
-	r, err := runs.Find(ctx, c, dest, live, ns, name)
-	if err != nil && r.Name == "" {
-		return nil, runs.Run{}, cmp.Or(refusal, err)
-	}
-	if err != nil {
-		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", err)
-	}
-	return c, r, nil
+	return src, nil
 }
 
-// liveJob is the TFJob of that name if it exists; nil, with a warning when the cluster
-// cannot say, otherwise.
-func (o *rootOptions) liveJob(ctx context.Context, namespace, name string) *tfv1.TFJob {
-	cs, err := o.clients()
-	if err == nil {
-		var job *tfv1.TFJob
-		if job, err = jobs.Get(ctx, cs.Client, namespace, name); err == nil {
-			return job
-		}
-		var gone *jobs.NotFoundError
-		if errors.As(err, &gone) {
-			return nil
-		}
+// warnUnread says, as warnings, what a lookup of a run could not read.
+func (o *rootOptions) warnUnread(found runs.Found) {
+	if found.LiveErr != nil {
+		fmt.Fprintf(o.env.ErrOut, "warning: %v; the state shown is the one S3 recorded\n", found.LiveErr)
 	}
-	fmt.Fprintf(o.env.ErrOut, "warning: reading tfjob %s: %v; the state shown is the one S3 recorded\n", name, err)
-	return nil
+	if found.Partial != nil {
+		fmt.Fprintf(o.env.ErrOut, "warning: %v\n", found.Partial)
+	}
 }
 
 // runDocument is a run as -o yaml|json prints it.

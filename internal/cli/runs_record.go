@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -18,25 +19,114 @@ import (
 // into a job: the controller's and Kubeflow's, which it alone writes.
 var recordDomains = []string{"tfk8s.io", "training.kubeflow.org"}
 
-// fromRun is the job submit --from-run makes of a stored run, and what the user must
-// know before it is created.
-type fromRun struct {
+// baseJob is the job the flags apply over (-f, --from-run), and what the user must
+// know of it before it is created.
+type baseJob struct {
 	job *tfv1.TFJob
 	// ignored says, a sentence each, what of the record was left out.
 	ignored []string
 	// unverified says why the spec is shown rather than submitted without --yes; ""
 	// when it is the job's last known spec.
 	unverified string
+	// resized says, a line each, what --right-size changed or why it did not.
+	resized []string
+}
+
+// runBase is the job a stored run was submitted as, for submit --from-run: its
+// run.json, or its TFJob while it exists, as recordManifest makes it, right-sized if
+// asked. The Secret submit made for the job went with it, so the job's storage is
+// left for submit to make again. It reads first (readRun), then decides (runJob),
+// and prints what the record said that was ignored and what right-sizing did.
+func (o *rootOptions) runBase(ctx context.Context, name string, rightSize bool) (baseJob, error) {
+	seen, err := o.readRun(ctx, name, rightSize)
+	if err != nil {
+		return baseJob{}, err
+	}
+	base := runJob(seen)
+	for _, ig := range base.ignored {
+		fmt.Fprintf(o.env.ErrOut, "warning: --from-run %s: ignored %s in run.json\n", name, ig)
+	}
+	for _, line := range base.resized {
+		fmt.Fprintf(o.env.ErrOut, "--right-size: %s\n", line)
+	}
+	return base, nil
+}
+
+// readRun reads what --from-run makes its job of: the run with the TFJob of its name,
+// and for --right-size the run's advice.
+func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) (seenRun, error) {
+	src, err := o.runsSource()
+	if err != nil {
+		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
+	}
+	found, err := runs.Lookup(ctx, src, name)
+	o.warnUnread(found)
+	r := found.Run
+	switch {
+	case err != nil:
+		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
+	case r.Job == nil:
+		return seenRun{}, fmt.Errorf("--from-run %s: run %s/%s has no record of its job (run.json) to submit again", name, r.Name, r.Run)
+	}
+	seen := seenRun{run: r, live: found.LiveJob}
+	if !rightSize {
+		return seen, nil
+	}
+	if r.Running() {
+		return seenRun{}, fmt.Errorf("--right-size: run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
+	}
+	if seen.details, err = runs.Show(ctx, src.Storage, r); err != nil {
+		return seenRun{}, fmt.Errorf("--right-size: %w", err)
+	}
+	return seen, nil
+}
+
+// seenRun is what submit --from-run read of a run.
+type seenRun struct {
+	run runs.Run
+	// live is the TFJob of the run's name in the cluster, nil for none.
+	live *tfv1.TFJob
+	// details holds the run's right-sizing advice; nil without --right-size.
+	details *runs.Details
+}
+
+// runJob makes the job of a run read for --from-run: recordManifest's, with the run's
+// right-sizing advice applied when it was read. A user who asked for it sees the new
+// requests before the job runs with them.
+func runJob(seen seenRun) baseJob {
+	base := recordManifest(seen.run, seen.live)
+	if d := seen.details; d != nil {
+		base.resized = rightSizeNotes(d, runs.ApplyAdvice(base.job, d.Advice))
+	}
+	return base
+}
+
+// rightSizeNotes says what applying d's advice changed, and why the rest did not.
+func rightSizeNotes(d *runs.Details, changed []string) []string {
+	var out []string
+	for _, why := range d.NoAdvice {
+		out = append(out, fmt.Sprintf("run %s/%s: %s", d.Name, d.Run.Run, why))
+	}
+	for _, a := range d.Advice {
+		if !a.Applies() {
+			out = append(out, fmt.Sprintf("not a request to change: %s", a))
+		}
+	}
+	if len(changed) == 0 {
+		out = append(out, fmt.Sprintf("run %s/%s has no advice to apply: nothing changed", d.Name, d.Run.Run))
+	}
+	return append(out, changed...)
 }
 
 // recordManifest makes the job of run r. Everyone holding the bucket's keys can
 // rewrite run.json, so the record is data: the namespace and name are where it was
 // found (r.Namespace, r.Name: its S3 prefix), labels and annotations of reserved
 // domains are left out, and a spec that is not last's (the TFJob of that name in the
-// cluster, nil when there is none) is unverified.
-func recordManifest(r runs.Run, last *tfv1.TFJob) fromRun {
+// cluster, nil when there is none) is unverified; last is not looked at when r is
+// the live job itself.
+func recordManifest(r runs.Run, last *tfv1.TFJob) baseJob {
 	rec := r.Job
-	out := fromRun{job: jobspec.NewTFJob()}
+	out := baseJob{job: jobspec.NewTFJob()}
 	job := out.job
 	job.Name, job.Namespace = r.Name, r.Namespace
 	if rec.Namespace != "" && rec.Namespace != r.Namespace {

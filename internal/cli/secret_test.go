@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -40,7 +41,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, testStorage, &submitFlags{})
+	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, storageSecret(job, testStorage, "", ""), &out)
 	if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
 		t.Fatalf("createJob error = %v, want the API server's refusal", err)
 	}
@@ -49,5 +50,40 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(other), &corev1.Secret{}); err != nil {
 		t.Errorf("the other job's Secret is gone: %v", err)
+	}
+}
+
+// TestStorageSecret: submit makes the job a Secret of the local S3 settings only when
+// its pods are to read that Secret, with the endpoint as the pods reach it.
+func TestStorageSecret(t *testing.T) {
+	build := func(secretName string) *tfv1.TFJob {
+		job, err := jobspec.Build(nil, jobspec.Values{Name: "mnist", Namespace: "team", Image: "tf", Command: []string{"python3"}, SecretName: secretName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	own := build(jobs.StorageSecretName("mnist"))
+	cases := []struct {
+		name                        string
+		job                         *tfv1.TFJob
+		cfg                         storage.Config
+		userSecret, clusterEndpoint string
+		want                        *corev1.Secret
+	}{
+		{name: "the job's own", job: own, cfg: testStorage, want: jobs.ConstructStorageSecret("team", "mnist", testStorage, "")},
+		{name: "reached at another endpoint", job: own, cfg: testStorage, clusterEndpoint: "https://s3.cluster:9000",
+			want: jobs.ConstructStorageSecret("team", "mnist", testStorage, "https://s3.cluster:9000")},
+		{name: "nothing in S3", job: build(""), cfg: testStorage},
+		{name: "no S3 settings", job: own},
+		{name: "--storage-secret", job: build("team-s3"), cfg: testStorage, userSecret: "team-s3"},
+		{name: "the manifest's own Secret", job: build("team-s3"), cfg: testStorage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, storageSecret(tc.job, tc.cfg, tc.userSecret, tc.clusterEndpoint)); diff != "" {
+				t.Errorf("Secret (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,14 +110,14 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if f.dryRun {
 		return printObject(o.env.Out, s.job, f.output)
 	}
-	if f.unverified != "" && !f.yes {
+	if s.unverified != "" && !f.yes {
 		// Anyone with the bucket's keys can rewrite a record: shown, not run, and the
 		// exit code says so.
 		if err := printObject(o.env.Out, s.job, cmp.Or(f.output, outputYAML)); err != nil {
 			return err
 		}
 		printAsFlags(o.env.ErrOut, s.job)
-		return &notSubmittedError{fromRun: f.fromRun, reason: f.unverified}
+		return &notSubmittedError{fromRun: f.fromRun, reason: s.unverified}
 	}
 	cs, err := o.clients()
 	if err != nil {
@@ -139,10 +140,20 @@ func (o *rootOptions) submit(cmd *cobra.Command, f *submitFlags, args []string) 
 	if err != nil {
 		return err
 	}
+	// With -o, stdout holds the job alone, for a program to read.
+	notes := o.env.Out
+	if f.output != "" {
+		notes = o.env.ErrOut
+	}
 	end = o.step("create")
-	err = o.createJob(ctx, cs, s.job, s.cfg, f)
+	err = o.createJob(ctx, cs, s.job, s.secret, notes)
 	end()
 	if err != nil {
+		return err
+	}
+	if f.output == "" {
+		fmt.Fprintf(notes, "tfjob.tfk8s.io/%s created\n", s.job.Name)
+	} else if err := printObject(o.env.Out, jobspec.ForPrinting(s.job), f.output); err != nil {
 		return err
 	}
 	if s.s3 != nil {
@@ -175,6 +186,11 @@ type submission struct {
 	localData bool
 	data      storage.DataSet
 	cache     pack.DigestCache
+	// secret is the storage Secret submit makes for the job; nil for none.
+	secret *corev1.Secret
+	// unverified, set by --from-run, says why the run's job is shown rather than
+	// submitted unless --yes.
+	unverified string
 }
 
 // prepareSubmission checks the flags and arguments, reads the manifest, packs the code
@@ -199,6 +215,7 @@ func (o *rootOptions) prepareSubmission(cmd *cobra.Command, f *submitFlags, args
 		s.archive.Remove()
 		return nil, err
 	}
+	s.secret = storageSecret(s.job, s.cfg, s.userSecret, f.clusterEndpoint)
 	return s, nil
 }
 
@@ -275,20 +292,15 @@ func (o *rootOptions) awaitJob(ctx context.Context, cs *clients, job *tfv1.TFJob
 	return nil
 }
 
-// createJob creates the job's storage Secret, if it uses one and --storage-secret names
-// none, then the job, then makes the job the Secret's owner, so that the Secret goes
-// with the job. The Secret is deleted again if the job cannot be created.
-func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, cfg storage.Config, f *submitFlags) error {
-	var secret *corev1.Secret
-	if job.Spec.Storage != nil && cfg.Endpoint != "" && f.storageSecret == "" && job.Spec.Storage.SecretRef.Name == jobs.StorageSecretName(job.Name) {
+// createJob creates the job's storage Secret, if submit makes one (storageSecret),
+// then the job, then makes the job the Secret's owner, so that the Secret goes with
+// the job. The Secret is deleted again if the job cannot be created. notes is told
+// of the Secret created.
+func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJob, secret *corev1.Secret, notes io.Writer) error {
+	if secret != nil {
 		var err error
-		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, f.clusterEndpoint)); err != nil {
+		if secret, err = jobs.CreateStorageSecret(ctx, cs.Client, secret); err != nil {
 			return err
-		}
-		// With -o, stdout holds the job alone, for a program to read.
-		notes := o.env.Out
-		if f.output != "" {
-			notes = o.env.ErrOut
 		}
 		fmt.Fprintf(notes, "secret/%s created\n", secret.Name)
 	}
@@ -300,13 +312,7 @@ func (o *rootOptions) createJob(ctx context.Context, cs *clients, job *tfv1.TFJo
 		return err
 	}
 	if secret != nil {
-		if err := jobs.OwnSecret(ctx, cs.Client, secret, job); err != nil {
-			return err
-		}
+		return jobs.OwnSecret(ctx, cs.Client, secret, job)
 	}
-	if f.output != "" {
-		return printObject(o.env.Out, jobspec.ForPrinting(job), f.output)
-	}
-	fmt.Fprintf(o.env.Out, "tfjob.tfk8s.io/%s created\n", job.Name)
 	return nil
 }

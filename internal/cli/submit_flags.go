@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,10 +23,7 @@ type submitFlags struct {
 	dryRun       bool
 	yes          bool
 	// rightSize, with fromRun, applies the run's right-sizing advice to its job.
-	rightSize bool
-	// unverified, set by --from-run, says why the run's job is shown rather than
-	// submitted unless --yes.
-	unverified      string
+	rightSize       bool
 	output          string
 	clusterEndpoint string
 	storageSecret   string
@@ -66,6 +66,27 @@ func parseArgs(cmd *cobra.Command, args []string) (submitArgs, error) {
 		return submitArgs{dir: positional[0], command: command}, nil
 	}
 	return submitArgs{}, fmt.Errorf("want at most one DIR, got %q: put the command after --, as in: tfk8s submit DIR --name N --image I -- python3 train.py", positional)
+}
+
+// checkDir checks that dir is a readable directory, naming the flag or argument it
+// came from.
+func checkDir(what, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s %s: not a directory", what, dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	return nil
 }
 
 // params checks the job's parameters of the flags, with the command; flags not given

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
@@ -57,12 +59,13 @@ func (o *rootOptions) resolveBase(ctx context.Context, f *submitFlags, s *submis
 	if err != nil {
 		return nil, err
 	}
-	if o.namespaceGiven() || base == nil || base.Namespace == "" {
+	s.unverified = base.unverified
+	if o.namespaceGiven() || base.job == nil || base.job.Namespace == "" {
 		if s.p.Namespace, err = o.namespace(); err != nil {
 			return nil, err
 		}
 	}
-	return base, nil
+	return base.job, nil
 }
 
 // resolveStorage decides whether the job keeps anything in S3 and, if so, reads the
@@ -109,6 +112,18 @@ func (s *submission) build(base *tfv1.TFJob) error {
 		return invalidJob(errors.New("--tensorboard: the job stores no summaries for it to show; add --artifacts with the directory your program writes them to (e.g. --artifacts logs)"), "")
 	}
 	return nil
+}
+
+// storageSecret is the Secret submit makes for the job, holding the S3 settings of cfg
+// as the job's pods reach them (clusterEndpoint, else cfg's). It makes none when the
+// job keeps nothing in S3, when its pods read the user's own Secret (userSecret, of
+// --storage-secret), or when a manifest names another Secret.
+func storageSecret(job *tfv1.TFJob, cfg storage.Config, userSecret, clusterEndpoint string) *corev1.Secret {
+	st := job.Spec.Storage
+	if st == nil || cfg.Endpoint == "" || userSecret != "" || st.SecretRef.Name != jobs.StorageSecretName(job.Name) {
+		return nil
+	}
+	return jobs.ConstructStorageSecret(job.Namespace, job.Name, cfg, clusterEndpoint)
 }
 
 // scanTrees packs the code and scans the data: their digests name them in the job. A
@@ -163,17 +178,18 @@ func hasCommand(base *tfv1.TFJob, command []string) bool {
 }
 
 // readBase reads the job the flags apply over: the manifest of -f, or the job of the
-// run of --from-run; nil for neither.
-func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (*tfv1.TFJob, error) {
+// run of --from-run; no job for neither.
+func (o *rootOptions) readBase(ctx context.Context, f *submitFlags) (baseJob, error) {
 	switch {
 	case f.file != "" && f.fromRun != "":
-		return nil, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
+		return baseJob{}, fmt.Errorf("-f %s and --from-run %s: give one", f.file, f.fromRun)
 	case f.file != "":
-		return readManifest(f.file, o.env.In)
+		job, err := readManifest(f.file, o.env.In)
+		return baseJob{job: job}, err
 	case f.fromRun != "":
-		return o.runManifest(ctx, f.fromRun, f)
+		return o.runBase(ctx, f.fromRun, f.rightSize)
 	}
-	return nil, nil
+	return baseJob{}, nil
 }
 
 // readManifest reads the manifest of -f: a file, or stdin for "-".
@@ -187,6 +203,14 @@ func readManifest(name string, stdin io.Reader) (*tfv1.TFJob, error) {
 		return nil, &invalidJobError{field: cmp.Or(leadingField(err.Error()), "-f"), err: fmt.Errorf("-f %s: %w", name, err)}
 	}
 	return job, nil
+}
+
+// readFile reads a file, or stdin for "-".
+func readFile(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }
 
 // baseName is the name of the manifest's job, "" without one.

@@ -68,14 +68,20 @@ func (d *kubeCluster) Run(ctx context.Context, namespace, job, run string) (*Run
 	if err != nil {
 		return nil, err
 	}
-	live, err := jobs.Get(ctx, d.client, namespace, job)
-	if err != nil {
-		live = nil // gone, or not to be read: the run as S3 has it
+	// A job that cannot be read is gone, or not the user's to read: the run as S3
+	// has it.
+	name := job
+	if run != "" {
+		name += "/" + run
 	}
-	r, err := runs.Find(ctx, c, dest, live, namespace, job+"/"+run)
+	found, err := runs.Lookup(ctx, runs.Source{Cluster: d.client, Storage: c, Destination: dest, Namespace: namespace}, name)
+	if err == nil {
+		err = found.Partial
+	}
 	if err != nil {
 		return nil, err
 	}
+	r := found.Run
 	details, err := runs.Show(ctx, c, r)
 	if err != nil {
 		return nil, err

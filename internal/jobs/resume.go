@@ -44,7 +44,7 @@ func CheckResumeFrom(ctx context.Context, cs *Clients, c *storage.Client, job *t
 		if err != nil {
 			return fmt.Errorf("--resume-from %s: %w", earlier, err)
 		}
-		stored, err := FindRun(ctx, c, dest.Dir(), job.Namespace, name, run)
+		stored, err := storage.FindRun(ctx, c, dest.Dir(), job.Namespace, name, run)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			job.Spec.Artifacts.ResumeFrom = storage.RunPrefix(dest.Dir(), job.Namespace, name, run).String()

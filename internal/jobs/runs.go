@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -83,36 +81,4 @@ func (l *Locations) Locate(ctx context.Context, c *storage.Client, job *tfv1.TFJ
 	}
 	l.known[key] = base
 	return base, nil
-}
-
-// SplitRun splits a run's name, JOB or JOB/RUN, into the job and the run; the run is
-// "" for JOB alone (its newest run).
-func SplitRun(name string) (job, run string, err error) {
-	job, run, _ = strings.Cut(name, "/")
-	if job == "" || strings.Contains(run, "/") || (run != "" && run != storage.LegacyRun && !storage.IsRunID(run)) {
-		return "", "", fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, storage.LegacyRun)
-	}
-	return job, run, nil
-}
-
-// FindRun finds the stored run of a job under destination: run, or the newest one
-// when run is "". It lists the job's prefix once.
-func FindRun(ctx context.Context, c *storage.Client, destination storage.URI, namespace, job, run string) (storage.StoredRun, error) {
-	objs, err := c.List(ctx, storage.JobPrefix(destination, namespace, job))
-	if err != nil {
-		return storage.StoredRun{}, err
-	}
-	runs := storage.GroupRuns(destination, objs)
-	if run == "" {
-		if r, ok := storage.NewestRun(runs, namespace, job); ok {
-			return r, nil
-		}
-		return storage.StoredRun{}, fmt.Errorf("no run of tfjob %s in %s: %w", job, storage.JobPrefix(destination, namespace, job), storage.ErrNotFound)
-	}
-	for _, r := range runs {
-		if r.Namespace == namespace && r.Job == job && r.Run == run {
-			return r, nil
-		}
-	}
-	return storage.StoredRun{}, fmt.Errorf("no run %s/%s in %s: %w", job, run, storage.JobPrefix(destination, namespace, job), storage.ErrNotFound)
 }

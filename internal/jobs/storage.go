@@ -123,7 +123,7 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 		return nil, storage.URI{}, nil, errors.Join(err, berr)
 	}
 	dest := DefaultDestination(cfg)
-	stored, ferr := FindRun(ctx, c, dest, cs.Namespace, jobName, run)
+	stored, ferr := storage.FindRun(ctx, c, dest, cs.Namespace, jobName, run)
 	switch {
 	case errors.Is(ferr, storage.ErrNotFound):
 		// Nothing stored: the callers say so of the prefix the run would have.

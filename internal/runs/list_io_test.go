@@ -2,13 +2,18 @@ package runs
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/tfk8s/tfk8s/internal/scheme"
 
 	"github.com/tfk8s/tfk8s/internal/storage"
 	"github.com/tfk8s/tfk8s/internal/testing/s3server"
+	"github.com/tfk8s/tfk8s/internal/testing/testutil"
 )
 
 // TestListNamedRunsReadsThoseAlone: the compare view's query names its runs, and
@@ -69,5 +74,40 @@ func TestNamedPrefixes(t *testing.T) {
 				t.Errorf("prefixes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLookupListsTheJobOnce: the run of a live job whose replicas stored where a
+// controller older than runs put them is found in the one LIST of the job's prefix
+// that also showed its own run missing, not in a second.
+func TestLookupListsTheJobOnce(t *testing.T) {
+	srv := s3server.Start(t)
+	counter := srv.Count(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dest := storage.URI{Bucket: srv.Bucket, Key: "runs/"}
+	live := testutil.MakeTFJob("mnist", "team").Workers(1).Artifacts(dest.String(), "/logs").UID("0000000a-0000-0000-0000-000000000000").Obj()
+	legacy := storage.JobPrefix(dest, "team", "mnist")
+	body := `{"attempts":[{"number":1}]}`
+	if err := srv.Client(t).PutObject(ctx, legacy.Join("worker-0/"+storage.ManifestName), strings.NewReader(body), int64(len(body)), storage.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	// The cluster holds the live job: a fake one, as only S3's requests are counted.
+	cluster := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
+	src := Source{Cluster: cluster, Storage: counter.Client(t), Destination: dest, Namespace: "team"}
+	found, err := Lookup(ctx, src, "mnist")
+	r := found.Run
+	if err == nil {
+		err = found.Partial
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Prefix != legacy.String() || !r.Live {
+		t.Errorf("found the run under %s (live %t), want the live job's under %s", r.Prefix, r.Live, legacy)
+	}
+	if n := counter.Get("LIST"); n != 1 {
+		t.Errorf("%d LISTs, want 1", n)
 	}
 }

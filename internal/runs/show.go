@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/storage"
-	"github.com/tfk8s/tfk8s/internal/tfjob"
 )
 
 // Details is a run in full: its row, and each replica's manifest, which lists its
@@ -37,42 +35,6 @@ type Replica struct {
 	Usage *storage.Usage
 	// UsageErr says why its usage record could not be read.
 	UsageErr error
-}
-
-// Find finds a run by its name, JOB for the newest or JOB/RUN, in namespace under
-// destination. live is the TFJob of that name if it exists (else nil): its run is
-// the newest, and takes its state from it.
-func Find(ctx context.Context, c *storage.Client, destination storage.URI, live *tfv1.TFJob, namespace, name string) (Run, error) {
-	job, id, err := jobs.SplitRun(name)
-	if err != nil {
-		return Run{}, err
-	}
-	if live != nil && id != "" && id != tfjob.RunID(string(live.UID)) {
-		live = nil
-	}
-	if live != nil && live.Spec.Artifacts != nil && storesUnder(live, destination) {
-		id = tfjob.RunID(string(live.UID))
-	}
-	stored, err := jobs.FindRun(ctx, c, destination, namespace, job, id)
-	if errors.Is(err, storage.ErrNotFound) && live != nil {
-		stored, err = jobs.FindRun(ctx, c, destination, namespace, job, storage.LegacyRun)
-	}
-	var r Run
-	switch {
-	case err == nil:
-		r, err = read(ctx, c, Query{Series: true}, stored)
-	case errors.Is(err, storage.ErrNotFound) && live != nil:
-		r, err = Run{Namespace: namespace, Name: job, Run: tfjob.RunID(string(live.UID)), Started: live.CreationTimestamp.Time}, nil
-		if live.Spec.Artifacts != nil {
-			r.Prefix = jobs.ArtifactsBase(live).String()
-		}
-	default:
-		return Run{}, err
-	}
-	if live != nil {
-		r.fromLive(live)
-	}
-	return r, err
 }
 
 // Show reads a run's replicas' manifests and usage records, MaxParallelReads

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -150,4 +152,38 @@ func NewestRun(runs []StoredRun, namespace, job string) (StoredRun, bool) {
 		}
 	}
 	return newest, found
+}
+
+// FindRun finds the stored run of a job under destination: run, or the newest one
+// when run is ""; failing that, the first of fallbacks that is stored. It lists the
+// job's prefix once, however many runs it tries.
+func FindRun(ctx context.Context, c *Client, destination URI, namespace, job, run string, fallbacks ...string) (StoredRun, error) {
+	prefix := JobPrefix(destination, namespace, job)
+	objs, err := c.List(ctx, prefix)
+	if err != nil {
+		return StoredRun{}, err
+	}
+	stored := GroupRuns(destination, objs)
+	for _, id := range append([]string{run}, fallbacks...) {
+		if r, ok := pickRun(stored, namespace, job, id); ok {
+			return r, nil
+		}
+	}
+	if run == "" {
+		return StoredRun{}, fmt.Errorf("no run of tfjob %s in %s: %w", job, prefix, ErrNotFound)
+	}
+	return StoredRun{}, fmt.Errorf("no run %s/%s in %s: %w", job, run, prefix, ErrNotFound)
+}
+
+// pickRun is run of job among stored, the newest for "", and false if it is not there.
+func pickRun(stored []StoredRun, namespace, job, run string) (StoredRun, bool) {
+	if run == "" {
+		return NewestRun(stored, namespace, job)
+	}
+	for _, r := range stored {
+		if r.Namespace == namespace && r.Job == job && r.Run == run {
+			return r, true
+		}
+	}
+	return StoredRun{}, false
 }
