@@ -19,7 +19,7 @@ import (
 const (
 	// gpuNotice is the line the CUDA image prints when its container has no GPU.
 	gpuNotice = "tfk8s: no GPU visible to this container; TensorFlow runs on the CPU"
-	// gpuJobDisk is what the CUDA image takes in a cluster, with 1 GB to spare: the
+	// gpuJobDisk is what the CUDA image takes in a cluster, with 1 GiB to spare: the
 	// registry's copy (4.1 GB compressed), containerd's copy of the same blobs, and the
 	// unpacked snapshot (6.6 GB), 14.6-15.0 GB measured.
 	gpuJobDisk = 16 << 30
@@ -52,8 +52,8 @@ type gpuLoad struct {
 func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, binDir string) *gpuLoad {
 	l := &gpuLoad{done: make(chan struct{})}
 	if free := freeDisk(t, opts.Dir); free < gpuJobDisk {
-		l.err = fmt.Errorf("%s has %.1f GB free; a job in the CUDA image needs %.0f GB there (the registry's copy, containerd's and the unpacked image)",
-			opts.Dir, gb(free), gb(gpuJobDisk))
+		l.err = fmt.Errorf("%s has %.1f GiB free; a job in the CUDA image needs %.0f GiB there (the registry's copy, containerd's and the unpacked image)",
+			opts.Dir, gib(free), gib(gpuJobDisk))
 		close(l.done)
 		return l
 	}
@@ -93,8 +93,8 @@ func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad
 	long := *c
 	long.wait = gpuJobWait
 	job := long.waitFinished(ctx, t, "cuda")
-	t.Logf("cuda %s %.1f s after submit (the node pulled and unpacked the image, taking %.1f GB)",
-		job.Status.State, time.Since(start).Seconds(), gb(free)-gb(freeDisk(t, c.dir)))
+	t.Logf("cuda %s %.1f s after submit (the node pulled and unpacked the image, taking %.1f GiB)",
+		job.Status.State, time.Since(start).Seconds(), gib(free)-gib(freeDisk(t, c.dir)))
 	logs := c.tfk8s(ctx, "logs", "cuda").stdout
 	if job.Status.State != tfv1.JobSucceeded {
 		t.Fatalf("cuda state %s, want Succeeded: %+v\nlogs:\n%s", job.Status.State, job.Status.Conditions, logs)
@@ -131,15 +131,17 @@ func checkGPUJobLogs(t *testing.T, logs string) {
 	}
 }
 
-// freeDisk is how many bytes the file system holding dir has free for root.
+// freeDisk is how many bytes the file system holding dir has free for an ordinary
+// user, which is what the cluster's processes can count on: root may have a reserve
+// beyond it. Linux counts f_bavail in fragments (f_frsize), not f_bsize.
 func freeDisk(t *testing.T, dir string) uint64 {
 	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return st.Bavail * uint64(st.Bsize)
+	return st.Bavail * uint64(st.Frsize)
 }
 
-// gb is n bytes in GB (2^30).
-func gb(n uint64) float64 { return float64(n) / (1 << 30) }
+// gib is n bytes in GiB.
+func gib(n uint64) float64 { return float64(n) / (1 << 30) }
