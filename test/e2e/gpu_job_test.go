@@ -62,7 +62,10 @@ func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, 
 		defer close(l.done)
 		start := time.Now()
 		var out bytes.Buffer
-		if err := localcluster.Load(ctx, opts, []string{dir}, "", &out); err != nil {
+		// Named here, not by the layout's annotation: under any other name the node
+		// would look for the job's image on ghcr.io, or wait for it until the job's
+		// time is up.
+		if err := localcluster.Load(ctx, opts, []string{dir}, images.TensorFlowGPU, &out); err != nil {
 			l.err = fmt.Errorf("local load %s: %w\n%s", dir, err, out.String())
 		}
 		l.took = time.Since(start)
