@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/images"
 	"github.com/tfk8s/tfk8s/internal/localcluster"
 )
@@ -95,13 +94,9 @@ func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad
 		"--", "sh", "-c", gpuJobScript)
 	long := *c
 	long.wait = gpuJobWait
-	job := long.waitFinished(ctx, t, "cuda")
-	t.Logf("cuda %s %.1f s after submit (the node pulled and unpacked the image, taking %.1f GiB)",
-		job.Status.State, time.Since(start).Seconds(), gib(free)-gib(freeDisk(t, c.dir)))
-	logs := c.tfk8s(ctx, "logs", "cuda").stdout
-	if job.Status.State != tfv1.JobSucceeded {
-		t.Fatalf("cuda state %s, want Succeeded: %+v\nlogs:\n%s", job.Status.State, job.Status.Conditions, logs)
-	}
+	_, logs := waitSucceeded(ctx, t, &long, "cuda")
+	t.Logf("cuda succeeded %.1f s after submit (the node pulled and unpacked the image, taking %.1f GiB)",
+		time.Since(start).Seconds(), gib(free)-gib(freeDisk(t, c.dir)))
 	checkGPUJobLogs(t, logs)
 }
 
