@@ -22,6 +22,11 @@ const (
 	// registry's copy (4.1 GB compressed), containerd's copy of the same blobs, and the
 	// unpacked snapshot (6.6 GB), 14.6-15.0 GB measured.
 	gpuJobDisk = 16 << 30
+	// gpuPullDisk is what is still to come when the job is submitted, the registry's
+	// copy being in place: containerd's copy of the blobs (3.9 GiB) and the unpacked
+	// snapshot, 9.7-10.5 GiB measured together, with 1.5 GiB to spare. Less, and the
+	// pull can fill the disk: ErrImagePull until gpuJobWait is up, or etcd failing.
+	gpuPullDisk = 12 << 30
 	// gpuJobWait bounds the wait for the job: its node pulls 4.1 GB and unpacks 6.6 GB
 	// on two shared cores before TensorFlow imports.
 	gpuJobWait = 10 * time.Minute
@@ -89,7 +94,13 @@ func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad
 	}
 	t.Logf("local load of the CUDA image: %.1f s, %.1f s of it waited for here", load.took.Seconds(), time.Since(start).Seconds())
 
+	// The suite's jobs since the load (the tour pulls the Jupyter image) may have
+	// taken what the check before it left spare.
 	start, free := time.Now(), freeDisk(t, c.dir)
+	if free < gpuPullDisk {
+		t.Fatalf("%s has %.1f GiB free; the node's pull of the CUDA image needs %.0f GiB there (containerd's copy and the unpacked image): %.1f GiB short",
+			c.dir, gib(free), gib(gpuPullDisk), gib(gpuPullDisk-free))
+	}
 	c.mustTfk8s(ctx, t, "submit", "--name", "cuda", "--image", images.TensorFlowGPU, "--workers", "1",
 		"--", "sh", "-c", gpuJobScript)
 	long := *c
