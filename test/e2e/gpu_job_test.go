@@ -30,6 +30,9 @@ const (
 	// gpuJobWait bounds the wait for the job: its node pulls 4.1 GB and unpacks 6.6 GB
 	// on two shared cores before TensorFlow imports.
 	gpuJobWait = 10 * time.Minute
+	// gpuLoadWait bounds the wait for the load, which took 16-19 s and started six
+	// subtests before the job.
+	gpuLoadWait = 3 * time.Minute
 )
 
 // gpuJobScript is the job's program: the dynamic loader's view of the CUDA libraries,
@@ -44,9 +47,10 @@ exec python3 -c "import tensorflow as tf; print('GPUs', tf.config.list_physical_
 
 // gpuLoad is the load of the CUDA image into the cluster's registry, under way.
 type gpuLoad struct {
-	done chan struct{}
-	err  error
-	took time.Duration
+	done  chan struct{}
+	err   error
+	start time.Time
+	took  time.Duration
 }
 
 // startGPULoad loads the CUDA image into the cluster's registry while the suite's
@@ -54,7 +58,7 @@ type gpuLoad struct {
 // free. Not enough disk is an error for the CUDA job alone, which it then waits for.
 // The load ends before the cluster goes down.
 func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, binDir string) *gpuLoad {
-	l := &gpuLoad{done: make(chan struct{})}
+	l := &gpuLoad{done: make(chan struct{}), start: time.Now()}
 	if free := freeDisk(t, opts.Dir); free < gpuJobDisk {
 		l.err = fmt.Errorf("%s has %.1f GiB free; a job in the CUDA image needs %.0f GiB there (the registry's copy, containerd's and the unpacked image)",
 			opts.Dir, gib(free), gib(gpuJobDisk))
@@ -64,7 +68,6 @@ func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, 
 	dir := filepath.Join(binDir, "..", "_out", "images", "tensorflow-gpu")
 	go func() {
 		defer close(l.done)
-		start := time.Now()
 		var out bytes.Buffer
 		// Named here, not by the layout's annotation: under any other name the node
 		// would look for the job's image on ghcr.io, or wait for it until the job's
@@ -72,7 +75,7 @@ func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, 
 		if err := localcluster.Load(ctx, opts, []string{dir}, images.TensorFlowGPU, &out); err != nil {
 			l.err = fmt.Errorf("local load %s: %w\n%s", dir, err, out.String())
 		}
-		l.took = time.Since(start)
+		l.took = time.Since(l.start)
 	}()
 	t.Cleanup(func() { <-l.done })
 	return l
@@ -88,7 +91,12 @@ func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, 
 // scheduled, and the point is that the image runs where there is none.
 func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad) {
 	start := time.Now()
-	<-load.done
+	select {
+	case <-load.done:
+	case <-time.After(gpuLoadWait):
+		t.Fatalf("the local load of the CUDA image has not ended %.0f s after it started (%.0f s waited for here)",
+			time.Since(load.start).Seconds(), time.Since(start).Seconds())
+	}
 	if load.err != nil {
 		t.Fatal(load.err)
 	}
