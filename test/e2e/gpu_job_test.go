@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -51,6 +52,9 @@ type gpuLoad struct {
 	err   error
 	start time.Time
 	took  time.Duration
+	// read is whether the CUDA job has seen err: if not (-run left it out, or its
+	// wait ran out), the cleanup reports it.
+	read bool
 }
 
 // startGPULoad loads the CUDA image into the cluster's registry while the suite's
@@ -74,10 +78,18 @@ func startGPULoad(ctx context.Context, t *testing.T, opts localcluster.Options, 
 		// time is up.
 		if err := localcluster.Load(ctx, opts, []string{dir}, images.TensorFlowGPU, &out); err != nil {
 			l.err = fmt.Errorf("local load %s: %w\n%s", dir, err, out.String())
+			return
 		}
 		l.took = time.Since(l.start)
+		t.Logf("local load of the CUDA image, %.1f s:\n%s", l.took.Seconds(), out.String())
 	}()
-	t.Cleanup(func() { <-l.done })
+	t.Cleanup(func() {
+		<-l.done
+		// Canceled: the suite ended before the load, which is its own error.
+		if l.err != nil && !l.read && !errors.Is(l.err, context.Canceled) {
+			t.Error(l.err)
+		}
+	})
 	return l
 }
 
@@ -97,6 +109,7 @@ func testGPUJob(ctx context.Context, t *testing.T, c *jobsCluster, load *gpuLoad
 		t.Fatalf("the local load of the CUDA image has not ended %.0f s after it started (%.0f s waited for here)",
 			time.Since(load.start).Seconds(), time.Since(start).Seconds())
 	}
+	load.read = true
 	if load.err != nil {
 		t.Fatal(load.err)
 	}
