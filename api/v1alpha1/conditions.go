@@ -150,7 +150,10 @@ const (
 const (
 	// JobReplicasWaiting is True while a container of a replica's pod waits for what
 	// only the user can fix (an image that cannot be pulled, a Secret or ConfigMap key
-	// that does not exist), naming each; False once none does.
+	// that does not exist); its message names the replicas as ranges ("worker 0-999 and
+	// ps 0 cannot pull image x:1"), and replicaStatuses list them in
+	// imageNotPulledIndexes and containerConfigInvalidIndexes. False once none does, or
+	// once the job finished or was suspended.
 	JobReplicasWaiting JobState = "ReplicasWaiting"
 	// ReasonImageNotPulled: the kubelet cannot pull a container's image (ErrImagePull,
 	// ImagePullBackOff, InvalidImageName, ErrImageNeverPull, ImageInspectError).
@@ -161,4 +164,7 @@ const (
 	ReasonContainerConfigInvalid = "ContainerConfigInvalid"
 	// ReasonWaitsCleared: no replica waits on the user any more.
 	ReasonWaitsCleared = "WaitsCleared"
+	// ReasonWaitsEnded: the job finished or was suspended while replicas waited; the
+	// user fixed nothing, so no WaitsCleared event is emitted.
+	ReasonWaitsEnded = "WaitsEnded"
 )

@@ -634,6 +634,14 @@ type ReplicaStatus struct {
 	// FailedIndexes lists the indexes that failed for good, in the same form.
 	// +optional
 	FailedIndexes string `json:"failedIndexes,omitempty"`
+	// ImageNotPulledIndexes lists, in the same form, the live replicas whose pod cannot
+	// pull an image: each is announced once while it waits, however long that is.
+	// +optional
+	ImageNotPulledIndexes string `json:"imageNotPulledIndexes,omitempty"`
+	// ContainerConfigInvalidIndexes lists, in the same form, the live replicas whose
+	// container's config cannot be built (a Secret, ConfigMap or key is missing).
+	// +optional
+	ContainerConfigInvalidIndexes string `json:"containerConfigInvalidIndexes,omitempty"`
 	// LastFailure is the last container of this type that failed.
 	// +optional
 	LastFailure *ReplicaFailure `json:"lastFailure,omitempty"`

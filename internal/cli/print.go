@@ -140,8 +140,9 @@ func jobRow(job *tfv1.TFJob, gpus string, progress progressFigures, wide, withNa
 }
 
 // stateCell is a STATE cell: the job's state, and while a replica waits on the user
-// (its ReplicasWaiting condition), the reason, since such a job stays Created until the
-// user fixes its image or Secret.
+// (its ReplicasWaiting condition), the condition's reason, the one most waiting
+// replicas share: a job keeps its state, Created or Running, until the user fixes its
+// image or Secret, so the state alone would not say it is stuck.
 func stateCell(job *tfv1.TFJob) string {
 	s := orNone(string(job.Status.State))
 	if c := meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobReplicasWaiting)); c != nil && c.Status == metav1.ConditionTrue {

@@ -98,10 +98,10 @@ func TestStripPod(t *testing.T) {
 			return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer"}}},
 				Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7", ContainerStatuses: named.Status.ContainerStatuses}}
 		}, 4},
-		{"an init container waiting on its image keeps its wait", pulling, func(meta metav1.ObjectMeta) *corev1.Pod {
+		{"an init container waiting on its image keeps its wait and image", pulling, func(meta metav1.ObjectMeta) *corev1.Pod {
 			return &corev1.Pod{ObjectMeta: meta, Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.1.0.7",
 				ContainerStatuses:     pulling.Status.ContainerStatuses,
-				InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", State: pullWait}}}}
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", Image: "agent:1", State: pullWait}}}}
 		}, 0},
 	}
 	for _, tc := range cases {

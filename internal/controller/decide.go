@@ -122,7 +122,7 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	p.requeue = minPositive(p.requeue, wait)
 	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
 	p.o.waits = replicaWaits(p.o)
-	noteWaits(st, p.o.waits, now)
+	noteWaits(st, p.o.waits, waitsStopped(st, jobSuspended(run) || p.suspend), now)
 	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
 		p.start = r.planStart(run, p.o, w, now.Time)
 		p.start.admission, p.start.flavors = p.kueue.admission, w.flavors

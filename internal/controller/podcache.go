@@ -160,6 +160,7 @@ func stripPod(obj any) (any, error) {
 		for i, cs := range pod.Status.ContainerStatuses {
 			kept.Status.ContainerStatuses[i] = corev1.ContainerStatus{
 				Name:                 cs.Name,
+				Image:                waitingImage(cs),
 				State:                cs.State,
 				LastTerminationState: cs.LastTerminationState,
 				RestartCount:         cs.RestartCount,
@@ -169,10 +170,19 @@ func stripPod(obj any) (any, error) {
 	for _, cs := range pod.Status.InitContainerStatuses {
 		if cs.State.Waiting != nil {
 			kept.Status.InitContainerStatuses = append(kept.Status.InitContainerStatuses,
-				corev1.ContainerStatus{Name: cs.Name, State: cs.State})
+				corev1.ContainerStatus{Name: cs.Name, Image: cs.Image, State: cs.State})
 		}
 	}
 	return stripMetadata(kept)
+}
+
+// waitingImage is the image of a waiting container, which the ReplicasWaiting
+// condition names, and "" for the others: the cache keeps no more than it reads.
+func waitingImage(cs corev1.ContainerStatus) string {
+	if cs.State.Waiting == nil {
+		return ""
+	}
+	return cs.Image
 }
 
 // keptContainer is what the cache keeps of the TensorFlow container c: its name when

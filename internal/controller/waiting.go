@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/tfjob"
@@ -17,7 +18,7 @@ import (
 // fix; reason is the job's reason for it (ReasonImageNotPulled...).
 type replicaWait struct {
 	key    ReplicaKey
-	pod    string
+	pod    *corev1.Pod
 	wait   tfjob.Wait
 	reason string
 }
@@ -35,12 +36,6 @@ var userWaitReasons = map[string]string{
 	"CreateContainerConfigError": tfv1.ReasonContainerConfigInvalid,
 }
 
-// waitPhrases say what a replica cannot do, by the job's reason.
-var waitPhrases = map[string]string{
-	tfv1.ReasonImageNotPulled:         "cannot pull its image",
-	tfv1.ReasonContainerConfigInvalid: "cannot create its container",
-}
-
 // replicaWaits lists the containers of the job's live pods that wait on the user, in
 // the order of the replicas, each replica's first wait of each reason only.
 func replicaWaits(o *observation) []replicaWait {
@@ -53,7 +48,7 @@ func replicaWaits(o *observation) []replicaWait {
 		for _, w := range tfjob.WaitsOnUser(pod) {
 			reason, ok := userWaitReasons[w.Reason]
 			if ok && !slices.ContainsFunc(out[first:], func(rw replicaWait) bool { return rw.reason == reason }) {
-				out = append(out, replicaWait{key: key, pod: pod.Name, wait: w, reason: reason})
+				out = append(out, replicaWait{key: key, pod: pod, wait: w, reason: reason})
 			}
 		}
 	}
@@ -64,82 +59,109 @@ func replicaWaits(o *observation) []replicaWait {
 	return out
 }
 
-// tag is what the wait's part of the condition's message starts with: the replica and
-// what it cannot do, the same however the kubelet's message reads.
-func (w replicaWait) tag() string {
-	return fmt.Sprintf("%s %d %s", tfjob.TaskType(w.key.Type), w.key.Index, waitPhrases[w.reason])
+// what says what the replica cannot do, the same at every turn of the kubelet's tries.
+func (w replicaWait) what() string {
+	if w.reason == tfv1.ReasonContainerConfigInvalid {
+		return "cannot create container " + w.wait.Container
+	}
+	return "cannot pull image " + w.wait.Image
 }
 
-// String says the wait in a sentence: the replica, what it cannot do, its pod and
-// container, and the kubelet's reason and message.
+// String says the wait in a sentence for its event: the replica, what it cannot do, its
+// pod and container, and the kubelet's reason and message.
 func (w replicaWait) String() string {
-	return fmt.Sprintf("%s (pod %s, container %s: %s)", w.tag(), w.pod, w.wait.Container, w.wait)
+	return fmt.Sprintf("%s %d %s (pod %s, container %s: %s)", tfjob.TaskType(w.key.Type), w.key.Index, w.what(),
+		w.pod.Name, w.wait.Container, w.wait)
 }
 
-// brief is the wait without the kubelet's message, which the first wait of the
-// condition carries for all: the replicas of a job most often wait for the same image,
-// and every replica is named within the message's 512 bytes.
-func (w replicaWait) brief() string {
-	return fmt.Sprintf("%s (pod %s, container %s: %s)", w.tag(), w.pod, w.wait.Container, w.wait.Reason)
+// waitIndexes is the field of rs that lists the replicas waiting for reason.
+func waitIndexes(rs *tfv1.ReplicaStatus, reason string) *string {
+	switch reason {
+	case tfv1.ReasonImageNotPulled:
+		return &rs.ImageNotPulledIndexes
+	case tfv1.ReasonContainerConfigInvalid:
+		return &rs.ContainerConfigInvalidIndexes
+	}
+	return nil
 }
 
-// waitDetailLength bounds the kubelet's message in the condition.
-const waitDetailLength = 240
+// Messages of a ReplicasWaiting condition set False while replicas still waited.
+const (
+	waitsEndedFinished  = "the job has finished: its replicas wait no more"
+	waitsEndedSuspended = "the job is suspended: its pods are gone, and may wait again once it resumes"
+)
 
-// noteWaits sets the job's ReplicasWaiting condition: True naming each wait, with the
-// first one's reason, or False once none is left. A job that never waited gets no
-// condition, and a finished job is left as it ended.
-func noteWaits(st *tfv1.TFJobStatus, waits []replicaWait, now metav1.Time) {
+// noteWaits records the waits in the job's status: the indexes of each replica type by
+// reason, and the ReplicasWaiting condition, True summing them up, or False once none
+// is left. A job that never waited gets no condition. A finished or suspended job
+// (stopped, one of the waitsEnded messages) waits no more, whatever its pods showed.
+func noteWaits(st *tfv1.TFJobStatus, waits []replicaWait, stopped string, now metav1.Time) {
+	if stopped != "" {
+		waits = nil
+	}
+	for _, rs := range st.ReplicaStatuses {
+		if rs != nil {
+			rs.ImageNotPulledIndexes, rs.ContainerConfigInvalidIndexes = "", ""
+		}
+	}
+	for key, set := range waitSets(waits) {
+		if rs := st.ReplicaStatuses[key.typ]; rs != nil {
+			*waitIndexes(rs, key.reason) = formatIndexes(set)
+		}
+	}
 	switch {
-	case jobFinished(st):
 	case len(waits) > 0:
-		parts := make([]string, len(waits))
-		for i, w := range waits {
-			parts[i] = w.brief()
-		}
-		first := waits[0]
-		if len(first.wait.Message) > waitDetailLength {
-			first.wait.Message = first.wait.Message[:waitDetailLength-3] + "..."
-		}
-		parts[0] = first.String()
-		setCondition(st, tfv1.JobReplicasWaiting, metav1.ConditionTrue, waits[0].reason, strings.Join(parts, "; "), now)
-	case isConditionTrue(st, tfv1.JobReplicasWaiting):
+		setCondition(st, tfv1.JobReplicasWaiting, metav1.ConditionTrue, commonestReason(waits), waitsMessage(waits), now)
+	case !isConditionTrue(st, tfv1.JobReplicasWaiting):
+	case stopped != "":
+		setCondition(st, tfv1.JobReplicasWaiting, metav1.ConditionFalse, tfv1.ReasonWaitsEnded, stopped, now)
+	default:
 		setCondition(st, tfv1.JobReplicasWaiting, metav1.ConditionFalse, tfv1.ReasonWaitsCleared,
 			"no replica waits on the user any more", now)
 	}
 }
 
-// unsaidWaits are the waits the written condition after names that the condition
-// before did not: each replica is announced once per reason while it waits, however
-// often the kubelet's message changes, and a wait cut from a long message is not
-// announced at every reconcile.
-func unsaidWaits(before, after *metav1.Condition, waits []replicaWait) []replicaWait {
-	if after == nil || after.Status != metav1.ConditionTrue {
-		return nil
+// waitsStopped is why a job's replicas wait no more although its pods may still show
+// it, or "" while they may wait: a finished job, or one suspended.
+func waitsStopped(st *tfv1.TFJobStatus, suspend bool) string {
+	switch {
+	case jobFinished(st):
+		return waitsEndedFinished
+	case suspend || isConditionTrue(st, tfv1.JobSuspended):
+		return waitsEndedSuspended
 	}
-	said := func(c *metav1.Condition, w replicaWait) bool {
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return false
-		}
-		return slices.ContainsFunc(strings.Split(c.Message, "; "), func(part string) bool { return strings.HasPrefix(part, w.tag()+" (") })
-	}
-	var out []replicaWait
+	return ""
+}
+
+// waitKey is one replica type's waits for one reason.
+type waitKey struct {
+	typ    tfv1.ReplicaType
+	reason string
+}
+
+// waitSets gathers the waiting indexes by replica type and reason.
+func waitSets(waits []replicaWait) map[waitKey]sets.Set[int32] {
+	out := map[waitKey]sets.Set[int32]{}
 	for _, w := range waits {
-		if said(after, w) && !said(before, w) {
-			out = append(out, w)
+		k := waitKey{w.key.Type, w.reason}
+		if out[k] == nil {
+			out[k] = sets.New[int32]()
 		}
+		out[k].Insert(w.key.Index)
 	}
 	return out
 }
 
-// announceWaits emits a Warning event for each replica the written status newly says
-// waits on the user, and a Normal one when the waits cleared.
-func (r *TFJobReconciler) announceWaits(job *tfv1.TFJob, before, after *tfv1.TFJobStatus, waits []replicaWait) {
-	was, now := findCondition(before, tfv1.JobReplicasWaiting), findCondition(after, tfv1.JobReplicasWaiting)
-	if now != nil && now.Status == metav1.ConditionFalse && was != nil && was.Status == metav1.ConditionTrue {
-		r.event(job, corev1.EventTypeNormal, tfv1.ReasonWaitsCleared, "%s", now.Message)
+// commonestReason is the reason most of the waits share (the first such in the
+// replicas' order): the one `tfk8s list` shows beside the state.
+func commonestReason(waits []replicaWait) string {
+	counts := map[string]int{}
+	best := ""
+	for _, w := range waits {
+		counts[w.reason]++
+		if counts[w.reason] > counts[best] {
+			best = w.reason
+		}
 	}
-	for _, w := range unsaidWaits(was, now, waits) {
-		r.event(job, corev1.EventTypeWarning, w.reason, "%s", truncate(w.String()))
-	}
+	return best
 }

@@ -48,6 +48,7 @@ func StatusToModel(in *kubeflowv1.JobStatus) tfv1.TFJobStatus {
 			Active: rs.Active, Succeeded: rs.Succeeded, Failed: rs.Failed,
 			Restarts: rs.Restarts, Disruptions: rs.Disruptions, RestartsOfGonePods: rs.RestartsOfGonePods,
 			SucceededIndexes: rs.SucceededIndexes, FailedIndexes: rs.FailedIndexes,
+			ImageNotPulledIndexes: rs.ImageNotPulledIndexes, ContainerConfigInvalidIndexes: rs.ContainerConfigInvalidIndexes,
 		}
 		if f := rs.LastFailure; f != nil {
 			out.ReplicaStatuses[rt].LastFailure = &tfv1.ReplicaFailure{Index: f.Index, Pod: f.Pod, ExitCode: f.ExitCode,
@@ -96,6 +97,7 @@ func StatusFromModel(st *tfv1.TFJobStatus, old *kubeflowv1.JobStatus, job string
 			Selector: ReplicaSelector(job, rt),
 			Restarts: rs.Restarts, Disruptions: rs.Disruptions, RestartsOfGonePods: rs.RestartsOfGonePods,
 			SucceededIndexes: rs.SucceededIndexes, FailedIndexes: rs.FailedIndexes,
+			ImageNotPulledIndexes: rs.ImageNotPulledIndexes, ContainerConfigInvalidIndexes: rs.ContainerConfigInvalidIndexes,
 		}
 		if f := rs.LastFailure; f != nil {
 			kr.LastFailure = &kubeflowv1.ReplicaFailure{Index: f.Index, Pod: f.Pod, ExitCode: f.ExitCode,

@@ -9,6 +9,8 @@ import (
 // A Wait is a container that waits for a reason the user must act on.
 type Wait struct {
 	Container, Reason, Message string
+	// Image is the container's image, as the kubelet reports it.
+	Image string
 }
 
 // String is the wait as describe and logs print it: reason, then the kubelet's
@@ -35,7 +37,7 @@ func WaitsOnUser(p *corev1.Pod) []Wait {
 		if w == nil || w.Reason == "" || passingWaits[w.Reason] {
 			continue
 		}
-		waits = append(waits, Wait{Container: s.Name, Reason: w.Reason, Message: strings.Join(strings.Fields(w.Message), " ")})
+		waits = append(waits, Wait{Container: s.Name, Reason: w.Reason, Message: strings.Join(strings.Fields(w.Message), " "), Image: s.Image})
 	}
 	return waits
 }

@@ -57,7 +57,7 @@ func testImagePull(ctx context.Context, t *testing.T, c *jobsCluster, registry s
 // checkJobSaysWaiting checks that the job itself says why it waits, where kubectl and
 // the Kubeflow SDK read it: its ReplicasWaiting condition names worker 0 and the image,
 // its state stays Created, tfk8s list shows the reason beside it, and describe's events
-// hold one ImageNotPulled warning.
+// hold one ImageNotPulled warning, about worker 0's pod, emitted once.
 func checkJobSaysWaiting(ctx context.Context, t *testing.T, c *jobsCluster, image string) {
 	var row, out string
 	c.eventually(ctx, t, "list to show nopull waiting and describe its event", func() (bool, error) {
@@ -69,7 +69,7 @@ func checkJobSaysWaiting(ctx context.Context, t *testing.T, c *jobsCluster, imag
 	job := c.job(ctx, t, "nopull")
 	cond := meta.FindStatusCondition(job.Status.Conditions, string(tfv1.JobReplicasWaiting))
 	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != tfv1.ReasonImageNotPulled ||
-		!strings.HasPrefix(cond.Message, "worker 0 cannot pull its image (pod nopull-worker-0") || !strings.Contains(cond.Message, image) {
+		cond.Message != "worker 0 cannot pull image "+image {
 		t.Errorf("ReplicasWaiting %+v; want True, %s, naming worker 0 and %s", cond, tfv1.ReasonImageNotPulled, image)
 	}
 	if job.Status.State != tfv1.JobCreated {
@@ -78,6 +78,7 @@ func checkJobSaysWaiting(ctx context.Context, t *testing.T, c *jobsCluster, imag
 	if n := strings.Count(out, "Warning   "+tfv1.ReasonImageNotPulled); n != 1 {
 		t.Errorf("describe shows %d %s events, want 1 whatever the kubelet's turns:\n%s", n, tfv1.ReasonImageNotPulled, out)
 	}
+	checkEmittedOnce(ctx, t, c, job, tfv1.ReasonImageNotPulled, "nopull-worker-0")
 	t.Logf("list: %s", row)
 }
 
@@ -104,4 +105,31 @@ func (w *cancelWhen) Write(p []byte) (int, error) {
 		w.cancel()
 	}
 	return n, err
+}
+
+// checkEmittedOnce checks that the job has one event of reason, related to the pod, and
+// that it was emitted once: the events recorder folds a second emission of the same
+// event into a series on it, which describe would show only as a count.
+func checkEmittedOnce(ctx context.Context, t *testing.T, c *jobsCluster, job *tfv1.TFJob, reason, pod string) {
+	list, err := c.cs.EventsV1().Events(job.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing events: %v", err)
+	}
+	var got []string
+	for _, e := range list.Items {
+		if e.Regarding.UID != job.UID || e.Reason != reason {
+			continue
+		}
+		related := ""
+		if e.Related != nil {
+			related = e.Related.Name
+		}
+		got = append(got, related)
+		if e.Series != nil {
+			t.Errorf("%s event about %s emitted %d times, want once whatever the kubelet's turns", reason, related, e.Series.Count)
+		}
+	}
+	if len(got) != 1 || got[0] != pod {
+		t.Errorf("%s events related to %v, want one related to %s", reason, got, pod)
+	}
 }

@@ -205,6 +205,13 @@ type ReplicaStatus struct {
 	// FailedIndexes lists the indexes that failed for good (tfk8s).
 	// +optional
 	FailedIndexes string `json:"failedIndexes,omitempty"`
+	// ImageNotPulledIndexes lists the live replicas whose pod cannot pull an image (tfk8s).
+	// +optional
+	ImageNotPulledIndexes string `json:"imageNotPulledIndexes,omitempty"`
+	// ContainerConfigInvalidIndexes lists the live replicas whose container's config
+	// cannot be built (tfk8s).
+	// +optional
+	ContainerConfigInvalidIndexes string `json:"containerConfigInvalidIndexes,omitempty"`
 	// LastFailure is the last container of this type that failed (tfk8s).
 	// +optional
 	LastFailure *ReplicaFailure `json:"lastFailure,omitempty"`

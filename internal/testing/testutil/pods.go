@@ -104,8 +104,12 @@ func (w *PodWrapper) tensorflowStatus() *corev1.ContainerStatus {
 }
 
 // Waiting sets the tensorflow container waiting, as the kubelet says it, for reason
-// (ErrImagePull...) with message.
+// (ErrImagePull...) with message, with the image of the container's spec.
 func (w *PodWrapper) Waiting(reason, message string) *PodWrapper {
-	w.tensorflowStatus().State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	s := w.tensorflowStatus()
+	s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	if c := tfjob.TensorFlowContainer(w.Spec.Containers); c != nil {
+		s.Image = c.Image
+	}
 	return w
 }
