@@ -32,8 +32,8 @@ type usageRecorder struct {
 	rec      storage.Usage
 	last     cpuReading // the latest sample's
 	before   cpuReading // the one before it
+	first    cpuReading // the first sample's, for the mean
 	memSum   float64
-	firstCPU float64
 	points   []storage.UsagePoint
 	stride   int // keep every stride-th sample in points
 	skipped  int
@@ -44,7 +44,9 @@ type usageRecorder struct {
 	ended    bool // the final sample is taken: the command has exited
 }
 
-// cpuReading is a sample's CPU count and its time stamp.
+// cpuReading is a sample's CPU count and its time stamp, as now returned it: with
+// Go's monotonic reading, so that a step of the node's clock neither stalls nor
+// hastens sampling, nor shows in a rate. The record holds the wall time alone, in UTC.
 type cpuReading struct {
 	seconds float64
 	at      time.Time
@@ -136,7 +138,7 @@ func (r *usageRecorder) sample(log *logger) {
 		}
 		return
 	}
-	r.add(s, r.now().UTC())
+	r.add(s, r.now())
 	if r.gpus != nil {
 		smp := r.gpus.Next()
 		r.gpuTally.add(&r.rec, smp.GPUs)
@@ -146,26 +148,28 @@ func (r *usageRecorder) sample(log *logger) {
 
 // add adds sample s, taken at t, to the record. The caller holds mu.
 func (r *usageRecorder) add(s cgroupSample, t time.Time) {
-	u := &r.rec
-	u.Updated = t
+	u, wall := &r.rec, t.UTC()
+	u.Updated = wall
 	u.CPUSeconds = s.cpuSeconds
 	u.MemoryPeakBytes = max(u.MemoryPeakBytes, s.workingSet)
 	u.MemoryHighWaterBytes = max(u.MemoryHighWaterBytes, s.highWater)
 	u.MemoryLimitBytes, u.OOMKills = s.limit, s.oomKills
 	if u.Samples == 0 {
-		u.Start, r.firstCPU = t, s.cpuSeconds
+		u.Start, r.first = wall, cpuReading{s.cpuSeconds, t}
 	}
-	if span := t.Sub(u.Start).Seconds(); span > 0 {
-		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
+	if span := t.Sub(r.first.at).Seconds(); span > 0 {
+		u.CPUCoresMean = (s.cpuSeconds - r.first.seconds) / span
 	}
 	// A rate is taken over an interval at least: the final sample, which may come a
-	// moment after the one before, takes it from the sample before that if any.
-	from := r.last
-	if t.Sub(r.last.at) < r.interval && u.Samples > 1 {
-		from = r.before
+	// moment after the one before, takes it from the sample before that, and has none
+	// where there is no such sample (a command that exited right after the first):
+	// the mean covers it.
+	from, rated := r.last, u.Samples > 0
+	if t.Sub(r.last.at) < r.interval {
+		from, rated = r.before, u.Samples > 1
 	}
 	var cores float64
-	if dt := t.Sub(from.at).Seconds(); u.Samples > 0 && dt > 0 {
+	if dt := t.Sub(from.at).Seconds(); rated && dt > 0 {
 		cores = max(0, s.cpuSeconds-from.seconds) / dt
 		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
 	}
@@ -173,7 +177,7 @@ func (r *usageRecorder) add(s cgroupSample, t time.Time) {
 	r.memSum += float64(s.workingSet)
 	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
 	r.before, r.last = r.last, cpuReading{s.cpuSeconds, t}
-	r.keep(storage.UsagePoint{Time: t, CPUCores: cores, MemoryBytes: s.workingSet})
+	r.keep(storage.UsagePoint{Time: wall, CPUCores: cores, MemoryBytes: s.workingSet})
 }
 
 // keep adds p to the series, which holds at most twice MaxUsagePoints: when full, every
