@@ -41,7 +41,7 @@ type usageRecorder struct {
 	warned   bool
 	gpus     gpuSource // nil until run starts it, and where there is no GPU to read
 	gpuTally gpuTally
-	ended    bool // the final sample is taken: the command has exited
+	ended    bool // the final sample is taken: the command and its leftovers have ended
 }
 
 // cpuReading is a sample's CPU count and its time stamp, as now returned it: with
@@ -69,9 +69,10 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes, then takes the final sample; the
-// GPUs too where tfk8s-nvml (cmd) is installed, started with start. An upload may
-// take a sample that is due first (sampleDue): the next is then an interval after it.
+// run samples every interval until stop closes; the GPUs too where tfk8s-nvml (cmd)
+// is installed, started with start, and stopped when stop closes. An upload may take
+// a sample that is due first (sampleDue): the next is then an interval after it. The
+// final sample is logOOM's, once what the command left running has ended too.
 func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter, log *logger) {
 	if r == nil {
 		return
@@ -88,7 +89,6 @@ func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter
 	for {
 		select {
 		case <-stop:
-			r.sampleFinal(log)
 			return
 		case <-next.C:
 			next.Reset(r.sampleDue(log))
@@ -116,7 +116,8 @@ func (r *usageRecorder) sampleDue(log *logger) time.Duration {
 }
 
 // sampleFinal takes the last sample, however soon after the one before, once: the
-// command has exited, and the record ends with what it used to the end.
+// command and what it left running have ended, and the record ends with what they
+// used to the end, their OOM kills too.
 func (r *usageRecorder) sampleFinal(log *logger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
