@@ -241,6 +241,7 @@ func (s *session) runCommand() int {
 	code := c.exitCode()
 	s.log.Printf("command exited with code %d", code)
 	// The GPU sampler is the agent's: it ends before what the command left is ended.
+	// Uploads still sample while they end; logOOM takes the final sample after.
 	close(stopUsage)
 	<-usageDone
 	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)

@@ -110,13 +110,19 @@ func TestUsageRecordsGPUs(t *testing.T) {
 				if g.UtilizationPeakPercent != 47 || g.UtilizationMeanPercent != 47 || g.MemoryPeakBytes != 2<<30 || g.MemoryTotalBytes != 16<<30 {
 					t.Errorf("GPU 1 = %+v, want 47%% busy, 2 GiB of 16 GiB", g)
 				}
-				// Once the final sample has counted the sampler's last reading, the
-				// final upload and the OOM check add none: a reading counts once.
-				n := r.record(1).GPUs[1].Samples
-				r.sampleDue(&logger{out: &out})
+				// Once the sampler has ended, the final sample may count its last
+				// reading; a sample after that, and the final upload's, count none
+				// again: a reading counts once.
 				r.sampleFinal(&logger{out: &out})
-				if after := r.record(1).GPUs[1].Samples; after != n {
-					t.Errorf("GPU 1 samples after the sampler ended = %d, want %d", after, n)
+				before := r.record(1)
+				r.mu.Lock()
+				r.sample(&logger{out: &out})
+				r.mu.Unlock()
+				r.sampleDue(&logger{out: &out})
+				after := r.record(1)
+				if after.Samples != before.Samples+1 || after.GPUs[1].Samples != before.GPUs[1].Samples {
+					t.Errorf("a sample after the sampler ended: %d samples, GPU 1's %d; want %d, %d",
+						after.Samples, after.GPUs[1].Samples, before.Samples+1, before.GPUs[1].Samples)
 				}
 			} else if u != nil && len(u.GPUs) != 0 {
 				t.Errorf("GPUs = %+v, want none", u.GPUs)

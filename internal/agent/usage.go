@@ -32,8 +32,8 @@ type usageRecorder struct {
 	rec      storage.Usage
 	last     cpuReading // the latest sample's
 	before   cpuReading // the one before it
+	first    cpuReading // the first sample's, for the mean
 	memSum   float64
-	firstCPU float64
 	points   []storage.UsagePoint
 	stride   int // keep every stride-th sample in points
 	skipped  int
@@ -41,10 +41,12 @@ type usageRecorder struct {
 	warned   bool
 	gpus     gpuSource // nil until run starts it, and where there is no GPU to read
 	gpuTally gpuTally
-	ended    bool // the final sample is taken: the command has exited
+	ended    bool // the final sample is taken: the command and its leftovers have ended
 }
 
-// cpuReading is a sample's CPU count and its time stamp.
+// cpuReading is a sample's CPU count and its time stamp, as now returned it: with
+// Go's monotonic reading, so that a step of the node's clock neither stalls nor
+// hastens sampling, nor shows in a rate. The record holds the wall time alone, in UTC.
 type cpuReading struct {
 	seconds float64
 	at      time.Time
@@ -67,9 +69,10 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes, then takes the final sample; the
-// GPUs too where tfk8s-nvml (cmd) is installed, started with start. An upload may
-// take a sample that is due first (sampleDue): the next is then an interval after it.
+// run samples every interval until stop closes; the GPUs too where tfk8s-nvml (cmd)
+// is installed, started with start, and stopped when stop closes. An upload may take
+// a sample that is due first (sampleDue): the next is then an interval after it. The
+// final sample is logOOM's, once what the command left running has ended too.
 func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter, log *logger) {
 	if r == nil {
 		return
@@ -86,7 +89,6 @@ func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter
 	for {
 		select {
 		case <-stop:
-			r.sampleFinal(log)
 			return
 		case <-next.C:
 			next.Reset(r.sampleDue(log))
@@ -114,7 +116,8 @@ func (r *usageRecorder) sampleDue(log *logger) time.Duration {
 }
 
 // sampleFinal takes the last sample, however soon after the one before, once: the
-// command has exited, and the record ends with what it used to the end.
+// command and what it left running have ended, and the record ends with what they
+// used to the end, their OOM kills too.
 func (r *usageRecorder) sampleFinal(log *logger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,7 +139,7 @@ func (r *usageRecorder) sample(log *logger) {
 		}
 		return
 	}
-	r.add(s, r.now().UTC())
+	r.add(s, r.now())
 	if r.gpus != nil {
 		smp := r.gpus.Next()
 		r.gpuTally.add(&r.rec, smp.GPUs)
@@ -146,26 +149,28 @@ func (r *usageRecorder) sample(log *logger) {
 
 // add adds sample s, taken at t, to the record. The caller holds mu.
 func (r *usageRecorder) add(s cgroupSample, t time.Time) {
-	u := &r.rec
-	u.Updated = t
+	u, wall := &r.rec, t.UTC()
+	u.Updated = wall
 	u.CPUSeconds = s.cpuSeconds
 	u.MemoryPeakBytes = max(u.MemoryPeakBytes, s.workingSet)
 	u.MemoryHighWaterBytes = max(u.MemoryHighWaterBytes, s.highWater)
 	u.MemoryLimitBytes, u.OOMKills = s.limit, s.oomKills
 	if u.Samples == 0 {
-		u.Start, r.firstCPU = t, s.cpuSeconds
+		u.Start, r.first = wall, cpuReading{s.cpuSeconds, t}
 	}
-	if span := t.Sub(u.Start).Seconds(); span > 0 {
-		u.CPUCoresMean = (s.cpuSeconds - r.firstCPU) / span
+	if span := t.Sub(r.first.at).Seconds(); span > 0 {
+		u.CPUCoresMean = (s.cpuSeconds - r.first.seconds) / span
 	}
 	// A rate is taken over an interval at least: the final sample, which may come a
-	// moment after the one before, takes it from the sample before that if any.
-	from := r.last
-	if t.Sub(r.last.at) < r.interval && u.Samples > 1 {
-		from = r.before
+	// moment after the one before, takes it from the sample before that, and has none
+	// where there is no such sample (a command that exited right after the first):
+	// the mean covers it.
+	from, rated := r.last, u.Samples > 0
+	if t.Sub(r.last.at) < r.interval {
+		from, rated = r.before, u.Samples > 1
 	}
 	var cores float64
-	if dt := t.Sub(from.at).Seconds(); u.Samples > 0 && dt > 0 {
+	if dt := t.Sub(from.at).Seconds(); rated && dt > 0 {
 		cores = max(0, s.cpuSeconds-from.seconds) / dt
 		u.CPUCoresPeak = max(u.CPUCoresPeak, cores)
 	}
@@ -173,7 +178,7 @@ func (r *usageRecorder) add(s cgroupSample, t time.Time) {
 	r.memSum += float64(s.workingSet)
 	u.MemoryMeanBytes = int64(r.memSum / float64(u.Samples))
 	r.before, r.last = r.last, cpuReading{s.cpuSeconds, t}
-	r.keep(storage.UsagePoint{Time: t, CPUCores: cores, MemoryBytes: s.workingSet})
+	r.keep(storage.UsagePoint{Time: wall, CPUCores: cores, MemoryBytes: s.workingSet})
 }
 
 // keep adds p to the series, which holds at most twice MaxUsagePoints: when full, every

@@ -2,13 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,94 +50,136 @@ func TestUsageRecord(t *testing.T) {
 // The final sample, taken when the command exits, may come a moment after the
 // ticker's: its rate is taken from the sample before, over more than an interval,
 // since a count a tick stale shows over a moment cores the container never had
-// (here 3 cores of 2).
+// (here 3 cores of 2). A command that exits a moment after the first sample has no
+// sample before: its final point has no rate, and the mean alone covers it.
 func TestUsageFinalRate(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	r := &usageRecorder{stride: 1, interval: 2 * time.Second}
-	for i, cpu := range []float64{0, 4, 8} {
-		r.add(cgroupSample{cpuSeconds: cpu}, t0.Add(time.Duration(2*i)*time.Second))
-	}
-	r.add(cgroupSample{cpuSeconds: 8.3}, t0.Add(4100*time.Millisecond))
-	var got []float64
-	for _, p := range r.record(1).Series {
-		got = append(got, p.CPUCores)
-	}
-	if diff := cmp.Diff([]float64{0, 2, 2, (8.3 - 4) / 2.1}, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
-		t.Errorf("CPU rates (-want +got):\n%s", diff)
-	}
-}
-
-// However often the agent uploads, it samples its container's cgroup at least an
-// interval apart, but for the final sample when the command exits, and an upload
-// after that takes none. Over a busy loop on every CPU, every rate stays within the
-// node's CPUs, less 10% for the kernel's counts a tick stale, and the record counts
-// at least the CPU time the loop's process counted itself.
-func TestUsageSamplesAnIntervalApart(t *testing.T) {
-	cg, err := findCgroup("/proc/self/cgroup", "/sys/fs/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const interval = 250 * time.Millisecond
-	var out bytes.Buffer
-	log := &logger{out: &out}
-	r := &usageRecorder{cg: cg, now: time.Now, interval: interval, stride: 1}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() { defer close(done); r.run(stop, "", nil, log) }()
-	waitFor(t, func() bool { return r.record(1) != nil })
-	before := processCPU(t)
-	var busy atomic.Bool
-	busy.Store(true)
-	var wg sync.WaitGroup
-	defer func() { busy.Store(false); wg.Wait() }()
-	for range runtime.NumCPU() {
-		wg.Go(func() {
-			for busy.Load() {
+	for _, tc := range []struct {
+		name     string
+		samples  []float64 // CPU seconds, 2 s apart
+		final    float64   // CPU seconds, 100 ms after the last
+		want     []float64 // each point's CPU cores
+		wantPeak float64
+	}{
+		{"after an interval", []float64{0, 4, 8}, 8.3, []float64{0, 2, 2, (8.3 - 4) / 2.1}, (8.3 - 4) / 2.1},
+		{"right after the first sample", []float64{0}, 0.3, []float64{0, 0}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &usageRecorder{stride: 1, interval: 2 * time.Second}
+			for i, cpu := range tc.samples {
+				r.add(cgroupSample{cpuSeconds: cpu}, t0.Add(time.Duration(2*i)*time.Second))
+			}
+			last := time.Duration(2*(len(tc.samples)-1)) * time.Second
+			r.add(cgroupSample{cpuSeconds: tc.final}, t0.Add(last+100*time.Millisecond))
+			u := r.record(1)
+			var got []float64
+			for _, p := range u.Series {
+				got = append(got, p.CPUCores)
+			}
+			approx := cmpopts.EquateApprox(0, 1e-9)
+			if diff := cmp.Diff(tc.want, got, approx); diff != "" {
+				t.Errorf("CPU rates (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPeak, u.CPUCoresPeak, approx); diff != "" {
+				t.Errorf("CPU peak (-want +got):\n%s", diff)
 			}
 		})
 	}
-	// Uploads, far more often than the agent's, each asking for a sample.
-	wg.Go(func() {
-		for busy.Load() {
-			r.sampleDue(log)
-			time.Sleep(time.Millisecond)
-		}
-	})
-	time.Sleep(10 * interval) // the busy loop's length
-	close(stop)
-	<-done
-	spun := processCPU(t) - before
-	u := r.record(1)
-	r.sampleDue(log) // the final upload's
-	if after := r.record(1); after.Samples != u.Samples {
-		t.Errorf("an upload after the final sample took one: %d samples, then %d", u.Samples, after.Samples)
-	}
-	if u.Samples < 8 || len(u.Series) != u.Samples {
-		t.Fatalf("%d samples, %d points over %v; want about 11 of each: %s", u.Samples, len(u.Series), 10*interval, out.String())
-	}
-	cpus := float64(runtime.NumCPU())
-	for i, p := range u.Series {
-		if gap := p.Time.Sub(u.Series[max(i-1, 0)].Time); i > 0 && i < len(u.Series)-1 && gap < interval {
-			t.Errorf("sample %d came %v after the one before, want %v at least", i, gap, interval)
-		}
-		if p.CPUCores > 1.1*cpus {
-			t.Errorf("sample %d: %.2f cores on a node of %.0f", i, p.CPUCores, cpus)
-		}
-	}
-	if counted := u.CPUCoresMean * u.Updated.Sub(u.Start).Seconds(); counted < 0.9*spun {
-		t.Errorf("the record counts %.2f CPU-s since its first sample, the busy loop's process %.2f", counted, spun)
-	}
-	t.Logf("%d samples over %v, peak %.2f cores on %.0f CPUs; the busy loop counted %.2f CPU-s", u.Samples,
-		u.Updated.Sub(u.Start).Round(time.Millisecond), u.CPUCoresPeak, cpus, spun)
 }
 
-// processCPU is the test process's user and system time so far, in seconds.
-func processCPU(t *testing.T) float64 {
+// fakeCgroup is a cgroup v2 whose CPU count the test sets, read through the agent's
+// own reader: a copy of testdata/cgroup/v2.
+func fakeCgroup(t *testing.T) (cg *cgroupReader, setCPU func(seconds float64)) {
 	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "cgroup", "v2"))); err != nil {
 		t.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	cg, err := findCgroup(filepath.Join(dir, "self-cgroup"), filepath.Join(dir, "sys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cg, func(seconds float64) {
+		stat := fmt.Sprintf("usage_usec %d\n", int64(math.Round(seconds*1e6)))
+		if err := os.WriteFile(filepath.Join(dir, "sys", "cpu.stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// However often the agent uploads, it samples its container's cgroup an interval
+// apart, but for the final sample when the command exits, and an upload after that
+// takes none. On a clock the test moves: a command busy on 2 cores, with an upload
+// every 100 ms, for 4.1 s; and one that exits 5 ms after it starts.
+func TestUsageSamplesAnIntervalApart(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	const interval = 2 * time.Second
+	for _, tc := range []struct {
+		name      string
+		runs      time.Duration
+		wantTimes []time.Duration // of the samples, since the first
+		wantCores []float64
+	}{
+		{"busy for 4.1 s", 4100 * time.Millisecond, []time.Duration{0, 2 * time.Second, 4 * time.Second, 4100 * time.Millisecond},
+			[]float64{0, 2, 2, 2}},
+		{"exits after 5 ms", 5 * time.Millisecond, []time.Duration{0, 5 * time.Millisecond}, []float64{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg, setCPU := fakeCgroup(t)
+			var out bytes.Buffer
+			log := &logger{out: &out}
+			var now time.Duration
+			r := &usageRecorder{cg: cg, now: func() time.Time { return t0.Add(now) }, interval: interval, stride: 1}
+			for ; now < tc.runs; now += min(100*time.Millisecond, tc.runs) {
+				setCPU(2 * now.Seconds())
+				wait := r.sampleDue(log)
+				if since := now - r.last.at.Sub(t0); wait != interval-since {
+					t.Fatalf("at %v, %v since the last sample: next due in %v, want %v", now, since, wait, interval-since)
+				}
+			}
+			now = tc.runs
+			setCPU(2 * now.Seconds())
+			r.sampleFinal(log)
+			now += interval
+			setCPU(2 * now.Seconds())
+			r.sampleDue(log) // the final upload's: takes none
+			var times []time.Duration
+			var cores []float64
+			for _, p := range r.record(1).Series {
+				times, cores = append(times, p.Time.Sub(t0)), append(cores, p.CPUCores)
+			}
+			if diff := cmp.Diff(tc.wantTimes, times); diff != "" {
+				t.Errorf("samples' times (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantCores, cores, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("samples' CPU cores (-want +got):\n%s", diff)
+			}
+			if u := r.record(1); math.Abs(u.CPUCoresMean-2) > 1e-9 {
+				t.Errorf("mean %.3f cores, want 2", u.CPUCoresMean)
+			}
+			if out.Len() > 0 {
+				t.Errorf("log %q, want nothing", out.String())
+			}
+		})
+	}
+}
+
+// The recorder schedules samples on Go's monotonic clock, which a step of the node's
+// clock does not move, and stores the wall time in UTC. A test cannot step the clock:
+// it checks the stamp it schedules on keeps the monotonic reading.
+func TestUsageSchedulesOnTheMonotonicClock(t *testing.T) {
+	cg, _ := fakeCgroup(t)
+	r := &usageRecorder{cg: cg, now: time.Now, interval: time.Hour, stride: 1}
+	r.sampleDue(&logger{out: io.Discard})
+	if r.last.at == r.last.at.Round(0) {
+		t.Errorf("the sample's stamp %v has no monotonic reading", r.last.at)
+	}
+	if u := r.record(1); u.Start.Location() != time.UTC || u.Series[0].Time.Location() != time.UTC {
+		t.Errorf("record stamped %v and %v, want UTC", u.Start, u.Series[0].Time)
+	}
+	if wait := r.sampleDue(&logger{out: io.Discard}); wait <= 59*time.Minute {
+		t.Errorf("next sample due in %v, want about an hour", wait)
+	}
 }
 
 // A long run's series stays within MaxUsagePoints, spread over the whole run.

@@ -297,7 +297,7 @@ func plottedUsage(ctx context.Context, t *testing.T, c *jobsCluster, job string)
 
 // checkPlottedUsage: the usage curves drawn while the job ran are worker-0's CPU and
 // memory samples, as its final usage record holds them, on the whole seconds since its
-// first sample. The agent samples every 2 s at least, but its final sample may come
+// first sample. The agent samples at least 2 s apart, but its final sample may come
 // a moment after the one before, so two samples can share a second; the page, which
 // caches a record up to 30 s, may have drawn either, so a plotted point must be one of
 // the record's samples of that second.

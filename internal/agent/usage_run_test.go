@@ -1,0 +1,47 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfk8s/tfk8s/internal/storage"
+	"github.com/tfk8s/tfk8s/internal/tfjob"
+)
+
+// What the command leaves running counts in the replica's usage record: its final
+// sample is taken once the agent has ended them. Here a process the command left
+// behind ignores SIGTERM and stamps the time every 50 ms until it is killed, a
+// second after the command exited: the record ends after its last stamp.
+func TestRunUsageCoversWhatTheCommandLeft(t *testing.T) {
+	j := newBareJob(t)
+	stamps := j.path("stamps")
+	script := `sh -c 'trap "" TERM; while :; do date +%s%N > "$0.new" && mv "$0.new" "$0"; sleep 0.05; done' "$STAMPS" &
+		while [ ! -e "$STAMPS" ]; do sleep 0.01; done; exit 0`
+	extra := []string{"STAMPS=" + stamps, tfjob.EnvChildGrace + "=1s"}
+	if code := j.run(t, extra, "sh", "-c", script); code != 0 {
+		t.Fatalf("agent exited %d, want 0; stderr:\n%s", code, j.stderr.String())
+	}
+	b, err := os.ReadFile(stamps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("reading the last stamp %q: %v", b, err)
+	}
+	var u storage.Usage
+	if err := json.Unmarshal([]byte(download(t, j.client, j.replicaURI(storage.UsageName))), &u); err != nil {
+		t.Fatal(err)
+	}
+	last := time.Unix(0, ns)
+	if u.Updated.Before(last) {
+		t.Errorf("the usage record ends %v before the left process's last stamp, after %v running; stderr:\n%s",
+			last.Sub(u.Updated).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond), j.stderr.String())
+	}
+	t.Logf("%d samples over %v; the left process stamped until %v after the first", u.Samples,
+		u.Updated.Sub(u.Start).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond))
+}
