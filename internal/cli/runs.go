@@ -226,11 +226,15 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 // findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
 // if it exists; a record that could not be read is a warning.
 func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
+	n, err := runs.ParseName(name)
+	if err != nil {
+		return nil, runs.Run{}, err
+	}
 	src, err := o.runsSource()
 	if err != nil {
 		return nil, runs.Run{}, err
 	}
-	found, err := runs.Lookup(ctx, src, name)
+	found, err := runs.Lookup(ctx, src, n)
 	o.warnUnread(found)
 	return src.Storage, found.Run, err
 }

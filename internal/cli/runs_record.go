@@ -55,11 +55,15 @@ func (o *rootOptions) runBase(ctx context.Context, name string, rightSize bool) 
 // readRun reads what --from-run makes its job of: the run with the TFJob of its name,
 // and for --right-size the run's advice.
 func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) (seenRun, error) {
+	n, err := runs.ParseName(name)
+	if err != nil {
+		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
+	}
 	src, err := o.runsSource()
 	if err != nil {
 		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
 	}
-	found, err := runs.Lookup(ctx, src, name)
+	found, err := runs.Lookup(ctx, src, n)
 	o.warnUnread(found)
 	r := found.Run
 	switch {
