@@ -76,7 +76,8 @@ func TestStorageSecret(t *testing.T) {
 			want: jobs.ConstructStorageSecret("team", "mnist", testStorage, "https://s3.cluster:9000")},
 		{name: "nothing in S3", job: build(""), cfg: testStorage},
 		{name: "no S3 settings", job: own},
-		{name: "--storage-secret", job: build("team-s3"), cfg: testStorage, userSecret: "team-s3"},
+		// The user's Secret named as the job's own would have been: still the user's.
+		{name: "--storage-secret", job: own, cfg: testStorage, userSecret: jobs.StorageSecretName("mnist")},
 		{name: "the manifest's own Secret", job: build("team-s3"), cfg: testStorage},
 	}
 	for _, tc := range cases {
