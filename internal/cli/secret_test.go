@@ -41,7 +41,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, storageSecret(job, testStorage, "", ""), &out)
+	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, jobs.ConstructStorageSecret("team", "mnist", testStorage, ""), &out)
 	if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
 		t.Fatalf("createJob error = %v, want the API server's refusal", err)
 	}
