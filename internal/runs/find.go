@@ -71,8 +71,9 @@ func Lookup(ctx context.Context, src Source, name Name) (Found, error) {
 		found.LiveErr = fmt.Errorf("reading tfjob %s: %w", job, src.NoCluster)
 	} else if src.Cluster != nil {
 		var gone *jobs.NotFoundError
+		// Get's error names the job already.
 		if found.LiveJob, err = jobs.Get(ctx, src.Cluster, src.Namespace, job); err != nil && !errors.As(err, &gone) {
-			found.LiveErr = fmt.Errorf("reading tfjob %s: %w", job, err)
+			found.LiveErr = err
 		}
 	}
 	live := found.LiveJob
