@@ -209,11 +209,11 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 	if err := checkOutput(output, outputTable, outputYAML, outputJSON); err != nil {
 		return err
 	}
-	c, r, err := o.findRun(ctx, name)
+	c, found, err := o.findRun(ctx, name)
 	if err != nil {
 		return err
 	}
-	d, err := runs.Show(ctx, c, r)
+	d, err := runs.Show(ctx, c, found.Run)
 	if err != nil {
 		return err
 	}
@@ -225,14 +225,18 @@ func (o *rootOptions) showRun(ctx context.Context, name, output string) error {
 
 // findRun finds a run, JOB or JOB/RUN, in the namespace, with the TFJob of that name
 // if it exists; a record that could not be read is a warning.
-func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Run, error) {
+func (o *rootOptions) findRun(ctx context.Context, name string) (*storage.Client, runs.Found, error) {
+	n, err := runs.ParseName(name)
+	if err != nil {
+		return nil, runs.Found{}, err
+	}
 	src, err := o.runsSource()
 	if err != nil {
-		return nil, runs.Run{}, err
+		return nil, runs.Found{}, err
 	}
-	found, err := runs.Lookup(ctx, src, name)
+	found, err := runs.Lookup(ctx, src, n)
 	o.warnUnread(found)
-	return src.Storage, found.Run, err
+	return src.Storage, found, err
 }
 
 // runsSource is where the runs of the namespace are looked up: in the bucket of the

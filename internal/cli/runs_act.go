@@ -29,10 +29,11 @@ TFJob still exists is refused: delete the job first.`,
 
 // deleteRun deletes a run's objects once the user confirmed.
 func (o *rootOptions) deleteRun(ctx context.Context, name string, yes bool) error {
-	c, r, err := o.findRun(ctx, name)
+	c, found, err := o.findRun(ctx, name)
 	if err != nil {
 		return err
 	}
+	r := found.Run
 	if r.Live {
 		return fmt.Errorf("run %s/%s: its tfjob %s exists: delete the job first (tfk8s delete %s)", r.Name, r.Run, r.Name, r.Name)
 	}

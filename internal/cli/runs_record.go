@@ -55,12 +55,7 @@ func (o *rootOptions) runBase(ctx context.Context, name string, rightSize bool) 
 // readRun reads what --from-run makes its job of: the run with the TFJob of its name,
 // and for --right-size the run's advice.
 func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) (seenRun, error) {
-	src, err := o.runsSource()
-	if err != nil {
-		return seenRun{}, fmt.Errorf("--from-run %s: %w", name, err)
-	}
-	found, err := runs.Lookup(ctx, src, name)
-	o.warnUnread(found)
+	c, found, err := o.findRun(ctx, name)
 	r := found.Run
 	switch {
 	case err != nil:
@@ -75,7 +70,7 @@ func (o *rootOptions) readRun(ctx context.Context, name string, rightSize bool) 
 	if r.Running() {
 		return seenRun{}, fmt.Errorf("--right-size: run %s/%s is still running, and its peaks may still rise: right-size it once it ends", r.Name, r.Run)
 	}
-	if seen.details, err = runs.Show(ctx, src.Storage, r); err != nil {
+	if seen.details, err = runs.Show(ctx, c, r); err != nil {
 		return seenRun{}, fmt.Errorf("--right-size: %w", err)
 	}
 	return seen, nil

@@ -41,7 +41,7 @@ func TestCreateJobLeavesNothingHalfMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, storageSecret(job, testStorage, "", ""), &out)
+	err = o.createJob(context.Background(), &clients{Client: c, Namespace: "team"}, job, jobs.ConstructStorageSecret("team", "mnist", testStorage, ""), &out)
 	if err == nil || !strings.Contains(err.Error(), "quota exceeded") {
 		t.Fatalf("createJob error = %v, want the API server's refusal", err)
 	}
@@ -76,7 +76,8 @@ func TestStorageSecret(t *testing.T) {
 			want: jobs.ConstructStorageSecret("team", "mnist", testStorage, "https://s3.cluster:9000")},
 		{name: "nothing in S3", job: build(""), cfg: testStorage},
 		{name: "no S3 settings", job: own},
-		{name: "--storage-secret", job: build("team-s3"), cfg: testStorage, userSecret: "team-s3"},
+		// The user's Secret named as the job's own would have been: still the user's.
+		{name: "--storage-secret", job: own, cfg: testStorage, userSecret: jobs.StorageSecretName("mnist")},
 		{name: "the manifest's own Secret", job: build("team-s3"), cfg: testStorage},
 	}
 	for _, tc := range cases {

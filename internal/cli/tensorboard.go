@@ -172,11 +172,11 @@ func (o *rootOptions) openRunsTensorBoard(ctx context.Context, names []string, f
 	}
 	spec := tensorboard.Spec{Namespace: ns, AgentImage: f.agentImage, Image: f.image, TTL: f.ttl}
 	for _, name := range names {
-		_, r, err := o.findRun(ctx, name)
+		_, found, err := o.findRun(ctx, name)
 		if err != nil {
 			return err
 		}
-		spec.Runs = append(spec.Runs, tensorBoardRun(r))
+		spec.Runs = append(spec.Runs, tensorBoardRun(found.Run))
 	}
 	cs, err := o.clients()
 	if err != nil {

@@ -109,11 +109,11 @@ func (o *rootOptions) liveTop(ctx context.Context, name string) (*topTable, erro
 
 // runTop reads the usage records of the job's run (its newest, or JOB/RUN).
 func (o *rootOptions) runTop(ctx context.Context, name string) (*topTable, error) {
-	c, r, err := o.findRun(ctx, name)
+	c, found, err := o.findRun(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	d, err := runs.Show(ctx, c, r)
+	d, err := runs.Show(ctx, c, found.Run)
 	if err != nil {
 		return nil, err
 	}

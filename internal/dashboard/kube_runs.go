@@ -64,17 +64,21 @@ func (d *kubeCluster) Runs(ctx context.Context, q runs.Query) ([]runs.Run, error
 }
 
 func (d *kubeCluster) Run(ctx context.Context, namespace, job, run string) (*RunPage, error) {
+	name := job
+	if run != "" {
+		name += "/" + run
+	}
+	n, err := runs.ParseName(name)
+	if err != nil {
+		return nil, err
+	}
 	c, dest, err := d.runsStorage(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
 	// A job that cannot be read is gone, or not the user's to read: the run as S3
 	// has it.
-	name := job
-	if run != "" {
-		name += "/" + run
-	}
-	found, err := runs.Lookup(ctx, runs.Source{Cluster: d.client, Storage: c, Destination: dest, Namespace: namespace}, name)
+	found, err := runs.Lookup(ctx, runs.Source{Cluster: d.client, Storage: c, Destination: dest, Namespace: namespace}, n)
 	if err == nil {
 		err = found.Partial
 	}

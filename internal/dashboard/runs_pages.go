@@ -306,7 +306,8 @@ func finalScalars(records []*tfevents.Progress) []scalarRow {
 }
 
 // failRuns shows an error of the runs' pages. The API server's refusals (of the runs
-// Secret) and the dashboard's own words are shown as they are; any other error, which
+// Secret), the dashboard's own words and a Kubeflow job's refusal (which names no
+// bucket or keys) are shown as they are; any other error, which
 // may name the bucket and keys, goes to the dashboard's log, and the page says only
 // what kind of failure it was.
 func (s *Server) failRuns(w http.ResponseWriter, r *http.Request, err error) {
@@ -316,8 +317,10 @@ func (s *Server) failRuns(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &refusal) && apierrors.IsNotFound(err):
 		msg += fmt.Sprintf("; the runs' S3 settings are read from Secret %s of the namespace", RunsSecret)
-	case errors.As(err, &refusal), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
-		// the API server's words, or the dashboard's own of what was asked
+	case errors.As(err, &refusal), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest),
+		errors.As(err, new(*jobs.KubeflowExtrasError)):
+		// the API server's words, the dashboard's own of what was asked, or that a
+		// kubeflow.org job keeps no runs
 	default:
 		s.logError(r, err)
 		switch code {

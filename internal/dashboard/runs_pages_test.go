@@ -199,6 +199,13 @@ func TestRunsPages(t *testing.T) {
 			`tfk8s submit --from-run mnist/0f3a9c2e --right-size applies it.`,
 		},
 	}, {
+		name:     "a run's page of a Kubeflow job with no runs stored",
+		cluster:  runsCluster{err: &jobs.KubeflowExtrasError{Namespace: "a", Name: "kf", What: "runs"}},
+		target:   "/runs/a/kf/0f3a9c2e",
+		code:     http.StatusBadRequest,
+		want:     []string{"tfjob.kubeflow.org/kf has no runs: code, data, artifacts, runs and TensorBoard are tfk8s.io TFJobs' alone"},
+		notShown: []string{"could not be read from S3"},
+	}, {
 		name:     "a run not stored",
 		cluster:  runsCluster{err: fmt.Errorf("no run of tfjob mnist in s3://secret-bucket/runs/a/mnist/: %w", storage.ErrNotFound)},
 		target:   "/runs/a/mnist/0f3a9c2e",

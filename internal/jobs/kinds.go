@@ -18,7 +18,6 @@ import (
 	kubeflowv1 "github.com/tfk8s/tfk8s/api/kubeflow/v1"
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/kubeflow"
-	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 // The front ends show Kubeflow's kubeflow.org/v1 TFJobs beside tfk8s.io's, each as the
@@ -39,16 +38,6 @@ func SplitRef(ref string) (group, name string) {
 		}
 	}
 	return "", ref
-}
-
-// SplitRun splits a run's name, JOB or JOB/RUN, into the job and the run; the run is
-// "" for JOB alone (its newest run).
-func SplitRun(name string) (job, run string, err error) {
-	job, run, _ = strings.Cut(name, "/")
-	if job == "" || strings.Contains(run, "/") || (run != "" && run != storage.LegacyRun && !storage.IsRunID(run)) {
-		return "", "", fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, storage.LegacyRun)
-	}
-	return job, run, nil
 }
 
 // RefOf names job as SplitRef reads it: a Kubeflow job with its group, so that the

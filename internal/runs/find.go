@@ -39,27 +39,41 @@ type Found struct {
 	Partial error
 }
 
-// Lookup finds the run name names, JOB (its newest run) or JOB/RUN: it reads the
+// Name is a run's name parsed: its job's, and the run's, "" for the job's newest.
+type Name struct {
+	Job, Run string
+}
+
+// ParseName parses a run's name, JOB or JOB/RUN, refusing a kubeflow.org job's. It
+// reads nothing, so that a bad name is said before the S3 settings are needed.
+func ParseName(name string) (Name, error) {
+	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
+		return Name{}, err
+	}
+	job, run, err := jobs.SplitRun(name)
+	if err != nil {
+		return Name{}, err
+	}
+	return Name{Job: job, Run: run}, nil
+}
+
+// Lookup finds the run name names, its job's newest or the one named: it reads the
 // TFJob of that name from the cluster, then the stored run, listing the job's prefix
 // in S3 once. While the job exists its run is the newest, and takes its state from
 // it. A kubeflow.org job keeps no runs: what S3 holds under its name is an earlier
 // tfk8s.io job's, and without any the refusal says why. LiveErr is set even when
 // the run is not found.
-func Lookup(ctx context.Context, src Source, name string) (Found, error) {
-	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
-		return Found{}, err
-	}
-	job, id, err := jobs.SplitRun(name)
-	if err != nil {
-		return Found{}, err
-	}
+func Lookup(ctx context.Context, src Source, name Name) (Found, error) {
+	job, id := name.Job, name.Run
+	var err error
 	found := Found{}
 	if src.NoCluster != nil {
 		found.LiveErr = fmt.Errorf("reading tfjob %s: %w", job, src.NoCluster)
 	} else if src.Cluster != nil {
 		var gone *jobs.NotFoundError
+		// Get's error names the job already.
 		if found.LiveJob, err = jobs.Get(ctx, src.Cluster, src.Namespace, job); err != nil && !errors.As(err, &gone) {
-			found.LiveErr = fmt.Errorf("reading tfjob %s: %w", job, err)
+			found.LiveErr = err
 		}
 	}
 	live := found.LiveJob

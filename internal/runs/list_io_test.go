@@ -96,7 +96,7 @@ func TestLookupListsTheJobOnce(t *testing.T) {
 	// The cluster holds the live job: a fake one, as only S3's requests are counted.
 	cluster := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
 	src := Source{Cluster: cluster, Storage: counter.Client(t), Destination: dest, Namespace: "team"}
-	found, err := Lookup(ctx, src, "mnist")
+	found, err := Lookup(ctx, src, Name{Job: "mnist"})
 	r := found.Run
 	if err == nil {
 		err = found.Partial
