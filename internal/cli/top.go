@@ -15,6 +15,7 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/jobs"
 	"github.com/tfk8s/tfk8s/internal/runs"
+	"github.com/tfk8s/tfk8s/internal/storage"
 )
 
 const topLong = `Show what each replica of a job uses: CPU (cores) and memory (working set)
@@ -49,10 +50,11 @@ func (o *rootOptions) top(ctx context.Context, name string) error {
 	if err := jobs.RefuseKubeflowRef(name, "top"); err != nil {
 		return err
 	}
-	job, id, err := jobs.SplitRun(name)
+	n, err := storage.ParseRunName(name)
 	if err != nil {
 		return err
 	}
+	job, id := n.Job, n.Run
 	var why error
 	if id == "" {
 		var t *topTable

@@ -231,7 +231,8 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, sess *sessi
 		return
 	}
 	for _, name := range names {
-		job, id, err := jobs.SplitRun(name)
+		n, err := storage.ParseRunName(name)
+		job, id := n.Job, n.Run
 		if err == nil && id == "" {
 			err = fmt.Errorf("run %q: want JOB/RUN", name)
 		}

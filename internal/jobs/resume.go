@@ -19,10 +19,11 @@ import (
 // earlier is JOB, whose newest run is resumed from, or JOB/RUN; a job gone from the
 // cluster is looked for under the new job's destination.
 func CheckResumeFrom(ctx context.Context, cs *Clients, c *storage.Client, job *tfv1.TFJob, earlier string) error {
-	name, run, err := SplitRun(earlier)
+	n, err := storage.ParseRunName(earlier)
 	if err != nil {
 		return fmt.Errorf("--resume-from: %w", err)
 	}
+	name, run := n.Job, n.Run
 	old, err := Get(ctx, cs.Client, job.Namespace, name)
 	if err == nil && run != "" && run != tfjob.RunID(string(old.UID)) {
 		old, err = nil, &NotFoundError{Namespace: job.Namespace, Name: earlier}

@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -11,16 +9,6 @@ import (
 	tfv1 "github.com/tfk8s/tfk8s/api/v1alpha1"
 	"github.com/tfk8s/tfk8s/internal/storage"
 )
-
-// SplitRun splits a run's name, JOB or JOB/RUN, into the job and the run; the run is
-// "" for JOB alone (its newest run).
-func SplitRun(name string) (job, run string, err error) {
-	job, run, _ = strings.Cut(name, "/")
-	if job == "" || strings.Contains(run, "/") || (run != "" && run != storage.LegacyRun && !storage.IsRunID(run)) {
-		return "", "", fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, storage.LegacyRun)
-	}
-	return job, run, nil
-}
 
 // LocateFiles is where a live job's replicas store: its run's prefix, or, for a job
 // whose replicas were started by a controller older than runs and stored nothing

@@ -94,10 +94,11 @@ func (o Storage) JobFiles(ctx context.Context, cs *Clients, name string) (*tfv1.
 	if err := RefuseKubeflowRef(name, "files in S3"); err != nil {
 		return nil, storage.URI{}, nil, err
 	}
-	jobName, run, err := SplitRun(name)
+	n, err := storage.ParseRunName(name)
 	if err != nil {
 		return nil, storage.URI{}, nil, err
 	}
+	jobName, run := n.Job, n.Run
 	job, err := Get(ctx, cs.Client, cs.Namespace, jobName)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, storage.URI{}, nil, err

@@ -40,9 +40,7 @@ type Found struct {
 }
 
 // Name is a run's name parsed: its job's, and the run's, "" for the job's newest.
-type Name struct {
-	Job, Run string
-}
+type Name = storage.RunName
 
 // ParseName parses a run's name, JOB or JOB/RUN, refusing a kubeflow.org job's. It
 // reads nothing, so that a bad name is said before the S3 settings are needed.
@@ -50,11 +48,7 @@ func ParseName(name string) (Name, error) {
 	if err := jobs.RefuseKubeflowRef(name, "runs"); err != nil {
 		return Name{}, err
 	}
-	job, run, err := jobs.SplitRun(name)
-	if err != nil {
-		return Name{}, err
-	}
-	return Name{Job: job, Run: run}, nil
+	return storage.ParseRunName(name)
 }
 
 // Lookup finds the run name names, its job's newest or the one named: it reads the

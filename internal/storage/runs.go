@@ -55,6 +55,22 @@ func IsRunID(s string) bool {
 	return true
 }
 
+// RunName is a run's name parsed: its job's, and the run's, "" for the job's newest.
+type RunName struct {
+	Job, Run string
+}
+
+// ParseRunName parses a run's name, JOB or JOB/RUN, RUN being a run's id or
+// LegacyRun. It is the one place a run's name is split, beside the run ids it
+// checks, so that every package that takes a run's name, jobs and runs alike, can.
+func ParseRunName(name string) (RunName, error) {
+	job, run, _ := strings.Cut(name, "/")
+	if job == "" || strings.Contains(run, "/") || (run != "" && run != LegacyRun && !IsRunID(run)) {
+		return RunName{}, fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, LegacyRun)
+	}
+	return RunName{Job: job, Run: run}, nil
+}
+
 // Marshal encodes a record as stored: indented JSON.
 func Marshal(v any) ([]byte, error) {
 	return json.MarshalIndent(v, "", "  ")

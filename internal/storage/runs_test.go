@@ -67,3 +67,33 @@ func TestRunIDNamesARun(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRunName: JOB and JOB/RUN parse into their parts; anything else is refused
+// naming the name and the form wanted.
+func TestParseRunName(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		want    RunName
+		wantErr string
+	}{
+		{name: "mnist", want: RunName{Job: "mnist"}},
+		{name: "mnist/0a1b2c3d", want: RunName{Job: "mnist", Run: "0a1b2c3d"}},
+		{name: "mnist/-", want: RunName{Job: "mnist", Run: LegacyRun}},
+		{name: "", wantErr: `run "": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
+		{name: "/0a1b2c3d", wantErr: `run "/0a1b2c3d": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
+		{name: "mnist/worker-0", wantErr: `run "mnist/worker-0": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
+		{name: "mnist/0a1b2c3d/x", wantErr: `run "mnist/0a1b2c3d/x": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
+	} {
+		got, err := ParseRunName(tc.name)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+			t.Errorf("ParseRunName(%q) error (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseRunName(%q) (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
