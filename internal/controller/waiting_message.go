@@ -128,15 +128,25 @@ func newWaits(before, after *tfv1.TFJobStatus, waits []replicaWait) []replicaWai
 
 // waitEvents are the events that announce the new waits: one per replica for the
 // first waitEventsPerType of each replica type and reason, then one naming the rest.
-func waitEvents(fresh []replicaWait) []waitEvent {
+// The replicas the status before listed count toward that bound, as they were
+// announced then: however the kubelet's reports of a large job trickle in over many
+// reconciles, a replica type gets at most waitEventsPerType+1 events per reason while
+// its replicas wait.
+func waitEvents(before *tfv1.TFJobStatus, fresh []replicaWait) []waitEvent {
 	all, shown := waitSets(fresh), map[waitKey]sets.Set[int32]{}
+	announced := map[waitKey]int{}
+	for k := range all {
+		if rs := before.ReplicaStatuses[k.typ]; rs != nil {
+			announced[k] = parseIndexes(*waitIndexes(rs, k.reason)).Len()
+		}
+	}
 	var out []waitEvent
 	for _, w := range fresh {
 		k := waitKey{w.key.Type, w.reason}
 		if shown[k] == nil {
 			shown[k] = sets.New[int32]()
 		}
-		switch n := shown[k].Len(); {
+		switch n := announced[k] + shown[k].Len(); {
 		case n < waitEventsPerType:
 			out = append(out, waitEvent{w.pod, w.reason, w.String()})
 		case n == waitEventsPerType:
@@ -161,7 +171,7 @@ func (r *TFJobReconciler) announceWaits(job *tfv1.TFJob, before, after *tfv1.TFJ
 		was != nil && was.Status == metav1.ConditionTrue {
 		r.event(job, corev1.EventTypeNormal, tfv1.ReasonWaitsCleared, "%s", now.Message)
 	}
-	for _, e := range waitEvents(newWaits(before, after, waits)) {
+	for _, e := range waitEvents(before, newWaits(before, after, waits)) {
 		if r.Recorder != nil {
 			r.Recorder.Eventf(job, e.pod, corev1.EventTypeWarning, e.reason, e.reason, "%s", truncate(e.message))
 		}

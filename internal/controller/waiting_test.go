@@ -170,7 +170,7 @@ func TestWaitEventsLargeJob(t *testing.T) {
 	r := NewTFJobReconciler(nil, nil, Options{})
 	p := r.decide(&world{job: job, pods: pods, kueue: &kueueView{status: &workloadStatus{}}, now: now})
 	var got []string
-	for _, e := range waitEvents(newWaits(&job.Status, p.o.status, p.o.waits)) {
+	for _, e := range waitEvents(&job.Status, newWaits(&job.Status, p.o.status, p.o.waits)) {
 		got = append(got, e.pod.Name+" "+e.reason+" "+e.message)
 	}
 	const image = "cannot pull image tensorflow/tensorflow:2.16.1"
@@ -190,6 +190,37 @@ func TestWaitEventsLargeJob(t *testing.T) {
 	}
 	if again := newWaits(p.o.status, p.o.status, p.o.waits); len(again) != 0 {
 		t.Errorf("the same status announced %d waits again", len(again))
+	}
+}
+
+// TestWaitEventsTrickle: when the kubelets' reports of a large job come in one replica
+// per reconcile, the job still gets three per-replica events and one naming the rest,
+// not one per replica.
+func TestWaitEventsTrickle(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	job := testutil.MakeTFJob("j", "ml").UID("uid-j").Workers(40).Obj()
+	r := NewTFJobReconciler(nil, nil, Options{})
+	var pods []*corev1.Pod
+	var got []string
+	for i := range int32(40) {
+		pods = append(pods, testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, i).Waiting("ErrImagePull", pullMsg).Obj())
+		p := r.decide(&world{job: job, pods: pods, kueue: &kueueView{status: &workloadStatus{}}, now: now})
+		for _, e := range waitEvents(&job.Status, newWaits(&job.Status, p.o.status, p.o.waits)) {
+			got = append(got, e.pod.Name+": "+strings.SplitN(e.message, " (", 2)[0])
+		}
+		job.Status = *p.o.status.DeepCopy()
+	}
+	want := []string{
+		"j-worker-0: worker 0 cannot pull image tensorflow/tensorflow:2.16.1",
+		"j-worker-1: worker 1 cannot pull image tensorflow/tensorflow:2.16.1",
+		"j-worker-2: worker 2 cannot pull image tensorflow/tensorflow:2.16.1",
+		"j-worker-3: 1 more: worker 3 wait for the same reason",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events over 40 reconciles (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("True ImageNotPulled: worker 0-39 cannot pull image tensorflow/tensorflow:2.16.1", waitsView(&job.Status)); diff != "" {
+		t.Errorf("ReplicasWaiting (-want +got):\n%s", diff)
 	}
 }
 
