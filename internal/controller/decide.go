@@ -121,8 +121,6 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 	p.suspend, wait = enforceScheduleTimeout(run, pods, st, now)
 	p.requeue = minPositive(p.requeue, wait)
 	noteIgnoredFields(run, r.Gang.DefaultProvider, st, now)
-	p.o.waits = replicaWaits(p.o)
-	noteWaits(st, p.o.waits, waitsStopped(st, jobSuspended(run) || p.suspend), now)
 	if !jobFinished(st) && !jobSuspended(run) && !p.suspend {
 		p.start = r.planStart(run, p.o, w, now.Time)
 		p.start.admission, p.start.flavors = p.kueue.admission, w.flavors
@@ -134,6 +132,9 @@ func (r *TFJobReconciler) decide(w *world) *plan {
 			p.start = nil
 		}
 	}
+	// After every refusal above: a job failed in this reconcile waits no more.
+	p.o.waits = replicaWaits(p.o)
+	noteWaits(st, p.o.waits, waitsStopped(st, jobSuspended(run) || p.suspend), now)
 	switch {
 	case jobFinished(st):
 		p.remove = podsToClean(run, pods)

@@ -108,6 +108,28 @@ func TestDecideReplicasWaiting(t *testing.T) {
 	}
 }
 
+// TestJobFailedInTheSameReconcileWaitsNoMore: a job that decide fails (here its TF_CONFIG
+// is too large to carry without the agent) while a replica waits is written Failed
+// with its waits ended, not still waiting until the next reconcile.
+func TestJobFailedInTheSameReconcileWaitsNoMore(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	job := testutil.MakeTFJob("j", "ml").UID("uid-j").PS(1).Workers(5000).Obj()
+	job.Status.Conditions = []metav1.Condition{{Type: string(tfv1.JobReplicasWaiting), Status: metav1.ConditionTrue,
+		Reason: tfv1.ReasonImageNotPulled, Message: "worker 0 cannot pull image x", LastTransitionTime: now}}
+	pods := []*corev1.Pod{testutil.MakePod("j", "ml", tfv1.ReplicaTypeWorker, 0).Waiting("ErrImagePull", pullMsg).Obj()}
+	r := NewTFJobReconciler(nil, nil, Options{})
+	p := r.decide(&world{job: job, pods: pods, kueue: &kueueView{status: &workloadStatus{}}, now: now})
+	if !isConditionTrue(p.o.status, tfv1.JobFailed) {
+		t.Fatalf("conditions %v, want Failed (TF_CONFIG too large)", p.o.status.Conditions)
+	}
+	if diff := cmp.Diff("False WaitsEnded: "+waitsEndedFinished, waitsView(p.o.status)); diff != "" {
+		t.Errorf("ReplicasWaiting (-want +got):\n%s", diff)
+	}
+	if fresh := newWaits(&job.Status, p.o.status, p.o.waits); len(fresh) != 0 {
+		t.Errorf("a failed job announces %d waits", len(fresh))
+	}
+}
+
 // TestAnnounceWaits: across reconciles, each replica is announced once per reason while
 // it waits, however the kubelet's reason turns between ErrImagePull and
 // ImagePullBackOff; the end of the waits is announced, and a new wait after it again.
@@ -180,7 +202,7 @@ func TestWaitEventsLargeJob(t *testing.T) {
 	want := []string{
 		"j-ps-0 ImageNotPulled ps 0 " + image + " (pod j-ps-0, container tensorflow: ErrImagePull: " + pullMsg + ")",
 		worker(0), worker(1), worker(2),
-		"j-worker-3 ImageNotPulled 997 more: worker 3-999 wait for the same reason (the condition ReplicasWaiting says what each cannot do)",
+		"j-worker-3 ImageNotPulled 997 more: worker 3-999 wait for the same reason (replicaStatuses lists every one)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
