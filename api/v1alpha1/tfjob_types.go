@@ -635,7 +635,8 @@ type ReplicaStatus struct {
 	// +optional
 	FailedIndexes string `json:"failedIndexes,omitempty"`
 	// ImageNotPulledIndexes lists, in the same form, the live replicas whose pod cannot
-	// pull an image: each is announced once while it waits, however long that is.
+	// pull an image, every one of them: events name the first three of a type and
+	// count the others waiting by then.
 	// +optional
 	ImageNotPulledIndexes string `json:"imageNotPulledIndexes,omitempty"`
 	// ContainerConfigInvalidIndexes lists, in the same form, the live replicas whose

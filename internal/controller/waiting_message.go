@@ -92,7 +92,7 @@ func waitsMessage(waits []replicaWait) string {
 // waitEventsPerType bounds the per-replica events of one replica type and reason: a
 // user reading `kubectl describe` needs the kubelet's message of a few replicas to see
 // the cause, and one line for the rest, not a thousand lines that push every other
-// event out of sight (the condition lists them all).
+// event out of sight (the status lists them all).
 const waitEventsPerType = 3
 
 // waitEvent is a Warning event about one waiting replica, related to its pod so that
@@ -152,7 +152,7 @@ func waitEvents(before *tfv1.TFJobStatus, fresh []replicaWait) []waitEvent {
 		case n == waitEventsPerType:
 			rest := all[k].Difference(shown[k])
 			out = append(out, waitEvent{w.pod, w.reason, fmt.Sprintf(
-				"%d more: %s wait for the same reason (the condition ReplicasWaiting says what each cannot do)",
+				"%d more: %s wait for the same reason (replicaStatuses lists every one)",
 				rest.Len(), replicaRanges(k.typ, rest))})
 		default:
 			continue
