@@ -40,15 +40,15 @@ func startControlPlane(ctx context.Context, l launcher, creds controlPlaneCreds,
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	_, err = adoptedAPIServerLacks(adoptedAPIServer(cp), controlplane.KubeletCAArgs(o),
-		"it forwards logs, exec and port-forward to kubelets whose certificates it does not check", l.logf)
-	if err != nil {
-		return nil, err
-	}
 	for _, name := range controlPlaneComponents {
 		if p := cp.Process(name); p != nil && !cp.Adopted(name) {
 			l.started.Add(p)
 		}
+	}
+	// The check only advises: a flag that cannot be read is said, and up goes on.
+	if _, err := adoptedAPIServerLacks(adoptedAPIServer(cp), controlplane.KubeletCAArgs(o),
+		"it forwards logs, exec and port-forward to kubelets whose certificates it does not check", l.logf); err != nil {
+		l.logf("the running kube-apiserver's flags could not be read: %v", err)
 	}
 	for _, name := range []string{compControllerManager, compScheduler} {
 		if p := cp.Process(name); p != nil {
