@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The runs of a job. A run is one TFJob object, named by tfjob.RunID of its UID, so
@@ -67,6 +69,11 @@ func ParseRunName(name string) (RunName, error) {
 	job, run, _ := strings.Cut(name, "/")
 	if job == "" || strings.Contains(run, "/") || (run != "" && run != LegacyRun && !IsRunID(run)) {
 		return RunName{}, fmt.Errorf("run %q: want JOB or JOB/RUN, RUN being 8 hex digits or %q", name, LegacyRun)
+	}
+	// JOB becomes part of S3 keys, from a flag or a dashboard URL: only a name a job
+	// can have is taken.
+	if errs := validation.IsDNS1123Subdomain(job); len(errs) > 0 {
+		return RunName{}, fmt.Errorf("run %q: JOB %q is no job's name: %s", name, job, strings.Join(errs, "; "))
 	}
 	return RunName{Job: job, Run: run}, nil
 }

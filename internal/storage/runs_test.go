@@ -71,6 +71,7 @@ func TestRunIDNamesARun(t *testing.T) {
 // TestParseRunName: JOB and JOB/RUN parse into their parts; anything else is refused
 // naming the name and the form wanted.
 func TestParseRunName(t *testing.T) {
+	const dnsSubdomainErr = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 	for _, tc := range []struct {
 		name    string
 		want    RunName
@@ -83,6 +84,8 @@ func TestParseRunName(t *testing.T) {
 		{name: "/0a1b2c3d", wantErr: `run "/0a1b2c3d": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
 		{name: "mnist/worker-0", wantErr: `run "mnist/worker-0": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
 		{name: "mnist/0a1b2c3d/x", wantErr: `run "mnist/0a1b2c3d/x": want JOB or JOB/RUN, RUN being 8 hex digits or "-"`},
+		{name: "../0a1b2c3d", wantErr: `run "../0a1b2c3d": JOB ".." is no job's name: ` + dnsSubdomainErr},
+		{name: "Mnist", wantErr: `run "Mnist": JOB "Mnist" is no job's name: ` + dnsSubdomainErr},
 	} {
 		got, err := ParseRunName(tc.name)
 		gotErr := ""
