@@ -15,7 +15,8 @@ import (
 // What the command leaves running counts in the replica's usage record: its final
 // sample is taken once the agent has ended them. Here a process the command left
 // behind ignores SIGTERM and stamps the time every 50 ms until it is killed, a
-// second after the command exited: the record ends after its last stamp.
+// second after the command exited: the record ends after its last stamp, and soon
+// after.
 func TestRunUsageCoversWhatTheCommandLeft(t *testing.T) {
 	j := newBareJob(t)
 	stamps := j.path("stamps")
@@ -42,6 +43,14 @@ func TestRunUsageCoversWhatTheCommandLeft(t *testing.T) {
 		t.Errorf("the usage record ends %v before the left process's last stamp, after %v running; stderr:\n%s",
 			last.Sub(u.Updated).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond), j.stderr.String())
 	}
-	t.Logf("%d samples over %v; the left process stamped until %v after the first", u.Samples,
-		u.Updated.Sub(u.Start).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond))
+	// Nor long after: the final sample follows the kill, not the drain of the output
+	// and the uploads. The left process stamps every 50 ms; a second covers a slow
+	// fork of date under load.
+	if gap, most := u.Updated.Sub(last), 50*time.Millisecond+time.Second; gap > most {
+		t.Errorf("the usage record ends %v after the left process's last stamp, want at most %v; stderr:\n%s",
+			gap.Round(time.Millisecond), most, j.stderr.String())
+	}
+	t.Logf("%d samples over %v; the left process stamped until %v after the first, %v before the last",
+		u.Samples, u.Updated.Sub(u.Start).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond),
+		u.Updated.Sub(last).Round(time.Millisecond))
 }
