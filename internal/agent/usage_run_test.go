@@ -54,3 +54,43 @@ func TestRunUsageCoversWhatTheCommandLeft(t *testing.T) {
 		u.Samples, u.Updated.Sub(u.Start).Round(time.Millisecond), last.Sub(u.Start).Round(time.Millisecond),
 		u.Updated.Sub(last).Round(time.Millisecond))
 }
+
+// The final sample is not held back by output still being read: here the test holds
+// the command's stdout open after it exits, as a process the agent cannot end
+// would, and the agent reads on until its drain timeout. The record ends when the
+// command did, not the drain's seconds later.
+func TestRunUsageEndsBeforeASlowDrain(t *testing.T) {
+	j := newBareJob(t)
+	pidFile, goFile := j.path("pid"), j.path("go")
+	script := `echo $$ > "$PIDFILE.new" && mv "$PIDFILE.new" "$PIDFILE"; while [ ! -e "$GOFILE" ]; do sleep 0.01; done`
+	j.start(t, []string{"PIDFILE=" + pidFile, "GOFILE=" + goFile}, "sh", "-c", script)
+	var pid []byte
+	eventually(t, 30*time.Second, "the command's pid", func() bool {
+		var err error
+		pid, err = os.ReadFile(pidFile)
+		return err == nil
+	})
+	out, err := os.OpenFile("/proc/"+strings.TrimSpace(string(pid))+"/fd/1", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("opening the command's stdout: %v", err)
+	}
+	defer out.Close()
+	exited := time.Now()
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := j.wait(t, time.Minute); code != 0 {
+		t.Fatalf("agent exited %d, want 0; stderr:\n%s", code, j.stderr.String())
+	}
+	drained := time.Since(exited)
+	var u storage.Usage
+	if err := json.Unmarshal([]byte(download(t, j.client, j.replicaURI(storage.UsageName))), &u); err != nil {
+		t.Fatal(err)
+	}
+	if late := u.Updated.Sub(exited); late > drained/2 {
+		t.Errorf("the usage record ends %v after the command was let exit, the agent %v after; want it well before the drain's end",
+			late.Round(time.Millisecond), drained.Round(time.Millisecond))
+	}
+	t.Logf("the record ends %v after the command was let exit, the agent %v after",
+		u.Updated.Sub(exited).Round(time.Millisecond), drained.Round(time.Millisecond))
+}
