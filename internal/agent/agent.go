@@ -225,12 +225,11 @@ func (s *session) runCommand() int {
 	defer cancel()
 	syncNow, stop := make(chan struct{}, 1), make(chan struct{})
 	periodicDone, stopUsage, usageDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	stopGPUs := func() {}
 	if s.up != nil {
 		s.up.started(ctx)
-		go func() {
-			defer close(usageDone)
-			s.up.usage.run(stopUsage, nvml.Beside(), s.reaper.startSampler, s.log)
-		}()
+		stopGPUs = s.up.usage.startGPUs(nvml.Beside(), s.reaper.startSampler, s.log)
+		go func() { defer close(usageDone); s.up.usage.run(stopUsage, s.log) }()
 		go func() { defer close(periodicDone); s.up.run(ctx, stop, s.cfg.ArtifactsInterval, syncNow) }()
 	} else {
 		close(periodicDone)
@@ -240,11 +239,16 @@ func (s *session) runCommand() int {
 	deadline := s.waitForExit(c, syncNow)
 	code := c.exitCode()
 	s.log.Printf("command exited with code %d", code)
-	// The GPU sampler is the agent's: it ends before what the command left is ended.
-	// Uploads still sample while they end; logOOM takes the final sample after.
+	// The GPU sampler is the agent's: it ends before what the command left is ended,
+	// which the cgroup's samples cover. The record ends as they do: not after the
+	// drain and the upload in progress, which may take minutes of idle time.
+	stopGPUs()
+	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)
 	close(stopUsage)
 	<-usageDone
-	left := endLeftovers(c.pgid(), s.cfg.ChildGrace, s.log)
+	if s.up != nil {
+		s.up.usage.sampleFinal(s.log)
+	}
 	c.drainOutput(drainTimeout(left))
 	// The periodic uploads stop after the one in progress, which is not cut short: S3
 	// may still complete a PUT whose client gave up, after the final upload's PUT of

@@ -95,13 +95,15 @@ func TestUsageRecordsGPUs(t *testing.T) {
 			defer rp.close()
 			r := &usageRecorder{cg: cg, now: time.Now, interval: 20 * time.Millisecond, stride: 1}
 			stop, done := make(chan struct{}), make(chan struct{})
+			stopGPUs := r.startGPUs(cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
 			go func() {
 				defer close(done)
-				r.run(stop, cmp.Or(tc.cmd, cmd), rp.startSampler, &logger{out: &out})
+				r.run(stop, &logger{out: &out})
 			}()
 			if tc.wantGPU {
 				waitFor(t, func() bool { u := r.record(1); return u != nil && len(u.GPUs) == 2 && u.GPUs[1].Samples >= 2 })
 			}
+			stopGPUs()
 			close(stop)
 			<-done
 			u := r.record(1)

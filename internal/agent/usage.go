@@ -69,20 +69,29 @@ func newUsageRecorder(replica storage.URI, log *logger) *usageRecorder {
 		rec: storage.Usage{Source: cg.source()}}
 }
 
-// run samples every interval until stop closes; the GPUs too where tfk8s-nvml (cmd)
-// is installed, started with start, and stopped when stop closes. An upload may take
-// a sample that is due first (sampleDue): the next is then an interval after it. The
-// final sample is logOOM's, once what the command left running has ended too.
-func (r *usageRecorder) run(stop <-chan struct{}, cmd string, start nvml.Starter, log *logger) {
+// startGPUs starts reading the GPUs at every sample where tfk8s-nvml (cmd) is
+// installed, started with start. The returned stop ends the reader: the command's
+// exit ends it, while the cgroup is sampled on until what the command left has ended
+// too. A reading it had not handed out is counted by the next sample, once.
+func (r *usageRecorder) startGPUs(cmd string, start nvml.Starter, log *logger) (stop func()) {
 	if r == nil {
-		return
+		return func() {}
 	}
-	s, stopGPUs := startGPUSampler(start, cmd, r.interval, log)
-	defer stopGPUs()
+	s, stop := startGPUSampler(start, cmd, r.interval, log)
 	if s != nil {
 		r.mu.Lock()
 		r.gpus = s
 		r.mu.Unlock()
+	}
+	return stop
+}
+
+// run samples every interval until stop closes. An upload may take a sample that is
+// due first (sampleDue): the next is then an interval after it. The final sample is
+// sampleFinal's, once what the command left running has ended too: none comes after.
+func (r *usageRecorder) run(stop <-chan struct{}, log *logger) {
+	if r == nil {
+		return
 	}
 	next := time.NewTimer(0)
 	defer next.Stop()
@@ -119,6 +128,9 @@ func (r *usageRecorder) sampleDue(log *logger) time.Duration {
 // command and what it left running have ended, and the record ends with what they
 // used to the end, their OOM kills too.
 func (r *usageRecorder) sampleFinal(log *logger) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.ended {
@@ -260,7 +272,7 @@ func (r *usageRecorder) store(ctx context.Context, c *storage.Client, attempt in
 // the controller puts in the job's failure (the pod's default path).
 var terminationLog = "/dev/termination-log"
 
-// logOOM says, once the command has ended, that the kernel killed processes of the
+// logOOM says, once the final sample is taken, that the kernel killed processes of the
 // container for its memory limit, with the figures a user needs to raise it: in the
 // log, and as the container's termination message, so that the job's Failed
 // condition and describe name the replica, its peak and its limit.
@@ -268,7 +280,6 @@ func (r *usageRecorder) logOOM(replica string, log *logger) {
 	if r == nil {
 		return
 	}
-	r.sampleFinal(log)
 	msg := r.record(0).OOMMessage(replica)
 	if msg == "" {
 		return

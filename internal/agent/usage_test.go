@@ -220,6 +220,7 @@ func TestLogOOM(t *testing.T) {
 	}
 	var out bytes.Buffer
 	r := &usageRecorder{cg: cg, now: time.Now, stride: 1}
+	r.sampleFinal(&logger{out: &out})
 	r.logOOM("worker-1", &logger{out: &out})
 	want := "worker-1 OOMKilled: the kernel killed 1 process(es) at the memory limit 512.0 MiB; peak 500.0 MiB charged, working set peak 300.0 MiB\n"
 	got, err := os.ReadFile(terminationLog)
